@@ -1,0 +1,33 @@
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo bench lint regen clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo_pipeline.py
+
+bench: $(STAMP)
+	$(BIN)/python bench/records_bench.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+regen: $(STAMP)
+	$(BIN)/python tools/generate_protocol.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
