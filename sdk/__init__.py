@@ -1,0 +1,75 @@
+"""kafka-sdk: a Python client for Apache Kafka.
+
+The public names load on first use, so ``import sdk`` stays cheap: a script that only needs
+the types does not pay for asyncio, pydantic or the protocol modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "Producer": "sdk.producer",
+    "AsyncProducer": "sdk.producer",
+    "Consumer": "sdk.consumer",
+    "AsyncConsumer": "sdk.consumer",
+    "AdminClient": "sdk.admin",
+    "AsyncAdminClient": "sdk.admin",
+    "TopicPartition": "sdk.types",
+    "RecordMetadata": "sdk.types",
+    "ConsumerRecord": "sdk.types",
+    "NewTopic": "sdk.types",
+    "OffsetAndMetadata": "sdk.types",
+    "OffsetAndTimestamp": "sdk.types",
+    "TimestampType": "sdk.types",
+}
+
+__all__ = [
+    "AdminClient",
+    "AsyncAdminClient",
+    "AsyncConsumer",
+    "AsyncProducer",
+    "Consumer",
+    "ConsumerRecord",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "Producer",
+    "RecordMetadata",
+    "TimestampType",
+    "TopicPartition",
+    "errors",
+]
+
+if TYPE_CHECKING:
+    from sdk import errors
+    from sdk.admin import AdminClient, AsyncAdminClient
+    from sdk.consumer import AsyncConsumer, Consumer
+    from sdk.producer import AsyncProducer, Producer
+    from sdk.types import (
+        ConsumerRecord,
+        NewTopic,
+        OffsetAndMetadata,
+        OffsetAndTimestamp,
+        RecordMetadata,
+        TimestampType,
+        TopicPartition,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "errors":
+        return importlib.import_module("sdk.errors")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sdk' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
