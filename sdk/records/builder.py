@@ -1,0 +1,392 @@
+"""RecordBatch v2 builder: records are encoded into the batch buffer as they are appended.
+
+The buffer starts with 61 placeholder bytes for the header; ``build()`` fills them in, so an
+uncompressed batch is never copied record by record. With a codec, the records region is
+compressed once at ``build()``. Size checks for a producer accumulator use the uncompressed
+size, an upper bound for any useful compression.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from crc32c import crc32c
+
+from sdk.records import _varint
+from sdk.records.compression import Compression, compress
+from sdk.records.control import ControlType, encode_control_key, encode_marker_value
+from sdk.records.header import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER,
+    CONTROL_MASK,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    TimestampType,
+)
+
+__all__ = ["Header", "RecordBatchBuilder", "build_control_batch", "record_size"]
+
+Header = tuple[str, bytes | None]
+
+_INT32_MAX = (1 << 31) - 1
+# Record bytes besides key, value and headers, at most: length 5, attributes 1, timestamp
+# delta 10, offset delta 5, key and value lengths 5 each, header count 1.
+_MAX_OVERHEAD = 32
+_ZZ = _varint.ZZ
+_SMALL = _varint.SMALL
+_ATTR_TS = _varint.ATTR_TS
+_TS_SMALL = _varint.TS_SMALL
+_encode = _varint.encode_varint
+_vsize = _varint.varint_size
+
+
+def _encode_headers(headers: Sequence[Header]) -> bytes:
+    parts = [_encode(len(headers))]
+    append = parts.append
+    for hkey, hvalue in headers:
+        kb = hkey.encode() if isinstance(hkey, str) else bytes(hkey)
+        append(_encode(len(kb)))
+        append(kb)
+        if hvalue is None:
+            append(b"\x01")  # zig-zag -1: null header value
+        else:
+            append(_encode(len(hvalue)))
+            append(hvalue)
+    return b"".join(parts)
+
+
+def _headers_size(headers: Sequence[Header]) -> int:
+    size = _vsize(len(headers))
+    for hkey, hvalue in headers:
+        n = len(hkey.encode()) if isinstance(hkey, str) else len(hkey)
+        size += _vsize(n) + n
+        size += 1 if hvalue is None else _vsize(len(hvalue)) + len(hvalue)
+    return size
+
+
+def record_size(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header] = (),
+) -> int:
+    """Exact encoded size of one record, its length prefix included."""
+    body = 1 + _vsize(timestamp_delta) + _vsize(offset_delta)
+    body += 1 if key is None else _vsize(len(key)) + len(key)
+    body += 1 if value is None else _vsize(len(value)) + len(value)
+    body += _headers_size(headers) if headers else 1
+    return _vsize(body) + body
+
+
+class RecordBatchBuilder:
+    """Accumulates records into one v2 batch.
+
+    ``append`` encodes each record straight into the buffer; ``build`` (alias ``close``)
+    writes the header, compresses the records region and computes the CRC, once: later
+    calls return the same bytes.
+    """
+
+    __slots__ = (
+        "_base_offset",
+        "_base_sequence",
+        "_base_ts",
+        "_buf",
+        "_built",
+        "_codec",
+        "_count",
+        "_is_control",
+        "_is_transactional",
+        "_level",
+        "_max_ts",
+        "_next_delta",
+        "_partition_leader_epoch",
+        "_producer_epoch",
+        "_producer_id",
+        "_timestamp_type",
+    )
+
+    def __init__(
+        self,
+        compression: int | str | Compression = Compression.NONE,
+        *,
+        compression_level: int | None = None,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        timestamp_type: int = TimestampType.CREATE_TIME,
+        base_offset: int = 0,
+        partition_leader_epoch: int = -1,
+    ) -> None:
+        self._codec = Compression.parse(compression)
+        self._level = compression_level
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._is_transactional = bool(is_transactional)
+        self._is_control = bool(is_control)
+        if timestamp_type not in (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME):
+            raise ValueError(f"v2 batches have no timestamp type {timestamp_type}")
+        self._timestamp_type = TimestampType(timestamp_type)
+        self._base_offset = base_offset
+        self._partition_leader_epoch = partition_leader_epoch
+        self._buf = bytearray(RECORD_BATCH_OVERHEAD)
+        self._count = 0
+        self._next_delta = 0
+        self._base_ts = -1
+        self._max_ts = -1
+        self._built: bytes | None = None
+
+    # ------------------------------------------------------------------ appending
+
+    def append(
+        self,
+        offset_delta: int | None,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] = (),
+    ) -> int:
+        """Encode one record into the batch and return its offset delta.
+
+        ``offset_delta=None`` takes the next one (previous + 1); an explicit delta must be
+        greater than the previous one. ``timestamp_ms=None`` means now.
+        """
+        if self._built is not None:
+            raise RuntimeError("cannot append to a batch that is already built")
+        od = self._next_delta
+        if offset_delta is not None:
+            if offset_delta < od or offset_delta > _INT32_MAX:
+                raise ValueError(
+                    f"offset delta {offset_delta} must be increasing (next is {od}) and fit int32"
+                )
+            od = offset_delta
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        td = timestamp_ms - self._base_ts if self._count else 0
+        zz = _ZZ
+        small = _SMALL
+        if key is None:
+            kpre = b"\x01"  # zig-zag -1: null
+            key = b""
+        else:
+            n = len(key)
+            kpre = zz[n] if n < small else _encode(n)
+        if value is None:
+            vpre = b"\x01"
+            value = b""
+        else:
+            n = len(value)
+            vpre = zz[n] if n < small else _encode(n)
+        body = b"".join(
+            (
+                _ATTR_TS[td] if 0 <= td < _TS_SMALL else b"\x00" + _encode(td),
+                zz[od] if od < small else _encode(od),
+                kpre,
+                key,
+                vpre,
+                value,
+                _encode_headers(headers) if headers else b"\x00",
+            )
+        )
+        n = len(body)
+        buf = self._buf
+        buf += zz[n] if n < small else _encode(n)
+        buf += body
+        # State changes only after the record encoded: a bad argument leaves the batch intact.
+        if self._count:
+            if timestamp_ms > self._max_ts:
+                self._max_ts = timestamp_ms
+        else:
+            self._base_ts = self._max_ts = timestamp_ms
+        self._count += 1
+        self._next_delta = od + 1
+        return od
+
+    def estimate_record_size(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] = (),
+        timestamp_ms: int | None = None,
+        offset_delta: int | None = None,
+    ) -> int:
+        """Bytes the next record will add (exact when ``timestamp_ms`` is given)."""
+        if not self._count:
+            td = 0  # the first record defines the base timestamp
+        elif timestamp_ms is None:
+            td = 1 << 19  # assume a 3-byte delta: up to ~17 minutes after the first record
+        else:
+            td = timestamp_ms - self._base_ts
+        od = self._next_delta if offset_delta is None else offset_delta
+        return record_size(od, td, key, value, headers)
+
+    def has_room_for(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        max_bytes: int,
+        timestamp_ms: int | None = None,
+    ) -> bool:
+        """Would the batch stay within ``max_bytes`` (uncompressed) with this record?
+
+        As in Kafka, an empty batch always has room: one record larger than the batch size
+        still gets its own batch (the request size limit is checked elsewhere).
+        """
+        if self._built is not None:
+            return False
+        if not self._count:
+            return True
+        if not headers:
+            # Fast accept: key and value plus the largest possible record overhead fit.
+            n = len(self._buf) + _MAX_OVERHEAD
+            if key is not None:
+                n += len(key)
+            if value is not None:
+                n += len(value)
+            if n <= max_bytes:
+                return True
+        size = len(self._buf) + self.estimate_record_size(key, value, headers, timestamp_ms)
+        return size <= max_bytes
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def record_count(self) -> int:
+        return self._count
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self._next_delta - 1
+
+    @property
+    def base_timestamp(self) -> int:
+        return self._base_ts
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._max_ts
+
+    @property
+    def compression(self) -> Compression:
+        return self._codec
+
+    @property
+    def producer_id(self) -> int:
+        return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self._base_sequence
+
+    @property
+    def is_built(self) -> bool:
+        return self._built is not None
+
+    def size_in_bytes(self) -> int:
+        """Current batch size: header plus uncompressed records, or the built size."""
+        return len(self._built) if self._built is not None else len(self._buf)
+
+    def set_producer_state(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        is_transactional: bool | None = None,
+    ) -> None:
+        """Set idempotence fields before ``build`` (a producer assigns sequences at drain)."""
+        if self._built is not None:
+            raise RuntimeError("producer state of a built batch is fixed; use patch_producer_state")
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        if is_transactional is not None:
+            self._is_transactional = bool(is_transactional)
+
+    # ------------------------------------------------------------------ building
+
+    def build(self) -> bytes:
+        if self._built is not None:
+            return self._built
+        buf = self._buf
+        if self._codec:
+            records = compress(
+                self._codec, bytes(memoryview(buf)[RECORD_BATCH_OVERHEAD:]), self._level
+            )
+            buf = bytearray(RECORD_BATCH_OVERHEAD)
+            buf += records
+        attributes = self._codec
+        if self._timestamp_type == TimestampType.LOG_APPEND_TIME:
+            attributes |= TIMESTAMP_TYPE_MASK
+        if self._is_transactional:
+            attributes |= TRANSACTIONAL_MASK
+        if self._is_control:
+            attributes |= CONTROL_MASK
+        BATCH_HEADER.pack_into(
+            buf,
+            0,
+            self._base_offset,
+            len(buf) - LOG_OVERHEAD,
+            self._partition_leader_epoch,
+            2,  # magic
+            0,  # crc, computed below over the filled-in bytes
+            attributes,
+            max(self._next_delta - 1, 0),
+            self._base_ts,
+            self._max_ts,
+            self._producer_id,
+            self._producer_epoch,
+            self._base_sequence,
+            self._count,
+        )
+        crc = crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:])
+        buf[CRC_OFFSET : CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+        self._built = bytes(buf)
+        self._buf = bytearray()  # the records live on in _built; free the working buffer
+        return self._built
+
+    close = build
+
+
+def build_control_batch(
+    control_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    *,
+    timestamp_ms: int | None = None,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """A transaction marker batch (COMMIT or ABORT) as a transaction coordinator writes it."""
+    if control_type not in (ControlType.ABORT, ControlType.COMMIT):
+        raise ValueError(
+            f"only transaction markers (ABORT=0, COMMIT=1) are built, not {control_type}"
+        )
+    builder = RecordBatchBuilder(
+        Compression.NONE,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        is_transactional=True,
+        is_control=True,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+    builder.append(
+        0,
+        timestamp_ms,
+        encode_control_key(control_type),
+        encode_marker_value(coordinator_epoch),
+    )
+    return builder.build()
