@@ -72,6 +72,7 @@ class Field:
     tag: int | None
     flexible_override: Versions | None
     default: str | None
+    ignorable: bool = False
     struct: StructDef | None = None
 
 
@@ -117,6 +118,7 @@ def parse_schema(raw: dict) -> Schema:
                 flexible_override=(Versions(spec["flexibleVersions"], top)
                                    if "flexibleVersions" in spec else None),
                 default=None if spec.get("default") is None else str(spec["default"]).lower(),
+                ignorable=bool(spec.get("ignorable")),
             )
             if elem not in PY_TYPE:
                 if "fields" in spec:
@@ -216,6 +218,16 @@ def default_value_expr(f: Field, qual: dict[str, str]) -> str:
     return e
 
 
+def non_default(f: Field, qual: dict[str, str]) -> str:
+    """A condition true when the field differs from its schema default."""
+    dflt = default_value_expr(f, qual)
+    if dflt == "None":
+        return f"o.{f.attr} is not None"
+    if f.is_array and dflt == "[]":
+        return f"o.{f.attr}"
+    return f"o.{f.attr} != {dflt}"
+
+
 def annotation(f: Field, qual: dict[str, str]) -> str:
     base = qual[f.type] if f.struct is not None else PY_TYPE[f.type]
     if f.is_array:
@@ -244,8 +256,14 @@ def emit_encoder(em: Emitter, s: StructDef, owner: str, lo: int, hi: int, layout
             run.clear()
 
     tagged: list[tuple[Field, tuple]] = []
+    qual = groups_of["#qual"]
     for f, lay in zip(s.fields, fields):
         if lay is None:
+            # Requests only: a response is built once and encoded at whatever version the
+            # client asked for, so dropping fields that version lacks is what a broker wants.
+            if not f.ignorable and schema.kind == "request":
+                body.append(f"if {non_default(f, qual)}:")
+                body.append(f'    refuse_absent_field("{s.name}", "{f.attr}", {lo})')
             continue
         if lay[4]:
             tagged.append((f, lay))
@@ -276,8 +294,9 @@ def encode_value(em: Emitter, f: Field, lay: tuple, expr: str, w: str, schema: S
                  groups_of: dict) -> list[str]:
     _attr, t, is_array, nullable, _tg, _tag, flex, child = lay
     cp = "compact_" if flex else ""
+    req = "" if nullable else "required_"
     if is_array:
-        lines = [f"v = {expr}", f"write_{cp}array_length({w}, v)", "if v:"]
+        lines = [f"v = {expr}", f"write_{req}{cp}array_length({w}, v)", "if v:"]
         if child is not None:
             fn = child_func("enc", f, child, schema, groups_of)
             lines += ["    for item in v:", f"        {fn}({w}, item)"]
@@ -285,7 +304,7 @@ def encode_value(em: Emitter, f: Field, lay: tuple, expr: str, w: str, schema: S
             lines.append(f'    {w} += struct.pack(">%d{FIXED[t]}" % len(v), *v)')
         else:
             lines += ["    for item in v:"]
-            lines += ["        " + ln for ln in encode_scalar(t, flex, "item", w)]
+            lines += ["        " + ln for ln in encode_scalar(t, flex, False, "item", w)]
         return lines
     if child is not None:
         fn = child_func("enc", f, child, schema, groups_of)
@@ -293,17 +312,18 @@ def encode_value(em: Emitter, f: Field, lay: tuple, expr: str, w: str, schema: S
             return [f"if {expr} is None:", f"    {w}.append(0xFF)", "else:", f"    {w}.append(1)",
                     f"    {fn}({w}, {expr})"]
         return [f"{fn}({w}, {expr})"]
-    return encode_scalar(t, flex, expr, w)
+    return encode_scalar(t, flex, nullable, expr, w)
 
 
-def encode_scalar(t: str, flex: bool, expr: str, w: str) -> list[str]:
+def encode_scalar(t: str, flex: bool, nullable: bool, expr: str, w: str) -> list[str]:
     cp = "compact_" if flex else ""
+    req = "" if nullable or t == "records" else "required_"
     if t in FIXED:
         return [f"{w} += {em_struct(t)}.pack({expr})"]
     if t == "string":
-        return [f"write_{cp}string({w}, {expr})"]
+        return [f"write_{req}{cp}string({w}, {expr})"]
     if t in ("bytes", "records"):
-        return [f"write_{cp}bytes({w}, {expr})"]
+        return [f"write_{req}{cp}bytes({w}, {expr})"]
     if t == "uuid":
         return [f"{w} += {expr}.bytes"]
     raise AssertionError(t)
@@ -322,11 +342,7 @@ def encode_tags(em: Emitter, tagged: list[tuple[Field, tuple]], schema: Schema,
     lines = ["tags = list(o.unknown_tags) if o.unknown_tags else []"]
     qual = groups_of["#qual"]
     for f, lay in sorted(tagged, key=lambda x: x[0].tag or 0):
-        dflt = default_value_expr(f, qual)
-        cond = f"o.{f.attr} is not None" if dflt == "None" else f"o.{f.attr} != {dflt}"
-        if f.is_array and dflt == "[]":
-            cond = f"o.{f.attr}"
-        lines.append(f"if {cond}:")
+        lines.append(f"if {non_default(f, qual)}:")
         lines.append("    t = bytearray()")
         lines += ["    " + ln for ln in encode_value(em, f, lay, f"o.{f.attr}", "t", schema, groups_of)]
         lines.append(f"    tags.append(({f.tag}, bytes(t)))")
@@ -400,23 +416,24 @@ def decode_value(f: Field, lay: tuple, target: str, schema: Schema, groups_of: d
     _attr, t, is_array, nullable, _tg, _tag, flex, child = lay
     cp = "compact_" if flex else ""
     if is_array:
-        lines = [f"n, pos = read_{cp}array_length(buf, pos)"]
+        req = "" if nullable else "required_"
+        lines = [f"n, pos = read_{req}{cp}array_length(buf, pos)"]
         if child is not None:
             fn = child_func("dec", f, child, schema, groups_of)
-            lines += ["if n < 0:", f"    {target} = None", "else:", f"    {target} = []",
-                      "    for _ in range(n):", f"        item, pos = {fn}(buf, pos)",
-                      f"        {target}.append(item)"]
+            body = [f"{target} = []", "for _ in range(n):", f"    item, pos = {fn}(buf, pos)",
+                    f"    {target}.append(item)"]
         elif t in FIXED:
             c = FIXED[t]
-            lines += ["if n < 0:", f"    {target} = None", "else:",
-                      f'    {target} = list(struct.unpack_from(">%d{c}" % n, buf, pos))',
-                      f"    pos += {FIXED_SIZE[c]} * n"]
+            body = [f'{target} = list(struct.unpack_from(">%d{c}" % n, buf, pos))',
+                    f"pos += {FIXED_SIZE[c]} * n"]
         else:
-            lines += ["if n < 0:", f"    {target} = None", "else:", f"    {target} = []",
-                      "    for _ in range(n):"]
-            lines += ["        " + ln for ln in decode_scalar(t, flex, True, "item")]
-            lines.append(f"        {target}.append(item)")
-        return lines
+            body = [f"{target} = []", "for _ in range(n):"]
+            body += ["    " + ln for ln in decode_scalar(t, flex, False, "item")]
+            body.append(f"    {target}.append(item)")
+        if nullable:
+            return [*lines, "if n < 0:", f"    {target} = None", "else:",
+                    *("    " + ln for ln in body)]
+        return lines + body
     if child is not None:
         fn = child_func("dec", f, child, schema, groups_of)
         if nullable:
@@ -511,9 +528,13 @@ def emit_module(schemas: list[Schema]) -> str:
             "    read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,",
             "    read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,",
             "    read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,",
-            "    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,",
-            "    write_compact_array_length, write_compact_bytes, write_compact_string,",
-            "    write_string, write_tagged_fields,", ")", ""]
+            "    read_required_array_length, read_required_compact_array_length,",
+            "    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,",
+            "    write_bytes, write_compact_array_length, write_compact_bytes,",
+            "    write_compact_string, write_required_array_length, write_required_bytes,",
+            "    write_required_compact_array_length, write_required_compact_bytes,",
+            "    write_required_compact_string, write_required_string, write_string,",
+            "    write_tagged_fields,", ")", ""]
     for codes, name in sorted(em.formats.items(), key=lambda x: x[1]):
         head.append(f'{name} = struct.Struct(">{codes}")')
     head += ["", ""]

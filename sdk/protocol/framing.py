@@ -22,6 +22,8 @@ from sdk.protocol.messages.headers import RequestHeader, ResponseHeader
 from sdk.protocol.primitives import INT16, INT32
 
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+API_VERSIONS_KEY = 18
+UNSUPPORTED_VERSION = 35
 
 
 class FrameBuffer:
@@ -129,7 +131,10 @@ class ClientFraming:
             if pos == 0:
                 _header, pos = ResponseHeader.decode_from(payload, 0, 1)
             cls = response_class(pending.api_key)
-            response, _ = cls.decode_from(payload, pos, pending.version)
+            if pending.api_key == API_VERSIONS_KEY:
+                response = _decode_api_versions(cls, payload, pos, pending.version)
+            else:
+                response, _ = cls.decode_from(payload, pos, pending.version)
             out.append((cid, response))
         return out
 
@@ -138,6 +143,20 @@ class ClientFraming:
         stale = [c for c, p in self._pending.items() if not p.expects_response and c < cid]
         for c in stale:
             del self._pending[c]
+
+
+def _decode_api_versions(cls: type[Message], payload: bytes, pos: int, version: int) -> Message:
+    """A broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION in a
+    v0 body listing its ranges (KIP-511); read that, and fall back to v0 if the body does not
+    decode at the version we sent."""
+    if len(payload) >= pos + 2 and INT16.unpack_from(payload, pos)[0] == UNSUPPORTED_VERSION:
+        return cls.decode_from(payload, pos, 0)[0]
+    try:
+        return cls.decode_from(payload, pos, version)[0]
+    except MalformedDataError:
+        if version == 0:
+            raise
+        return cls.decode_from(payload, pos, 0)[0]
 
 
 # ----------------------------------------------------------------------------- server side

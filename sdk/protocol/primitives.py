@@ -12,7 +12,7 @@ import struct
 import uuid
 from typing import Any
 
-from sdk.errors import MalformedDataError
+from sdk.errors import MalformedDataError, UnsupportedVersionError
 
 Buffer = Any  # bytes | bytearray | memoryview; kept loose so memoryview slices pass mypy
 
@@ -276,3 +276,70 @@ def skip_to(buf: Buffer, pos: int, end: int, what: str) -> int:
     if pos > end:
         raise MalformedDataError(f"{what} is longer than its declared size")
     return end
+
+
+# ----------------------------------------------------------------------------- strict variants
+# Generated encoders use these for fields that are not nullable at the version being written,
+# so a None is refused at the sender instead of producing bytes the peer rejects.
+
+
+def _null_refused(what: str) -> MalformedDataError:
+    return MalformedDataError(f"None given for a non-nullable {what}")
+
+
+def write_required_string(w: bytearray, value: str) -> None:
+    if value is None:
+        raise _null_refused("string")
+    write_string(w, value)
+
+
+def write_required_compact_string(w: bytearray, value: str) -> None:
+    if value is None:
+        raise _null_refused("string")
+    write_compact_string(w, value)
+
+
+def write_required_bytes(w: bytearray, value: Buffer) -> None:
+    if value is None:
+        raise _null_refused("bytes field")
+    write_bytes(w, value)
+
+
+def write_required_compact_bytes(w: bytearray, value: Buffer) -> None:
+    if value is None:
+        raise _null_refused("bytes field")
+    write_compact_bytes(w, value)
+
+
+def write_required_array_length(w: bytearray, value: list[Any]) -> None:
+    if value is None:
+        raise _null_refused("array")
+    w += INT32.pack(len(value))
+
+
+def write_required_compact_array_length(w: bytearray, value: list[Any]) -> None:
+    if value is None:
+        raise _null_refused("array")
+    write_uvarint(w, len(value) + 1)
+
+
+def read_required_array_length(buf: Buffer, pos: int) -> tuple[int, int]:
+    n, pos = read_array_length(buf, pos)
+    if n < 0:
+        raise MalformedDataError("non-nullable array is null")
+    return n, pos
+
+
+def read_required_compact_array_length(buf: Buffer, pos: int) -> tuple[int, int]:
+    n, pos = read_compact_array_length(buf, pos)
+    if n < 0:
+        raise MalformedDataError("non-nullable array is null")
+    return n, pos
+
+
+def refuse_absent_field(message: str, field: str, version: int) -> None:
+    """A non-ignorable field set to a non-default value cannot be sent at this version."""
+    raise UnsupportedVersionError(
+        f"{message}.{field} is set but does not exist in version {version}; "
+        "use a version that has it or leave it at its default"
+    )

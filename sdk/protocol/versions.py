@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sdk.errors import UnsupportedVersionError
-from sdk.protocol.messages import API_TABLE
+from sdk.protocol.messages import API_TABLE, ApiKey
 
 VersionRanges = Mapping[int, tuple[int, int]]
 
@@ -20,6 +20,13 @@ def ranges_from_response(api_keys: list) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in api_keys}
 
 
+def api_name(api_key: int) -> str:
+    try:
+        return f"{ApiKey(api_key).name} (API key {api_key})"
+    except ValueError:
+        return f"API key {api_key}"
+
+
 def pick_version(api_key: int, broker: VersionRanges, ours: VersionRanges | None = None,
                  cap: int | None = None) -> int:
     """The highest version in both ranges (and at most ``cap``), or UnsupportedVersionError."""
@@ -27,12 +34,12 @@ def pick_version(api_key: int, broker: VersionRanges, ours: VersionRanges | None
     mine = (ours or our_versions()).get(api_key)
     if theirs is None or mine is None:
         side = "broker" if theirs is None else "client"
-        raise UnsupportedVersionError(f"API key {api_key} is not supported by the {side}")
+        raise UnsupportedVersionError(f"{api_name(api_key)} is not supported by the {side}")
     hi = min(theirs[1], mine[1], cap if cap is not None else mine[1])
     lo = max(theirs[0], mine[0])
     if hi < lo:
         raise UnsupportedVersionError(
-            f"API key {api_key}: broker supports {theirs[0]}-{theirs[1]}, "
+            f"{api_name(api_key)}: broker supports {theirs[0]}-{theirs[1]}, "
             f"client {mine[0]}-{mine[1]}" + (f" (capped at {cap})" if cap is not None else "")
         )
     return hi

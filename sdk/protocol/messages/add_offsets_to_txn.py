@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -52,9 +56,9 @@ class AddOffsetsToTxnResponse(Message):
 
 
 def _enc_AddOffsetsToTxnRequest_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.transactional_id)
+    write_required_string(w, o.transactional_id)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
 
 
 def _dec_AddOffsetsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -66,9 +70,9 @@ def _dec_AddOffsetsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_AddOffsetsToTxnRequest_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.transactional_id)
+    write_required_compact_string(w, o.transactional_id)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:

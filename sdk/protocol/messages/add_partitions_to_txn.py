@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -90,28 +94,25 @@ class AddPartitionsToTxnResponse(Message):
 
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -122,12 +123,9 @@ def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w: bytearray, o:
 
 def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -139,7 +137,16 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf: Any, pos: i
 
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(w: bytearray, o: Any) -> None:
-    pass
+    if o.transactional_id != '':
+        refuse_absent_field("AddPartitionsToTxnTransaction", "transactional_id", 0)
+    if o.producer_id != 0:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "producer_id", 0)
+    if o.producer_epoch != 0:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "producer_epoch", 0)
+    if o.verify_only != False:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "verify_only", 0)
+    if o.topics:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "topics", 0)
 
 
 def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -147,6 +154,16 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(buf: Any, 
 
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(w: bytearray, o: Any) -> None:
+    if o.transactional_id != '':
+        refuse_absent_field("AddPartitionsToTxnTransaction", "transactional_id", 3)
+    if o.producer_id != 0:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "producer_id", 3)
+    if o.producer_epoch != 0:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "producer_epoch", 3)
+    if o.verify_only != False:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "verify_only", 3)
+    if o.topics:
+        refuse_absent_field("AddPartitionsToTxnTransaction", "topics", 3)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -165,10 +182,10 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf: Any, po
 
 
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.transactional_id)
+    write_required_compact_string(w, o.transactional_id)
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.verify_only)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w, item)
@@ -182,14 +199,11 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf: Any, 
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_verify_only = _S_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -201,10 +215,12 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf: Any, 
 
 
 def _enc_AddPartitionsToTxnRequest_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.v3_and_below_transactional_id)
+    if o.transactions:
+        refuse_absent_field("AddPartitionsToTxnRequest", "transactions", 0)
+    write_required_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     v = o.v3_and_below_topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(w, item)
@@ -214,22 +230,21 @@ def _dec_AddPartitionsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_v3_and_below_transactional_id, pos = read_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_v3_and_below_topics = None
-    else:
-        f_v3_and_below_topics = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf, pos)
-            f_v3_and_below_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_v3_and_below_topics = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf, pos)
+        f_v3_and_below_topics.append(item)
     return AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics), pos
 
 
 def _enc_AddPartitionsToTxnRequest_v3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.v3_and_below_transactional_id)
+    if o.transactions:
+        refuse_absent_field("AddPartitionsToTxnRequest", "transactions", 3)
+    write_required_compact_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     v = o.v3_and_below_topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w, item)
@@ -243,14 +258,11 @@ def _dec_AddPartitionsToTxnRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_v3_and_below_transactional_id, pos = read_compact_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_v3_and_below_topics = None
-    else:
-        f_v3_and_below_topics = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
-            f_v3_and_below_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_v3_and_below_topics = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
+        f_v3_and_below_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -263,10 +275,18 @@ def _dec_AddPartitionsToTxnRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_AddPartitionsToTxnRequest_v4_5(w: bytearray, o: Any) -> None:
     v = o.transactions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(w, item)
+    if o.v3_and_below_transactional_id != '':
+        refuse_absent_field("AddPartitionsToTxnRequest", "v3_and_below_transactional_id", 4)
+    if o.v3_and_below_producer_id != 0:
+        refuse_absent_field("AddPartitionsToTxnRequest", "v3_and_below_producer_id", 4)
+    if o.v3_and_below_producer_epoch != 0:
+        refuse_absent_field("AddPartitionsToTxnRequest", "v3_and_below_producer_epoch", 4)
+    if o.v3_and_below_topics:
+        refuse_absent_field("AddPartitionsToTxnRequest", "v3_and_below_topics", 4)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -274,14 +294,11 @@ def _enc_AddPartitionsToTxnRequest_v4_5(w: bytearray, o: Any) -> None:
 
 
 def _dec_AddPartitionsToTxnRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_transactions = None
-    else:
-        f_transactions = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf, pos)
-            f_transactions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_transactions = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf, pos)
+        f_transactions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -293,9 +310,9 @@ def _dec_AddPartitionsToTxnRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.results_by_partition
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(w, item)
@@ -303,21 +320,18 @@ def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w: bytear
 
 def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results_by_partition = None
-    else:
-        f_results_by_partition = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(buf, pos)
-            f_results_by_partition.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results_by_partition = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(buf, pos)
+        f_results_by_partition.append(item)
     return AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=f_name, results_by_partition=f_results_by_partition), pos
 
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.results_by_partition
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(w, item)
@@ -329,14 +343,11 @@ def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w: bytear
 
 def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results_by_partition = None
-    else:
-        f_results_by_partition = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf, pos)
-            f_results_by_partition.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results_by_partition = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf, pos)
+        f_results_by_partition.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -405,9 +416,9 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf: Any, pos: i
 
 
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.transactional_id)
+    write_required_compact_string(w, o.transactional_id)
     v = o.topic_results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w, item)
@@ -419,14 +430,11 @@ def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w: bytearray, 
 
 def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_results = None
-    else:
-        f_topic_results = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
-            f_topic_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_results = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
+        f_topic_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -440,7 +448,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf: Any, pos:
 def _enc_AddPartitionsToTxnResponse_v0_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results_by_topic_v3_and_below
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w, item)
@@ -449,21 +457,18 @@ def _enc_AddPartitionsToTxnResponse_v0_2(w: bytearray, o: Any) -> None:
 def _dec_AddPartitionsToTxnResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results_by_topic_v3_and_below = None
-    else:
-        f_results_by_topic_v3_and_below = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf, pos)
-            f_results_by_topic_v3_and_below.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results_by_topic_v3_and_below = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf, pos)
+        f_results_by_topic_v3_and_below.append(item)
     return AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below), pos
 
 
 def _enc_AddPartitionsToTxnResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results_by_topic_v3_and_below
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w, item)
@@ -476,14 +481,11 @@ def _enc_AddPartitionsToTxnResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_AddPartitionsToTxnResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results_by_topic_v3_and_below = None
-    else:
-        f_results_by_topic_v3_and_below = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
-            f_results_by_topic_v3_and_below.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results_by_topic_v3_and_below = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
+        f_results_by_topic_v3_and_below.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -497,7 +499,7 @@ def _dec_AddPartitionsToTxnResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AddPartitionsToTxnResponse_v4_5(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.results_by_transaction
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w, item)
@@ -510,14 +512,11 @@ def _enc_AddPartitionsToTxnResponse_v4_5(w: bytearray, o: Any) -> None:
 def _dec_AddPartitionsToTxnResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results_by_transaction = None
-    else:
-        f_results_by_transaction = []
-        for _ in range(n):
-            item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf, pos)
-            f_results_by_transaction.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results_by_transaction = []
+    for _ in range(n):
+        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf, pos)
+        f_results_by_transaction.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

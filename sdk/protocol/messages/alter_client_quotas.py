@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_do = struct.Struct(">d?")
@@ -84,7 +88,7 @@ class AlterClientQuotasResponse(Message):
 
 
 def _enc_AlterClientQuotasRequest_EntityData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.entity_type)
+    write_required_string(w, o.entity_type)
     write_string(w, o.entity_name)
 
 
@@ -95,7 +99,7 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_AlterClientQuotasRequest_EntityData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.entity_type)
+    write_required_compact_string(w, o.entity_type)
     write_compact_string(w, o.entity_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -117,7 +121,7 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_AlterClientQuotasRequest_OpData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.key)
+    write_required_string(w, o.key)
     w += _S_do.pack(o.value, o.remove)
 
 
@@ -129,7 +133,7 @@ def _dec_AlterClientQuotasRequest_OpData_v0(buf: Any, pos: int) -> tuple[Any, in
 
 
 def _enc_AlterClientQuotasRequest_OpData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.key)
+    write_required_compact_string(w, o.key)
     w += _S_do.pack(o.value, o.remove)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -153,45 +157,39 @@ def _dec_AlterClientQuotasRequest_OpData_v1(buf: Any, pos: int) -> tuple[Any, in
 
 def _enc_AlterClientQuotasRequest_EntryData_v0(w: bytearray, o: Any) -> None:
     v = o.entity
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasRequest_EntityData_v0(w, item)
     v = o.ops
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasRequest_OpData_v0(w, item)
 
 
 def _dec_AlterClientQuotasRequest_EntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_entity = None
-    else:
-        f_entity = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos)
-            f_entity.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ops = None
-    else:
-        f_ops = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasRequest_OpData_v0(buf, pos)
-            f_ops.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_entity = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos)
+        f_entity.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ops = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasRequest_OpData_v0(buf, pos)
+        f_ops.append(item)
     return AlterClientQuotasRequest.EntryData(entity=f_entity, ops=f_ops), pos
 
 
 def _enc_AlterClientQuotasRequest_EntryData_v1(w: bytearray, o: Any) -> None:
     v = o.entity
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasRequest_EntityData_v1(w, item)
     v = o.ops
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasRequest_OpData_v1(w, item)
@@ -202,22 +200,16 @@ def _enc_AlterClientQuotasRequest_EntryData_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterClientQuotasRequest_EntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_entity = None
-    else:
-        f_entity = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos)
-            f_entity.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_ops = None
-    else:
-        f_ops = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasRequest_OpData_v1(buf, pos)
-            f_ops.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_entity = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos)
+        f_entity.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_ops = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasRequest_OpData_v1(buf, pos)
+        f_ops.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -230,7 +222,7 @@ def _dec_AlterClientQuotasRequest_EntryData_v1(buf: Any, pos: int) -> tuple[Any,
 
 def _enc_AlterClientQuotasRequest_v0(w: bytearray, o: Any) -> None:
     v = o.entries
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasRequest_EntryData_v0(w, item)
@@ -238,14 +230,11 @@ def _enc_AlterClientQuotasRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_entries = None
-    else:
-        f_entries = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasRequest_EntryData_v0(buf, pos)
-            f_entries.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_entries = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasRequest_EntryData_v0(buf, pos)
+        f_entries.append(item)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     return AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only), pos
@@ -253,7 +242,7 @@ def _dec_AlterClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_AlterClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
     v = o.entries
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasRequest_EntryData_v1(w, item)
@@ -265,14 +254,11 @@ def _enc_AlterClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_entries = None
-    else:
-        f_entries = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasRequest_EntryData_v1(buf, pos)
-            f_entries.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_entries = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasRequest_EntryData_v1(buf, pos)
+        f_entries.append(item)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -286,7 +272,7 @@ def _dec_AlterClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_AlterClientQuotasResponse_EntityData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.entity_type)
+    write_required_string(w, o.entity_type)
     write_string(w, o.entity_name)
 
 
@@ -297,7 +283,7 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_AlterClientQuotasResponse_EntityData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.entity_type)
+    write_required_compact_string(w, o.entity_type)
     write_compact_string(w, o.entity_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -322,7 +308,7 @@ def _enc_AlterClientQuotasResponse_EntryData_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     v = o.entity
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasResponse_EntityData_v0(w, item)
@@ -332,14 +318,11 @@ def _dec_AlterClientQuotasResponse_EntryData_v0(buf: Any, pos: int) -> tuple[Any
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_entity = None
-    else:
-        f_entity = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos)
-            f_entity.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_entity = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos)
+        f_entity.append(item)
     return AlterClientQuotasResponse.EntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity), pos
 
 
@@ -347,7 +330,7 @@ def _enc_AlterClientQuotasResponse_EntryData_v1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     v = o.entity
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasResponse_EntityData_v1(w, item)
@@ -361,14 +344,11 @@ def _dec_AlterClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[Any
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_entity = None
-    else:
-        f_entity = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos)
-            f_entity.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_entity = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos)
+        f_entity.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -382,7 +362,7 @@ def _dec_AlterClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[Any
 def _enc_AlterClientQuotasResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.entries
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasResponse_EntryData_v0(w, item)
@@ -391,21 +371,18 @@ def _enc_AlterClientQuotasResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_entries = None
-    else:
-        f_entries = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos)
-            f_entries.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_entries = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos)
+        f_entries.append(item)
     return AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries), pos
 
 
 def _enc_AlterClientQuotasResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.entries
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterClientQuotasResponse_EntryData_v1(w, item)
@@ -418,14 +395,11 @@ def _enc_AlterClientQuotasResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_AlterClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_entries = None
-    else:
-        f_entries = []
-        for _ in range(n):
-            item, pos = _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos)
-            f_entries.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_entries = []
+    for _ in range(n):
+        item, pos = _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos)
+        f_entries.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -73,7 +77,7 @@ class AlterConfigsResponse(Message):
 
 
 def _enc_AlterConfigsRequest_AlterableConfig_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     write_string(w, o.value)
 
 
@@ -84,7 +88,7 @@ def _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_AlterConfigsRequest_AlterableConfig_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -107,9 +111,9 @@ def _dec_AlterConfigsRequest_AlterableConfig_v2(buf: Any, pos: int) -> tuple[Any
 
 def _enc_AlterConfigsRequest_AlterConfigsResource_v0_1(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     v = o.configs
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterConfigsRequest_AlterableConfig_v0_1(w, item)
@@ -119,22 +123,19 @@ def _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf: Any, pos: int) -> tu
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf, pos)
+        f_configs.append(item)
     return AlterConfigsRequest.AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
 def _enc_AlterConfigsRequest_AlterConfigsResource_v2(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     v = o.configs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterConfigsRequest_AlterableConfig_v2(w, item)
@@ -148,14 +149,11 @@ def _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf: Any, pos: int) -> tupl
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_AlterConfigsRequest_AlterableConfig_v2(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_AlterConfigsRequest_AlterableConfig_v2(buf, pos)
+        f_configs.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -168,7 +166,7 @@ def _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf: Any, pos: int) -> tupl
 
 def _enc_AlterConfigsRequest_v0_1(w: bytearray, o: Any) -> None:
     v = o.resources
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterConfigsRequest_AlterConfigsResource_v0_1(w, item)
@@ -176,14 +174,11 @@ def _enc_AlterConfigsRequest_v0_1(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterConfigsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf, pos)
+        f_resources.append(item)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     return AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only), pos
@@ -191,7 +186,7 @@ def _dec_AlterConfigsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_AlterConfigsRequest_v2(w: bytearray, o: Any) -> None:
     v = o.resources
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterConfigsRequest_AlterConfigsResource_v2(w, item)
@@ -203,14 +198,11 @@ def _enc_AlterConfigsRequest_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterConfigsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos)
+        f_resources.append(item)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -227,7 +219,7 @@ def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(w: bytearray, o:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
 
 
 def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -244,7 +236,7 @@ def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w: bytearray, o: A
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -271,7 +263,7 @@ def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf: Any, pos: int
 def _enc_AlterConfigsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(w, item)
@@ -280,21 +272,18 @@ def _enc_AlterConfigsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_AlterConfigsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf, pos)
+        f_responses.append(item)
     return AlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
 def _enc_AlterConfigsResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w, item)
@@ -307,14 +296,11 @@ def _enc_AlterConfigsResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_AlterConfigsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

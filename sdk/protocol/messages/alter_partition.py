@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_bi = struct.Struct(">bi")
@@ -97,6 +101,10 @@ class AlterPartitionResponse(Message):
 
 
 def _enc_AlterPartitionRequest_BrokerState_v0_2(w: bytearray, o: Any) -> None:
+    if o.broker_id != 0:
+        refuse_absent_field("BrokerState", "broker_id", 0)
+    if o.broker_epoch != -1:
+        refuse_absent_field("BrokerState", "broker_epoch", 0)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -138,9 +146,13 @@ def _dec_AlterPartitionRequest_BrokerState_v3(buf: Any, pos: int) -> tuple[Any, 
 def _enc_AlterPartitionRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     v = o.new_isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.new_isr_with_epochs:
+        refuse_absent_field("PartitionData", "new_isr_with_epochs", 0)
+    if o.leader_recovery_state != 0:
+        refuse_absent_field("PartitionData", "leader_recovery_state", 0)
     w += _S_i.pack(o.partition_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -151,12 +163,9 @@ def _enc_AlterPartitionRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_new_isr = None
-    else:
-        f_new_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_new_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -172,9 +181,11 @@ def _dec_AlterPartitionRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any
 def _enc_AlterPartitionRequest_PartitionData_v1_2(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     v = o.new_isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.new_isr_with_epochs:
+        refuse_absent_field("PartitionData", "new_isr_with_epochs", 1)
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -185,12 +196,9 @@ def _enc_AlterPartitionRequest_PartitionData_v1_2(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_PartitionData_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_new_isr = None
-    else:
-        f_new_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_new_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
     unknown = None
@@ -204,9 +212,11 @@ def _dec_AlterPartitionRequest_PartitionData_v1_2(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_AlterPartitionRequest_PartitionData_v3(w: bytearray, o: Any) -> None:
+    if o.new_isr:
+        refuse_absent_field("PartitionData", "new_isr", 3)
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
     v = o.new_isr_with_epochs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_BrokerState_v3(w, item)
@@ -220,14 +230,11 @@ def _enc_AlterPartitionRequest_PartitionData_v3(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_PartitionData_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_new_isr_with_epochs = None
-    else:
-        f_new_isr_with_epochs = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_BrokerState_v3(buf, pos)
-            f_new_isr_with_epochs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_new_isr_with_epochs = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_BrokerState_v3(buf, pos)
+        f_new_isr_with_epochs.append(item)
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
     unknown = None
@@ -241,9 +248,9 @@ def _dec_AlterPartitionRequest_PartitionData_v3(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_AlterPartitionRequest_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_PartitionData_v0(w, item)
@@ -255,14 +262,11 @@ def _enc_AlterPartitionRequest_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -274,9 +278,9 @@ def _dec_AlterPartitionRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, in
 
 
 def _enc_AlterPartitionRequest_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_PartitionData_v1_2(w, item)
@@ -288,14 +292,11 @@ def _enc_AlterPartitionRequest_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -309,7 +310,7 @@ def _dec_AlterPartitionRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, in
 def _enc_AlterPartitionRequest_TopicData_v2(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_PartitionData_v1_2(w, item)
@@ -321,14 +322,11 @@ def _enc_AlterPartitionRequest_TopicData_v2(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionRequest_TopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -342,7 +340,7 @@ def _dec_AlterPartitionRequest_TopicData_v2(buf: Any, pos: int) -> tuple[Any, in
 def _enc_AlterPartitionRequest_TopicData_v3(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_PartitionData_v3(w, item)
@@ -354,14 +352,11 @@ def _enc_AlterPartitionRequest_TopicData_v3(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionRequest_TopicData_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_PartitionData_v3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_PartitionData_v3(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -375,7 +370,7 @@ def _dec_AlterPartitionRequest_TopicData_v3(buf: Any, pos: int) -> tuple[Any, in
 def _enc_AlterPartitionRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_TopicData_v0(w, item)
@@ -388,14 +383,11 @@ def _enc_AlterPartitionRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -409,7 +401,7 @@ def _dec_AlterPartitionRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AlterPartitionRequest_v1(w: bytearray, o: Any) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_TopicData_v1(w, item)
@@ -422,14 +414,11 @@ def _enc_AlterPartitionRequest_v1(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_TopicData_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_TopicData_v1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -443,7 +432,7 @@ def _dec_AlterPartitionRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AlterPartitionRequest_v2(w: bytearray, o: Any) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_TopicData_v2(w, item)
@@ -456,14 +445,11 @@ def _enc_AlterPartitionRequest_v2(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_TopicData_v2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_TopicData_v2(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -477,7 +463,7 @@ def _dec_AlterPartitionRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AlterPartitionRequest_v3(w: bytearray, o: Any) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionRequest_TopicData_v3(w, item)
@@ -490,14 +476,11 @@ def _enc_AlterPartitionRequest_v3(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionRequest_TopicData_v3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionRequest_TopicData_v3(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -511,7 +494,7 @@ def _dec_AlterPartitionRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AlterPartitionResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     v = o.isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
@@ -524,12 +507,9 @@ def _enc_AlterPartitionResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -545,7 +525,7 @@ def _dec_AlterPartitionResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[An
 def _enc_AlterPartitionResponse_PartitionData_v1_3(w: bytearray, o: Any) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     v = o.isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
@@ -558,12 +538,9 @@ def _enc_AlterPartitionResponse_PartitionData_v1_3(w: bytearray, o: Any) -> None
 def _dec_AlterPartitionResponse_PartitionData_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
     unknown = None
@@ -577,9 +554,9 @@ def _dec_AlterPartitionResponse_PartitionData_v1_3(buf: Any, pos: int) -> tuple[
 
 
 def _enc_AlterPartitionResponse_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionResponse_PartitionData_v0(w, item)
@@ -591,14 +568,11 @@ def _enc_AlterPartitionResponse_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -610,9 +584,9 @@ def _dec_AlterPartitionResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_AlterPartitionResponse_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionResponse_PartitionData_v1_3(w, item)
@@ -624,14 +598,11 @@ def _enc_AlterPartitionResponse_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -645,7 +616,7 @@ def _dec_AlterPartitionResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, i
 def _enc_AlterPartitionResponse_TopicData_v2_3(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionResponse_PartitionData_v1_3(w, item)
@@ -657,14 +628,11 @@ def _enc_AlterPartitionResponse_TopicData_v2_3(w: bytearray, o: Any) -> None:
 
 def _dec_AlterPartitionResponse_TopicData_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -678,7 +646,7 @@ def _dec_AlterPartitionResponse_TopicData_v2_3(buf: Any, pos: int) -> tuple[Any,
 def _enc_AlterPartitionResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionResponse_TopicData_v0(w, item)
@@ -691,14 +659,11 @@ def _enc_AlterPartitionResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionResponse_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionResponse_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -712,7 +677,7 @@ def _dec_AlterPartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AlterPartitionResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionResponse_TopicData_v1(w, item)
@@ -725,14 +690,11 @@ def _enc_AlterPartitionResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionResponse_TopicData_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionResponse_TopicData_v1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -746,7 +708,7 @@ def _dec_AlterPartitionResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_AlterPartitionResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionResponse_TopicData_v2_3(w, item)
@@ -759,14 +721,11 @@ def _enc_AlterPartitionResponse_v2_3(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionResponse_TopicData_v2_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionResponse_TopicData_v2_3(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

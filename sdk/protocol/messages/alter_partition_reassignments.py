@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -108,9 +112,9 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, p
 
 
 def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, item)
@@ -122,14 +126,11 @@ def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w: bytearray, o
 
 def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -143,7 +144,7 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: Any, pos: 
 def _enc_AlterPartitionReassignmentsRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.timeout_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, item)
@@ -156,14 +157,11 @@ def _enc_AlterPartitionReassignmentsRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -198,9 +196,9 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(bu
 
 
 def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, item)
@@ -212,14 +210,11 @@ def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w: byt
 
 def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -234,7 +229,7 @@ def _enc_AlterPartitionReassignmentsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w, item)
@@ -248,14 +243,11 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Any
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

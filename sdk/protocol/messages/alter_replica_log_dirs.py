@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -73,28 +77,25 @@ class AlterReplicaLogDirsResponse(Message):
 
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -105,12 +106,9 @@ def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w: bytearray, o: 
 
 def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -122,9 +120,9 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf: Any, pos: in
 
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.path)
+    write_required_string(w, o.path)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(w, item)
@@ -132,21 +130,18 @@ def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w: bytearray, o: Any
 
 def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_path, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf, pos)
+        f_topics.append(item)
     return AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=f_path, topics=f_topics), pos
 
 
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.path)
+    write_required_compact_string(w, o.path)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w, item)
@@ -158,14 +153,11 @@ def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w: bytearray, o: Any) 
 
 def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_path, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -178,27 +170,24 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf: Any, pos: int) ->
 
 def _enc_AlterReplicaLogDirsRequest_v0_1(w: bytearray, o: Any) -> None:
     v = o.dirs
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w, item)
 
 
 def _dec_AlterReplicaLogDirsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_dirs = None
-    else:
-        f_dirs = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf, pos)
-            f_dirs.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_dirs = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf, pos)
+        f_dirs.append(item)
     return AlterReplicaLogDirsRequest(dirs=f_dirs), pos
 
 
 def _enc_AlterReplicaLogDirsRequest_v2(w: bytearray, o: Any) -> None:
     v = o.dirs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w, item)
@@ -209,14 +198,11 @@ def _enc_AlterReplicaLogDirsRequest_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterReplicaLogDirsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_dirs = None
-    else:
-        f_dirs = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos)
-            f_dirs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_dirs = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos)
+        f_dirs.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -259,9 +245,9 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf: A
 
 
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(w, item)
@@ -269,21 +255,18 @@ def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w: bytea
 
 def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(buf, pos)
+        f_partitions.append(item)
     return AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w, item)
@@ -295,14 +278,11 @@ def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w: bytearr
 
 def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -316,7 +296,7 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf: Any, 
 def _enc_AlterReplicaLogDirsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w, item)
@@ -325,21 +305,18 @@ def _enc_AlterReplicaLogDirsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_AlterReplicaLogDirsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf, pos)
+        f_results.append(item)
     return AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_AlterReplicaLogDirsResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w, item)
@@ -352,14 +329,11 @@ def _enc_AlterReplicaLogDirsResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_AlterReplicaLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -74,7 +78,7 @@ class AlterUserScramCredentialsResponse(Message):
 
 
 def _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_b.pack(o.mechanism)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -97,10 +101,10 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf: Any, p
 
 
 def _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_bi.pack(o.mechanism, o.iterations)
-    write_compact_bytes(w, o.salt)
-    write_compact_bytes(w, o.salted_password)
+    write_required_compact_bytes(w, o.salt)
+    write_required_compact_bytes(w, o.salted_password)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -125,12 +129,12 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf: Any, 
 
 def _enc_AlterUserScramCredentialsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.deletions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w, item)
     v = o.upsertions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w, item)
@@ -141,22 +145,16 @@ def _enc_AlterUserScramCredentialsRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_deletions = None
-    else:
-        f_deletions = []
-        for _ in range(n):
-            item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos)
-            f_deletions.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_upsertions = None
-    else:
-        f_upsertions = []
-        for _ in range(n):
-            item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos)
-            f_upsertions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_deletions = []
+    for _ in range(n):
+        item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos)
+        f_deletions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_upsertions = []
+    for _ in range(n):
+        item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos)
+        f_upsertions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -168,7 +166,7 @@ def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.user)
+    write_required_compact_string(w, o.user)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -195,7 +193,7 @@ def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(bu
 def _enc_AlterUserScramCredentialsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w, item)
@@ -208,14 +206,11 @@ def _enc_AlterUserScramCredentialsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_AlterUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

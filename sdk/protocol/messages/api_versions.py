@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -86,8 +90,8 @@ def _dec_ApiVersionsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_ApiVersionsRequest_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.client_software_name)
-    write_compact_string(w, o.client_software_version)
+    write_required_compact_string(w, o.client_software_name)
+    write_required_compact_string(w, o.client_software_version)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -147,7 +151,7 @@ def _dec_ApiVersionsResponse_SupportedFeatureKey_v0_2(buf: Any, pos: int) -> tup
 
 
 def _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.min_version, o.max_version)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -178,7 +182,7 @@ def _dec_ApiVersionsResponse_FinalizedFeatureKey_v0_2(buf: Any, pos: int) -> tup
 
 
 def _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.max_version_level, o.min_version_level)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -203,7 +207,7 @@ def _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf: Any, pos: int) -> tup
 def _enc_ApiVersionsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.api_keys
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ApiVersionsResponse_ApiVersion_v0_2(w, item)
@@ -212,21 +216,18 @@ def _enc_ApiVersionsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_ApiVersionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
-            f_api_keys.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_api_keys = []
+    for _ in range(n):
+        item, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
+        f_api_keys.append(item)
     return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys), pos
 
 
 def _enc_ApiVersionsResponse_v1_2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.api_keys
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ApiVersionsResponse_ApiVersion_v0_2(w, item)
@@ -236,14 +237,11 @@ def _enc_ApiVersionsResponse_v1_2(w: bytearray, o: Any) -> None:
 def _dec_ApiVersionsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
-            f_api_keys.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_api_keys = []
+    for _ in range(n):
+        item, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
+        f_api_keys.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms), pos
@@ -252,7 +250,7 @@ def _dec_ApiVersionsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.api_keys
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ApiVersionsResponse_ApiVersion_v3_4(w, item)
@@ -261,7 +259,7 @@ def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
     if o.supported_features:
         t = bytearray()
         v = o.supported_features
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(t, item)
@@ -273,7 +271,7 @@ def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
     if o.finalized_features:
         t = bytearray()
         v = o.finalized_features
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(t, item)
@@ -288,14 +286,11 @@ def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
 def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _dec_ApiVersionsResponse_ApiVersion_v3_4(buf, pos)
-            f_api_keys.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_api_keys = []
+    for _ in range(n):
+        item, pos = _dec_ApiVersionsResponse_ApiVersion_v3_4(buf, pos)
+        f_api_keys.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_supported_features = []
@@ -309,14 +304,11 @@ def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_supported_features = None
-            else:
-                f_supported_features = []
-                for _ in range(n):
-                    item, pos = _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf, pos)
-                    f_supported_features.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_supported_features = []
+            for _ in range(n):
+                item, pos = _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf, pos)
+                f_supported_features.append(item)
             pos = skip_to(buf, pos, end, "tagged field SupportedFeatures")
         elif tag == 1:
             size, pos = read_uvarint(buf, pos)
@@ -327,14 +319,11 @@ def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
         elif tag == 2:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_finalized_features = None
-            else:
-                f_finalized_features = []
-                for _ in range(n):
-                    item, pos = _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf, pos)
-                    f_finalized_features.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_finalized_features = []
+            for _ in range(n):
+                item, pos = _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf, pos)
+                f_finalized_features.append(item)
             pos = skip_to(buf, pos, end, "tagged field FinalizedFeatures")
         elif tag == 3:
             size, pos = read_uvarint(buf, pos)

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -111,7 +115,7 @@ def _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf: Any, pos: int) -> tup
 def _enc_AssignReplicasToDirsRequest_TopicData_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AssignReplicasToDirsRequest_PartitionData_v0(w, item)
@@ -123,14 +127,11 @@ def _enc_AssignReplicasToDirsRequest_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_AssignReplicasToDirsRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -144,7 +145,7 @@ def _dec_AssignReplicasToDirsRequest_TopicData_v0(buf: Any, pos: int) -> tuple[A
 def _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w: bytearray, o: Any) -> None:
     w += o.id.bytes
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AssignReplicasToDirsRequest_TopicData_v0(w, item)
@@ -156,14 +157,11 @@ def _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w: bytearray, o: Any) -> N
 
 def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AssignReplicasToDirsRequest_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AssignReplicasToDirsRequest_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -177,7 +175,7 @@ def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf: Any, pos: int) -> tup
 def _enc_AssignReplicasToDirsRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     v = o.directories
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w, item)
@@ -190,14 +188,11 @@ def _enc_AssignReplicasToDirsRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_AssignReplicasToDirsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_directories = None
-    else:
-        f_directories = []
-        for _ in range(n):
-            item, pos = _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos)
-            f_directories.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_directories = []
+    for _ in range(n):
+        item, pos = _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos)
+        f_directories.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -232,7 +227,7 @@ def _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf: Any, pos: int) -> tu
 def _enc_AssignReplicasToDirsResponse_TopicData_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AssignReplicasToDirsResponse_PartitionData_v0(w, item)
@@ -244,14 +239,11 @@ def _enc_AssignReplicasToDirsResponse_TopicData_v0(w: bytearray, o: Any) -> None
 
 def _dec_AssignReplicasToDirsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -265,7 +257,7 @@ def _dec_AssignReplicasToDirsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[
 def _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w: bytearray, o: Any) -> None:
     w += o.id.bytes
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AssignReplicasToDirsResponse_TopicData_v0(w, item)
@@ -277,14 +269,11 @@ def _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w: bytearray, o: Any) -> 
 
 def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_AssignReplicasToDirsResponse_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_AssignReplicasToDirsResponse_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -298,7 +287,7 @@ def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf: Any, pos: int) -> tu
 def _enc_AssignReplicasToDirsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.directories
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w, item)
@@ -311,14 +300,11 @@ def _enc_AssignReplicasToDirsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_AssignReplicasToDirsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_directories = None
-    else:
-        f_directories = []
-        for _ in range(n):
-            item, pos = _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos)
-            f_directories.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_directories = []
+    for _ in range(n):
+        item, pos = _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos)
+        f_directories.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

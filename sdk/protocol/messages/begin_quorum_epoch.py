@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_H = struct.Struct(">H")
@@ -135,9 +139,9 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_BeginQuorumEpochRequest_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochRequest_PartitionData_v0(w, item)
@@ -145,21 +149,18 @@ def _enc_BeginQuorumEpochRequest_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_BeginQuorumEpochRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     return BeginQuorumEpochRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
 def _enc_BeginQuorumEpochRequest_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochRequest_PartitionData_v1(w, item)
@@ -171,14 +172,11 @@ def _enc_BeginQuorumEpochRequest_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_BeginQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -190,7 +188,12 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, 
 
 
 def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: Any) -> None:
-    pass
+    if o.name != '':
+        refuse_absent_field("LeaderEndpoint", "name", 0)
+    if o.host != '':
+        refuse_absent_field("LeaderEndpoint", "host", 0)
+    if o.port != 0:
+        refuse_absent_field("LeaderEndpoint", "port", 0)
 
 
 def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -198,8 +201,8 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[
 
 
 def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.name)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -225,7 +228,7 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[
 def _enc_BeginQuorumEpochRequest_v0(w: bytearray, o: Any) -> None:
     write_string(w, o.cluster_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochRequest_TopicData_v0(w, item)
@@ -233,14 +236,11 @@ def _enc_BeginQuorumEpochRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_BeginQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos)
+        f_topics.append(item)
     return BeginQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics), pos
 
 
@@ -248,12 +248,12 @@ def _enc_BeginQuorumEpochRequest_v1(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochRequest_TopicData_v1(w, item)
     v = o.leader_endpoints
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w, item)
@@ -267,22 +267,16 @@ def _dec_BeginQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_leader_endpoints = None
-    else:
-        f_leader_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
-            f_leader_endpoints.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_leader_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
+        f_leader_endpoints.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -325,9 +319,9 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[
 
 
 def _enc_BeginQuorumEpochResponse_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochResponse_PartitionData_v0(w, item)
@@ -335,21 +329,18 @@ def _enc_BeginQuorumEpochResponse_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_BeginQuorumEpochResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     return BeginQuorumEpochResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
 def _enc_BeginQuorumEpochResponse_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochResponse_PartitionData_v1(w, item)
@@ -361,14 +352,11 @@ def _enc_BeginQuorumEpochResponse_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_BeginQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -389,7 +377,7 @@ def _dec_BeginQuorumEpochResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[A
 
 def _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -416,7 +404,7 @@ def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[A
 def _enc_BeginQuorumEpochResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochResponse_TopicData_v0(w, item)
@@ -425,21 +413,18 @@ def _enc_BeginQuorumEpochResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_BeginQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos)
+        f_topics.append(item)
     return BeginQuorumEpochResponse(error_code=f_error_code, topics=f_topics), pos
 
 
 def _enc_BeginQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BeginQuorumEpochResponse_TopicData_v1(w, item)
@@ -447,7 +432,7 @@ def _enc_BeginQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
     if o.node_endpoints:
         t = bytearray()
         v = o.node_endpoints
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(t, item)
@@ -458,14 +443,11 @@ def _enc_BeginQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos)
+        f_topics.append(item)
     f_node_endpoints = []
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -474,14 +456,11 @@ def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_node_endpoints = None
-            else:
-                f_node_endpoints = []
-                for _ in range(n):
-                    item, pos = _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                item, pos = _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(item)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ihooo = struct.Struct(">ih???")
@@ -57,6 +61,8 @@ class BrokerHeartbeatResponse(Message):
 
 
 def _enc_BrokerHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
+    if o.offline_log_dirs:
+        refuse_absent_field("BrokerHeartbeatRequest", "offline_log_dirs", 0)
     w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -83,7 +89,7 @@ def _enc_BrokerHeartbeatRequest_v1(w: bytearray, o: Any) -> None:
     if o.offline_log_dirs:
         t = bytearray()
         v = o.offline_log_dirs
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 t += item.bytes
@@ -102,14 +108,11 @@ def _dec_BrokerHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_offline_log_dirs = None
-            else:
-                f_offline_log_dirs = []
-                for _ in range(n):
-                    item, pos = read_uuid(buf, pos)
-                    f_offline_log_dirs.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_offline_log_dirs = []
+            for _ in range(n):
+                item, pos = read_uuid(buf, pos)
+                f_offline_log_dirs.append(item)
             pos = skip_to(buf, pos, end, "tagged field OfflineLogDirs")
         else:
             if unknown is None:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_Hh = struct.Struct(">Hh")
@@ -77,8 +81,8 @@ class BrokerRegistrationResponse(Message):
 
 
 def _enc_BrokerRegistrationRequest_Listener_v0_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.name)
+    write_required_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -102,7 +106,7 @@ def _dec_BrokerRegistrationRequest_Listener_v0_4(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_BrokerRegistrationRequest_Feature_v0_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -126,19 +130,21 @@ def _dec_BrokerRegistrationRequest_Feature_v0_4(buf: Any, pos: int) -> tuple[Any
 
 def _enc_BrokerRegistrationRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_compact_string(w, o.cluster_id)
+    write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
     v = o.features
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
     write_compact_string(w, o.rack)
+    if o.is_migrating_zk_broker != False:
+        refuse_absent_field("BrokerRegistrationRequest", "is_migrating_zk_broker", 0)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -150,22 +156,16 @@ def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
     f_incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-            f_listeners.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_features = None
-    else:
-        f_features = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-            f_features.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_features = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(item)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -179,15 +179,15 @@ def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_BrokerRegistrationRequest_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_compact_string(w, o.cluster_id)
+    write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
     v = o.features
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
@@ -204,22 +204,16 @@ def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
     f_incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-            f_listeners.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_features = None
-    else:
-        f_features = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-            f_features.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_features = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(item)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
@@ -235,22 +229,22 @@ def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_BrokerRegistrationRequest_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_compact_string(w, o.cluster_id)
+    write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
     v = o.features
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
     write_compact_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
     v = o.log_dirs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             w += item.bytes
@@ -265,33 +259,24 @@ def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
     f_incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-            f_listeners.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_features = None
-    else:
-        f_features = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-            f_features.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_features = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(item)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_log_dirs = None
-    else:
-        f_log_dirs = []
-        for _ in range(n):
-            item, pos = read_uuid(buf, pos)
-            f_log_dirs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_log_dirs = []
+    for _ in range(n):
+        item, pos = read_uuid(buf, pos)
+        f_log_dirs.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -304,22 +289,22 @@ def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_BrokerRegistrationRequest_v3_4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_compact_string(w, o.cluster_id)
+    write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
     v = o.features
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
     write_compact_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
     v = o.log_dirs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             w += item.bytes
@@ -335,33 +320,24 @@ def _dec_BrokerRegistrationRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
     f_incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-            f_listeners.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_features = None
-    else:
-        f_features = []
-        for _ in range(n):
-            item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-            f_features.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_features = []
+    for _ in range(n):
+        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(item)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_log_dirs = None
-    else:
-        f_log_dirs = []
-        for _ in range(n):
-            item, pos = read_uuid(buf, pos)
-            f_log_dirs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_log_dirs = []
+    for _ in range(n):
+        item, pos = read_uuid(buf, pos)
+        f_log_dirs.append(item)
     f_previous_broker_epoch, = _S_q.unpack_from(buf, pos)
     pos += 8
     unknown = None

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -92,10 +96,10 @@ class ConsumerGroupDescribeResponse(Message):
 
 def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: Any) -> None:
     v = o.group_ids
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     w += _S_o.pack(o.include_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -104,14 +108,11 @@ def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_group_ids = None
-    else:
-        f_group_ids = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_group_ids.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_group_ids = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_group_ids.append(item)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -126,9 +127,9 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -140,12 +141,9 @@ def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: Any) 
 def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -158,7 +156,7 @@ def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) ->
 
 def _enc_ConsumerGroupDescribeResponse_Assignment_v0(w: bytearray, o: Any) -> None:
     v = o.topic_partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, item)
@@ -169,14 +167,11 @@ def _enc_ConsumerGroupDescribeResponse_Assignment_v0(w: bytearray, o: Any) -> No
 
 
 def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos)
-            f_topic_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos)
+        f_topic_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -188,17 +183,17 @@ def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tupl
 
 
 def _enc_ConsumerGroupDescribeResponse_Member_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.instance_id)
     write_compact_string(w, o.rack_id)
     w += _S_i.pack(o.member_epoch)
-    write_compact_string(w, o.client_id)
-    write_compact_string(w, o.client_host)
+    write_required_compact_string(w, o.client_id)
+    write_required_compact_string(w, o.client_host)
     v = o.subscribed_topic_names
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     write_compact_string(w, o.subscribed_topic_regex)
     _enc_ConsumerGroupDescribeResponse_Assignment_v0(w, o.assignment)
     _enc_ConsumerGroupDescribeResponse_Assignment_v0(w, o.target_assignment)
@@ -216,14 +211,11 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[An
     pos += 4
     f_client_id, pos = read_compact_string(buf, pos)
     f_client_host, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_subscribed_topic_names = None
-    else:
-        f_subscribed_topic_names = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_subscribed_topic_names.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_subscribed_topic_names = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_subscribed_topic_names.append(item)
     f_subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
     f_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
     f_target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
@@ -240,12 +232,12 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[An
 def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.group_state)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_state)
     w += _S_ii.pack(o.group_epoch, o.assignment_epoch)
-    write_compact_string(w, o.assignor_name)
+    write_required_compact_string(w, o.assignor_name)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerGroupDescribeResponse_Member_v0(w, item)
@@ -265,14 +257,11 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> 
     f_group_epoch, f_assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     f_assignor_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos)
+        f_members.append(item)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -288,7 +277,7 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> 
 def _enc_ConsumerGroupDescribeResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, item)
@@ -301,14 +290,11 @@ def _enc_ConsumerGroupDescribeResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_ConsumerGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -83,7 +87,7 @@ class ConsumerGroupHeartbeatResponse(Message):
 def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -94,12 +98,9 @@ def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w: bytearray, o: Any
 
 def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -111,8 +112,8 @@ def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf: Any, pos: int) 
 
 
 def _enc_ConsumerGroupHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     write_compact_string(w, o.instance_id)
     write_compact_string(w, o.rack_id)
@@ -121,7 +122,9 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
     write_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
+    if o.subscribed_topic_regex is not None:
+        refuse_absent_field("ConsumerGroupHeartbeatRequest", "subscribed_topic_regex", 0)
     write_compact_string(w, o.server_assignor)
     v = o.topic_partitions
     write_compact_array_length(w, v)
@@ -149,7 +152,7 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     else:
         f_subscribed_topic_names = []
         for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
+            item, pos = read_compact_string(buf, pos)
             f_subscribed_topic_names.append(item)
     f_server_assignor, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
@@ -171,8 +174,8 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
 
 
 def _enc_ConsumerGroupHeartbeatRequest_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     write_compact_string(w, o.instance_id)
     write_compact_string(w, o.rack_id)
@@ -181,7 +184,7 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(w: bytearray, o: Any) -> None:
     write_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     write_compact_string(w, o.subscribed_topic_regex)
     write_compact_string(w, o.server_assignor)
     v = o.topic_partitions
@@ -210,7 +213,7 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]
     else:
         f_subscribed_topic_names = []
         for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
+            item, pos = read_compact_string(buf, pos)
             f_subscribed_topic_names.append(item)
     f_subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
     f_server_assignor, pos = read_compact_nullable_string(buf, pos)
@@ -235,7 +238,7 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]
 def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -246,12 +249,9 @@ def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w: bytearray, o: An
 
 def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -264,7 +264,7 @@ def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf: Any, pos: int)
 
 def _enc_ConsumerGroupHeartbeatResponse_Assignment_v0_1(w: bytearray, o: Any) -> None:
     v = o.topic_partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w, item)
@@ -275,14 +275,11 @@ def _enc_ConsumerGroupHeartbeatResponse_Assignment_v0_1(w: bytearray, o: Any) ->
 
 
 def _dec_ConsumerGroupHeartbeatResponse_Assignment_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf, pos)
-            f_topic_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf, pos)
+        f_topic_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -58,27 +62,24 @@ class ConsumerProtocolSubscription(Versioned):
 
 
 def _enc_ConsumerProtocolAssignment_TopicPartition_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return ConsumerProtocolAssignment.TopicPartition(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_ConsumerProtocolAssignment_v0_3(w: bytearray, o: Any) -> None:
     v = o.assigned_partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerProtocolAssignment_TopicPartition_v0_3(w, item)
@@ -86,14 +87,11 @@ def _enc_ConsumerProtocolAssignment_v0_3(w: bytearray, o: Any) -> None:
 
 
 def _dec_ConsumerProtocolAssignment_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_assigned_partitions = None
-    else:
-        f_assigned_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf, pos)
-            f_assigned_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_assigned_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf, pos)
+        f_assigned_partitions.append(item)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     return ConsumerProtocolAssignment(assigned_partitions=f_assigned_partitions, user_data=f_user_data), pos
 
@@ -107,90 +105,78 @@ def _dec_ConsumerProtocolSubscription_TopicPartition_v0(buf: Any, pos: int) -> t
 
 
 def _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return ConsumerProtocolSubscription.TopicPartition(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_ConsumerProtocolSubscription_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
     write_bytes(w, o.user_data)
 
 
 def _dec_ConsumerProtocolSubscription_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_topics.append(item)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data), pos
 
 
 def _enc_ConsumerProtocolSubscription_v1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
     write_bytes(w, o.user_data)
     v = o.owned_partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, item)
 
 
 def _dec_ConsumerProtocolSubscription_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_topics.append(item)
     f_user_data, pos = read_nullable_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_owned_partitions = None
-    else:
-        f_owned_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
-            f_owned_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_owned_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
+        f_owned_partitions.append(item)
     return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions), pos
 
 
 def _enc_ConsumerProtocolSubscription_v2(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
     write_bytes(w, o.user_data)
     v = o.owned_partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, item)
@@ -198,23 +184,17 @@ def _enc_ConsumerProtocolSubscription_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_ConsumerProtocolSubscription_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_topics.append(item)
     f_user_data, pos = read_nullable_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_owned_partitions = None
-    else:
-        f_owned_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
-            f_owned_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_owned_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
+        f_owned_partitions.append(item)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, generation_id=f_generation_id), pos
@@ -222,13 +202,13 @@ def _dec_ConsumerProtocolSubscription_v2(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ConsumerProtocolSubscription_v3(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
     write_bytes(w, o.user_data)
     v = o.owned_partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, item)
@@ -237,23 +217,17 @@ def _enc_ConsumerProtocolSubscription_v3(w: bytearray, o: Any) -> None:
 
 
 def _dec_ConsumerProtocolSubscription_v3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_topics.append(item)
     f_user_data, pos = read_nullable_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_owned_partitions = None
-    else:
-        f_owned_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
-            f_owned_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_owned_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
+        f_owned_partitions.append(item)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack_id, pos = read_nullable_string(buf, pos)

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -98,7 +102,7 @@ def _dec_ControlledShutdownRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_ControlledShutdownResponse_RemainingPartition_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
 
 
@@ -110,7 +114,7 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf: Any, pos: int) 
 
 
 def _enc_ControlledShutdownResponse_RemainingPartition_v3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -135,7 +139,7 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v3(buf: Any, pos: int) ->
 def _enc_ControlledShutdownResponse_v0_2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.remaining_partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ControlledShutdownResponse_RemainingPartition_v0_2(w, item)
@@ -144,21 +148,18 @@ def _enc_ControlledShutdownResponse_v0_2(w: bytearray, o: Any) -> None:
 def _dec_ControlledShutdownResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_remaining_partitions = None
-    else:
-        f_remaining_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf, pos)
-            f_remaining_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_remaining_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf, pos)
+        f_remaining_partitions.append(item)
     return ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions), pos
 
 
 def _enc_ControlledShutdownResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.remaining_partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ControlledShutdownResponse_RemainingPartition_v3(w, item)
@@ -171,14 +172,11 @@ def _enc_ControlledShutdownResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_ControlledShutdownResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_remaining_partitions = None
-    else:
-        f_remaining_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos)
-            f_remaining_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_remaining_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos)
+        f_remaining_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_Hh = struct.Struct(">Hh")
@@ -72,8 +76,8 @@ class ControllerRegistrationResponse(Message):
 
 
 def _enc_ControllerRegistrationRequest_Listener_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.name)
+    write_required_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -97,7 +101,7 @@ def _dec_ControllerRegistrationRequest_Listener_v0(buf: Any, pos: int) -> tuple[
 
 
 def _enc_ControllerRegistrationRequest_Feature_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -124,12 +128,12 @@ def _enc_ControllerRegistrationRequest_v0(w: bytearray, o: Any) -> None:
     w += o.incarnation_id.bytes
     w += _S_o.pack(o.zk_migration_ready)
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ControllerRegistrationRequest_Listener_v0(w, item)
     v = o.features
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ControllerRegistrationRequest_Feature_v0(w, item)
@@ -145,22 +149,16 @@ def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     f_incarnation_id, pos = read_uuid(buf, pos)
     f_zk_migration_ready, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_ControllerRegistrationRequest_Listener_v0(buf, pos)
-            f_listeners.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_features = None
-    else:
-        f_features = []
-        for _ in range(n):
-            item, pos = _dec_ControllerRegistrationRequest_Feature_v0(buf, pos)
-            f_features.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_ControllerRegistrationRequest_Listener_v0(buf, pos)
+        f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_features = []
+    for _ in range(n):
+        item, pos = _dec_ControllerRegistrationRequest_Feature_v0(buf, pos)
+        f_features.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -69,9 +73,11 @@ class CreateAclsResponse(Message):
 
 def _enc_CreateAclsRequest_AclCreation_v0(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
-    write_string(w, o.principal)
-    write_string(w, o.host)
+    write_required_string(w, o.resource_name)
+    if o.resource_pattern_type != 3:
+        refuse_absent_field("AclCreation", "resource_pattern_type", 0)
+    write_required_string(w, o.principal)
+    write_required_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
@@ -88,10 +94,10 @@ def _dec_CreateAclsRequest_AclCreation_v0(buf: Any, pos: int) -> tuple[Any, int]
 
 def _enc_CreateAclsRequest_AclCreation_v1(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     w += _S_b.pack(o.resource_pattern_type)
-    write_string(w, o.principal)
-    write_string(w, o.host)
+    write_required_string(w, o.principal)
+    write_required_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
@@ -110,10 +116,10 @@ def _dec_CreateAclsRequest_AclCreation_v1(buf: Any, pos: int) -> tuple[Any, int]
 
 def _enc_CreateAclsRequest_AclCreation_v2_3(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     w += _S_b.pack(o.resource_pattern_type)
-    write_compact_string(w, o.principal)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.principal)
+    write_required_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -143,47 +149,41 @@ def _dec_CreateAclsRequest_AclCreation_v2_3(buf: Any, pos: int) -> tuple[Any, in
 
 def _enc_CreateAclsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.creations
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateAclsRequest_AclCreation_v0(w, item)
 
 
 def _dec_CreateAclsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_creations = None
-    else:
-        f_creations = []
-        for _ in range(n):
-            item, pos = _dec_CreateAclsRequest_AclCreation_v0(buf, pos)
-            f_creations.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_creations = []
+    for _ in range(n):
+        item, pos = _dec_CreateAclsRequest_AclCreation_v0(buf, pos)
+        f_creations.append(item)
     return CreateAclsRequest(creations=f_creations), pos
 
 
 def _enc_CreateAclsRequest_v1(w: bytearray, o: Any) -> None:
     v = o.creations
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateAclsRequest_AclCreation_v1(w, item)
 
 
 def _dec_CreateAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_creations = None
-    else:
-        f_creations = []
-        for _ in range(n):
-            item, pos = _dec_CreateAclsRequest_AclCreation_v1(buf, pos)
-            f_creations.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_creations = []
+    for _ in range(n):
+        item, pos = _dec_CreateAclsRequest_AclCreation_v1(buf, pos)
+        f_creations.append(item)
     return CreateAclsRequest(creations=f_creations), pos
 
 
 def _enc_CreateAclsRequest_v2_3(w: bytearray, o: Any) -> None:
     v = o.creations
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateAclsRequest_AclCreation_v2_3(w, item)
@@ -194,14 +194,11 @@ def _enc_CreateAclsRequest_v2_3(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreateAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_creations = None
-    else:
-        f_creations = []
-        for _ in range(n):
-            item, pos = _dec_CreateAclsRequest_AclCreation_v2_3(buf, pos)
-            f_creations.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_creations = []
+    for _ in range(n):
+        item, pos = _dec_CreateAclsRequest_AclCreation_v2_3(buf, pos)
+        f_creations.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -250,7 +247,7 @@ def _dec_CreateAclsResponse_AclCreationResult_v2_3(buf: Any, pos: int) -> tuple[
 def _enc_CreateAclsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateAclsResponse_AclCreationResult_v0_1(w, item)
@@ -259,21 +256,18 @@ def _enc_CreateAclsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_CreateAclsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_CreateAclsResponse_AclCreationResult_v0_1(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_CreateAclsResponse_AclCreationResult_v0_1(buf, pos)
+        f_results.append(item)
     return CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_CreateAclsResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateAclsResponse_AclCreationResult_v2_3(w, item)
@@ -286,14 +280,11 @@ def _enc_CreateAclsResponse_v2_3(w: bytearray, o: Any) -> None:
 def _dec_CreateAclsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_CreateAclsResponse_AclCreationResult_v2_3(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_CreateAclsResponse_AclCreationResult_v2_3(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

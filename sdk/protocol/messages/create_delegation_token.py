@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -69,8 +73,8 @@ class CreateDelegationTokenResponse(Message):
 
 
 def _enc_CreateDelegationTokenRequest_CreatableRenewers_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.principal_type)
-    write_string(w, o.principal_name)
+    write_required_string(w, o.principal_type)
+    write_required_string(w, o.principal_name)
 
 
 def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -80,8 +84,8 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf: Any, pos: int)
 
 
 def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -102,8 +106,12 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf: Any, pos: int)
 
 
 def _enc_CreateDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
+    if o.owner_principal_type != '':
+        refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_type", 0)
+    if o.owner_principal_name != '':
+        refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_name", 0)
     v = o.renewers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateDelegationTokenRequest_CreatableRenewers_v0_1(w, item)
@@ -111,22 +119,23 @@ def _enc_CreateDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreateDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_renewers = None
-    else:
-        f_renewers = []
-        for _ in range(n):
-            item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf, pos)
-            f_renewers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_renewers = []
+    for _ in range(n):
+        item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf, pos)
+        f_renewers.append(item)
     f_max_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
     return CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms), pos
 
 
 def _enc_CreateDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
+    if o.owner_principal_type != '':
+        refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_type", 2)
+    if o.owner_principal_name != '':
+        refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_name", 2)
     v = o.renewers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w, item)
@@ -138,14 +147,11 @@ def _enc_CreateDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreateDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_renewers = None
-    else:
-        f_renewers = []
-        for _ in range(n):
-            item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
-            f_renewers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_renewers = []
+    for _ in range(n):
+        item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
+        f_renewers.append(item)
     f_max_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
     unknown = None
@@ -162,7 +168,7 @@ def _enc_CreateDelegationTokenRequest_v3(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.owner_principal_type)
     write_compact_string(w, o.owner_principal_name)
     v = o.renewers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w, item)
@@ -176,14 +182,11 @@ def _enc_CreateDelegationTokenRequest_v3(w: bytearray, o: Any) -> None:
 def _dec_CreateDelegationTokenRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_owner_principal_type, pos = read_compact_nullable_string(buf, pos)
     f_owner_principal_name, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_renewers = None
-    else:
-        f_renewers = []
-        for _ in range(n):
-            item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
-            f_renewers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_renewers = []
+    for _ in range(n):
+        item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
+        f_renewers.append(item)
     f_max_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
     unknown = None
@@ -198,11 +201,11 @@ def _dec_CreateDelegationTokenRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_CreateDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.principal_type)
-    write_string(w, o.principal_name)
+    write_required_string(w, o.principal_type)
+    write_required_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    write_string(w, o.token_id)
-    write_bytes(w, o.hmac)
+    write_required_string(w, o.token_id)
+    write_required_bytes(w, o.hmac)
     w += _S_i.pack(o.throttle_time_ms)
 
 
@@ -222,11 +225,11 @@ def _dec_CreateDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, in
 
 def _enc_CreateDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    write_compact_string(w, o.token_id)
-    write_compact_bytes(w, o.hmac)
+    write_required_compact_string(w, o.token_id)
+    write_required_compact_bytes(w, o.hmac)
     w += _S_i.pack(o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -257,13 +260,13 @@ def _dec_CreateDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]
 
 def _enc_CreateDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
-    write_compact_string(w, o.token_requester_principal_type)
-    write_compact_string(w, o.token_requester_principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.token_requester_principal_type)
+    write_required_compact_string(w, o.token_requester_principal_name)
     w += _S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    write_compact_string(w, o.token_id)
-    write_compact_bytes(w, o.hmac)
+    write_required_compact_string(w, o.token_id)
+    write_required_compact_bytes(w, o.hmac)
     w += _S_i.pack(o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -72,24 +76,21 @@ class CreatePartitionsResponse(Message):
 
 def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(w: bytearray, o: Any) -> None:
     v = o.broker_ids
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=f_broker_ids), pos
 
 
 def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(w: bytearray, o: Any) -> None:
     v = o.broker_ids
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -99,12 +100,9 @@ def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(w: bytearray, o
 
 
 def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -116,7 +114,7 @@ def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf: Any, pos: 
 
 
 def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_i.pack(o.count)
     v = o.assignments
     write_array_length(w, v)
@@ -141,7 +139,7 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf: Any, pos: int) 
 
 
 def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_i.pack(o.count)
     v = o.assignments
     write_compact_array_length(w, v)
@@ -178,7 +176,7 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf: Any, pos: int) 
 
 def _enc_CreatePartitionsRequest_v0_1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(w, item)
@@ -186,14 +184,11 @@ def _enc_CreatePartitionsRequest_v0_1(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreatePartitionsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
     return CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only), pos
@@ -201,7 +196,7 @@ def _dec_CreatePartitionsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_CreatePartitionsRequest_v2_3(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(w, item)
@@ -213,14 +208,11 @@ def _enc_CreatePartitionsRequest_v2_3(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreatePartitionsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
     unknown = None
@@ -234,7 +226,7 @@ def _dec_CreatePartitionsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
 
@@ -248,7 +240,7 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf: Any, pos
 
 
 def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -275,7 +267,7 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf: Any, pos
 def _enc_CreatePartitionsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(w, item)
@@ -284,21 +276,18 @@ def _enc_CreatePartitionsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_CreatePartitionsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf, pos)
+        f_results.append(item)
     return CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_CreatePartitionsResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w, item)
@@ -311,14 +300,11 @@ def _enc_CreatePartitionsResponse_v2_3(w: bytearray, o: Any) -> None:
 def _dec_CreatePartitionsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

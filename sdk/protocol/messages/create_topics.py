@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -98,7 +102,7 @@ class CreateTopicsResponse(Message):
 def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.partition_index)
     v = o.broker_ids
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -106,19 +110,16 @@ def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w: bytearray, o: An
 def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return CreateTopicsRequest.CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids), pos
 
 
 def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.partition_index)
     v = o.broker_ids
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -130,12 +131,9 @@ def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w: bytearray, o: An
 def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -147,7 +145,7 @@ def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf: Any, pos: int)
 
 
 def _enc_CreateTopicsRequest_CreatableTopicConfig_v0_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     write_string(w, o.value)
 
 
@@ -158,7 +156,7 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf: Any, pos: int) -> tu
 
 
 def _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -180,15 +178,15 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf: Any, pos: int) -> tu
 
 
 def _enc_CreateTopicsRequest_CreatableTopic_v0_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
     v = o.assignments
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w, item)
     v = o.configs
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableTopicConfig_v0_4(w, item)
@@ -198,35 +196,29 @@ def _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf: Any, pos: int) -> tuple[An
     f_name, pos = read_string(buf, pos)
     f_num_partitions, f_replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_assignments = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf, pos)
+        f_assignments.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf, pos)
+        f_configs.append(item)
     return CreateTopicsRequest.CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs), pos
 
 
 def _enc_CreateTopicsRequest_CreatableTopic_v5_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
     v = o.assignments
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w, item)
     v = o.configs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w, item)
@@ -240,22 +232,16 @@ def _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf: Any, pos: int) -> tuple[An
     f_name, pos = read_compact_string(buf, pos)
     f_num_partitions, f_replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_assignments = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf, pos)
+        f_assignments.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf, pos)
+        f_configs.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -268,22 +254,21 @@ def _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf: Any, pos: int) -> tuple[An
 
 def _enc_CreateTopicsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableTopic_v0_4(w, item)
+    if o.validate_only != False:
+        refuse_absent_field("CreateTopicsRequest", "validate_only", 0)
     w += _S_i.pack(o.timeout_ms)
 
 
 def _dec_CreateTopicsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms), pos
@@ -291,7 +276,7 @@ def _dec_CreateTopicsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_CreateTopicsRequest_v1_4(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableTopic_v0_4(w, item)
@@ -299,14 +284,11 @@ def _enc_CreateTopicsRequest_v1_4(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreateTopicsRequest_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
     return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only), pos
@@ -314,7 +296,7 @@ def _dec_CreateTopicsRequest_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_CreateTopicsRequest_v5_7(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsRequest_CreatableTopic_v5_7(w, item)
@@ -326,14 +308,11 @@ def _enc_CreateTopicsRequest_v5_7(w: bytearray, o: Any) -> None:
 
 
 def _dec_CreateTopicsRequest_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
     unknown = None
@@ -355,7 +334,7 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v0_4(buf: Any, pos: int) -> 
 
 
 def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
     if o.unknown_tags:
@@ -380,7 +359,7 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf: Any, pos: int) -> 
 
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
 
 
@@ -392,7 +371,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf: Any, pos: int) -> tup
 
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
 
@@ -406,7 +385,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf: Any, pos: int) -> t
 
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
@@ -457,7 +436,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf: Any, pos: int) -> t
 
 
 def _enc_CreateTopicsResponse_CreatableTopicResult_v7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
@@ -511,48 +490,42 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf: Any, pos: int) -> tup
 
 def _enc_CreateTopicsResponse_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsResponse_CreatableTopicResult_v0(w, item)
 
 
 def _dec_CreateTopicsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos)
+        f_topics.append(item)
     return CreateTopicsResponse(topics=f_topics), pos
 
 
 def _enc_CreateTopicsResponse_v1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w, item)
 
 
 def _dec_CreateTopicsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
+        f_topics.append(item)
     return CreateTopicsResponse(topics=f_topics), pos
 
 
 def _enc_CreateTopicsResponse_v2_4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w, item)
@@ -561,21 +534,18 @@ def _enc_CreateTopicsResponse_v2_4(w: bytearray, o: Any) -> None:
 def _dec_CreateTopicsResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
+        f_topics.append(item)
     return CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_CreateTopicsResponse_v5_6(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w, item)
@@ -588,14 +558,11 @@ def _enc_CreateTopicsResponse_v5_6(w: bytearray, o: Any) -> None:
 def _dec_CreateTopicsResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -609,7 +576,7 @@ def _dec_CreateTopicsResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_CreateTopicsResponse_v7(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_CreateTopicsResponse_CreatableTopicResult_v7(w, item)
@@ -622,14 +589,11 @@ def _enc_CreateTopicsResponse_v7(w: bytearray, o: Any) -> None:
 def _dec_CreateTopicsResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

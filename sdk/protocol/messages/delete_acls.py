@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -84,6 +88,8 @@ class DeleteAclsResponse(Message):
 def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_string(w, o.resource_name_filter)
+    if o.pattern_type_filter != 3:
+        refuse_absent_field("DeleteAclsFilter", "pattern_type_filter", 0)
     write_string(w, o.principal_filter)
     write_string(w, o.host_filter)
     w += _S_bb.pack(o.operation, o.permission_type)
@@ -157,47 +163,41 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf: Any, pos: int) -> tuple[An
 
 def _enc_DeleteAclsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.filters
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w, item)
 
 
 def _dec_DeleteAclsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_filters = None
-    else:
-        f_filters = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos)
-            f_filters.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_filters = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos)
+        f_filters.append(item)
     return DeleteAclsRequest(filters=f_filters), pos
 
 
 def _enc_DeleteAclsRequest_v1(w: bytearray, o: Any) -> None:
     v = o.filters
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsRequest_DeleteAclsFilter_v1(w, item)
 
 
 def _dec_DeleteAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_filters = None
-    else:
-        f_filters = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos)
-            f_filters.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_filters = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos)
+        f_filters.append(item)
     return DeleteAclsRequest(filters=f_filters), pos
 
 
 def _enc_DeleteAclsRequest_v2_3(w: bytearray, o: Any) -> None:
     v = o.filters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsRequest_DeleteAclsFilter_v2_3(w, item)
@@ -208,14 +208,11 @@ def _enc_DeleteAclsRequest_v2_3(w: bytearray, o: Any) -> None:
 
 
 def _dec_DeleteAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_filters = None
-    else:
-        f_filters = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf, pos)
-            f_filters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_filters = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf, pos)
+        f_filters.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -230,9 +227,9 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w: bytearray, o: Any) -> No
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
-    write_string(w, o.principal)
-    write_string(w, o.host)
+    write_required_string(w, o.resource_name)
+    write_required_string(w, o.principal)
+    write_required_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
@@ -254,10 +251,10 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w: bytearray, o: Any) -> No
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
-    write_string(w, o.principal)
-    write_string(w, o.host)
+    write_required_string(w, o.principal)
+    write_required_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
@@ -281,10 +278,10 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w: bytearray, o: Any) -> 
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
-    write_compact_string(w, o.principal)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.principal)
+    write_required_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -319,7 +316,7 @@ def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(w: bytearray, o: Any) -> N
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     v = o.matching_acls
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w, item)
@@ -329,14 +326,11 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf: Any, pos: int) -> tup
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_matching_acls = None
-    else:
-        f_matching_acls = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos)
-            f_matching_acls.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_matching_acls = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos)
+        f_matching_acls.append(item)
     return DeleteAclsResponse.DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls), pos
 
 
@@ -344,7 +338,7 @@ def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(w: bytearray, o: Any) -> N
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     v = o.matching_acls
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w, item)
@@ -354,14 +348,11 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf: Any, pos: int) -> tup
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_matching_acls = None
-    else:
-        f_matching_acls = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos)
-            f_matching_acls.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_matching_acls = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos)
+        f_matching_acls.append(item)
     return DeleteAclsResponse.DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls), pos
 
 
@@ -369,7 +360,7 @@ def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(w: bytearray, o: Any) ->
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     v = o.matching_acls
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w, item)
@@ -383,14 +374,11 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf: Any, pos: int) -> t
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_matching_acls = None
-    else:
-        f_matching_acls = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf, pos)
-            f_matching_acls.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_matching_acls = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf, pos)
+        f_matching_acls.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -404,7 +392,7 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf: Any, pos: int) -> t
 def _enc_DeleteAclsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.filter_results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(w, item)
@@ -413,21 +401,18 @@ def _enc_DeleteAclsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_DeleteAclsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_filter_results = None
-    else:
-        f_filter_results = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos)
-            f_filter_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_filter_results = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos)
+        f_filter_results.append(item)
     return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results), pos
 
 
 def _enc_DeleteAclsResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.filter_results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(w, item)
@@ -436,21 +421,18 @@ def _enc_DeleteAclsResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_DeleteAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_filter_results = None
-    else:
-        f_filter_results = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos)
-            f_filter_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_filter_results = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos)
+        f_filter_results.append(item)
     return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results), pos
 
 
 def _enc_DeleteAclsResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.filter_results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(w, item)
@@ -463,14 +445,11 @@ def _enc_DeleteAclsResponse_v2_3(w: bytearray, o: Any) -> None:
 def _dec_DeleteAclsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_filter_results = None
-    else:
-        f_filter_results = []
-        for _ in range(n):
-            item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf, pos)
-            f_filter_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_filter_results = []
+    for _ in range(n):
+        item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf, pos)
+        f_filter_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -56,30 +60,27 @@ class DeleteGroupsResponse(Message):
 
 def _enc_DeleteGroupsRequest_v0_1(w: bytearray, o: Any) -> None:
     v = o.groups_names
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
 
 
 def _dec_DeleteGroupsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups_names = None
-    else:
-        f_groups_names = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_groups_names.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups_names = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_groups_names.append(item)
     return DeleteGroupsRequest(groups_names=f_groups_names), pos
 
 
 def _enc_DeleteGroupsRequest_v2(w: bytearray, o: Any) -> None:
     v = o.groups_names
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -87,14 +88,11 @@ def _enc_DeleteGroupsRequest_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_DeleteGroupsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups_names = None
-    else:
-        f_groups_names = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_groups_names.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups_names = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_groups_names.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -106,7 +104,7 @@ def _dec_DeleteGroupsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_DeleteGroupsResponse_DeletableGroupResult_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_h.pack(o.error_code)
 
 
@@ -118,7 +116,7 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf: Any, pos: int) -> t
 
 
 def _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -143,7 +141,7 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf: Any, pos: int) -> tup
 def _enc_DeleteGroupsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteGroupsResponse_DeletableGroupResult_v0_1(w, item)
@@ -152,21 +150,18 @@ def _enc_DeleteGroupsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_DeleteGroupsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf, pos)
+        f_results.append(item)
     return DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_DeleteGroupsResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w, item)
@@ -179,14 +174,11 @@ def _enc_DeleteGroupsResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_DeleteGroupsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -107,9 +111,9 @@ def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: Any, pos: int) -> t
 
 
 def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(w, item)
@@ -117,21 +121,18 @@ def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w: bytearray, o: Any) -> N
 
 def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(buf, pos)
+        f_partitions.append(item)
     return DeleteRecordsRequest.DeleteRecordsTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(w, item)
@@ -143,14 +144,11 @@ def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w: bytearray, o: Any) -> Non
 
 def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -163,7 +161,7 @@ def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple
 
 def _enc_DeleteRecordsRequest_v0_1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w, item)
@@ -171,14 +169,11 @@ def _enc_DeleteRecordsRequest_v0_1(w: bytearray, o: Any) -> None:
 
 
 def _dec_DeleteRecordsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms), pos
@@ -186,7 +181,7 @@ def _dec_DeleteRecordsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DeleteRecordsRequest_v2(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w, item)
@@ -198,14 +193,11 @@ def _enc_DeleteRecordsRequest_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_DeleteRecordsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -250,9 +242,9 @@ def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: Any, pos: in
 
 
 def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(w, item)
@@ -260,21 +252,18 @@ def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w: bytearray, o: An
 
 def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(buf, pos)
+        f_partitions.append(item)
     return DeleteRecordsResponse.DeleteRecordsTopicResult(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w, item)
@@ -286,14 +275,11 @@ def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w: bytearray, o: Any)
 
 def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -307,7 +293,7 @@ def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: Any, pos: int) -
 def _enc_DeleteRecordsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w, item)
@@ -316,21 +302,18 @@ def _enc_DeleteRecordsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_DeleteRecordsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf, pos)
+        f_topics.append(item)
     return DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_DeleteRecordsResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w, item)
@@ -343,14 +326,11 @@ def _enc_DeleteRecordsResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_DeleteRecordsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

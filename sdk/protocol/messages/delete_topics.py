@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -65,7 +69,10 @@ class DeleteTopicsResponse(Message):
 
 
 def _enc_DeleteTopicsRequest_DeleteTopicState_v0_3(w: bytearray, o: Any) -> None:
-    pass
+    if o.name is not None:
+        refuse_absent_field("DeleteTopicState", "name", 0)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("DeleteTopicState", "topic_id", 0)
 
 
 def _dec_DeleteTopicsRequest_DeleteTopicState_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
@@ -73,6 +80,10 @@ def _dec_DeleteTopicsRequest_DeleteTopicState_v0_3(buf: Any, pos: int) -> tuple[
 
 
 def _enc_DeleteTopicsRequest_DeleteTopicState_v4_5(w: bytearray, o: Any) -> None:
+    if o.name is not None:
+        refuse_absent_field("DeleteTopicState", "name", 4)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("DeleteTopicState", "topic_id", 4)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -113,34 +124,35 @@ def _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_DeleteTopicsRequest_v0_3(w: bytearray, o: Any) -> None:
+    if o.topics:
+        refuse_absent_field("DeleteTopicsRequest", "topics", 0)
     v = o.topic_names
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
     w += _S_i.pack(o.timeout_ms)
 
 
 def _dec_DeleteTopicsRequest_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_topic_names.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topic_names = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_topic_names.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms), pos
 
 
 def _enc_DeleteTopicsRequest_v4_5(w: bytearray, o: Any) -> None:
+    if o.topics:
+        refuse_absent_field("DeleteTopicsRequest", "topics", 4)
     v = o.topic_names
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -149,14 +161,11 @@ def _enc_DeleteTopicsRequest_v4_5(w: bytearray, o: Any) -> None:
 
 
 def _dec_DeleteTopicsRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_topic_names.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_names = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_topic_names.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -171,7 +180,7 @@ def _dec_DeleteTopicsRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DeleteTopicsRequest_v6(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteTopicsRequest_DeleteTopicState_v6(w, item)
@@ -183,14 +192,11 @@ def _enc_DeleteTopicsRequest_v6(w: bytearray, o: Any) -> None:
 
 
 def _dec_DeleteTopicsRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -204,7 +210,7 @@ def _dec_DeleteTopicsRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
 
 
@@ -216,7 +222,7 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf: Any, pos: int) -> t
 
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -239,7 +245,7 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf: Any, pos: int) -> tup
 
 
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -292,28 +298,25 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf: Any, pos: int) -> tup
 
 def _enc_DeleteTopicsResponse_v0(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w, item)
 
 
 def _dec_DeleteTopicsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
+        f_responses.append(item)
     return DeleteTopicsResponse(responses=f_responses), pos
 
 
 def _enc_DeleteTopicsResponse_v1_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w, item)
@@ -322,21 +325,18 @@ def _enc_DeleteTopicsResponse_v1_3(w: bytearray, o: Any) -> None:
 def _dec_DeleteTopicsResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
+        f_responses.append(item)
     return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
 def _enc_DeleteTopicsResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w, item)
@@ -349,14 +349,11 @@ def _enc_DeleteTopicsResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_DeleteTopicsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -370,7 +367,7 @@ def _dec_DeleteTopicsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_DeleteTopicsResponse_v5(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w, item)
@@ -383,14 +380,11 @@ def _enc_DeleteTopicsResponse_v5(w: bytearray, o: Any) -> None:
 def _dec_DeleteTopicsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -404,7 +398,7 @@ def _dec_DeleteTopicsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_DeleteTopicsResponse_v6(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DeleteTopicsResponse_DeletableTopicResult_v6(w, item)
@@ -417,14 +411,11 @@ def _enc_DeleteTopicsResponse_v6(w: bytearray, o: Any) -> None:
 def _dec_DeleteTopicsResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

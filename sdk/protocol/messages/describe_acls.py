@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -76,6 +80,8 @@ class DescribeAclsResponse(Message):
 def _enc_DescribeAclsRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_string(w, o.resource_name_filter)
+    if o.pattern_type_filter != 3:
+        refuse_absent_field("DescribeAclsRequest", "pattern_type_filter", 0)
     write_string(w, o.principal_filter)
     write_string(w, o.host_filter)
     w += _S_bb.pack(o.operation, o.permission_type)
@@ -148,8 +154,8 @@ def _dec_DescribeAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_DescribeAclsResponse_AclDescription_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.principal)
-    write_string(w, o.host)
+    write_required_string(w, o.principal)
+    write_required_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
@@ -162,8 +168,8 @@ def _dec_DescribeAclsResponse_AclDescription_v0_1(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_DescribeAclsResponse_AclDescription_v2_3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.principal)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.principal)
+    write_required_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -188,9 +194,9 @@ def _dec_DescribeAclsResponse_AclDescription_v2_3(buf: Any, pos: int) -> tuple[A
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v0(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     v = o.acls
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeAclsResponse_AclDescription_v0_1(w, item)
@@ -200,23 +206,20 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf: Any, pos: int) -> tup
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_acls = None
-    else:
-        f_acls = []
-        for _ in range(n):
-            item, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
-            f_acls.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_acls = []
+    for _ in range(n):
+        item, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
+        f_acls.append(item)
     return DescribeAclsResponse.DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, acls=f_acls), pos
 
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v1(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
     v = o.acls
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeAclsResponse_AclDescription_v0_1(w, item)
@@ -228,23 +231,20 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf: Any, pos: int) -> tup
     f_resource_name, pos = read_string(buf, pos)
     f_pattern_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_acls = None
-    else:
-        f_acls = []
-        for _ in range(n):
-            item, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
-            f_acls.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_acls = []
+    for _ in range(n):
+        item, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
+        f_acls.append(item)
     return DescribeAclsResponse.DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls), pos
 
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v2_3(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
     v = o.acls
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeAclsResponse_AclDescription_v2_3(w, item)
@@ -260,14 +260,11 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf: Any, pos: int) -> t
     f_resource_name, pos = read_compact_string(buf, pos)
     f_pattern_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_acls = None
-    else:
-        f_acls = []
-        for _ in range(n):
-            item, pos = _dec_DescribeAclsResponse_AclDescription_v2_3(buf, pos)
-            f_acls.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acls = []
+    for _ in range(n):
+        item, pos = _dec_DescribeAclsResponse_AclDescription_v2_3(buf, pos)
+        f_acls.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -282,7 +279,7 @@ def _enc_DescribeAclsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
     v = o.resources
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeAclsResponse_DescribeAclsResource_v0(w, item)
@@ -292,14 +289,11 @@ def _dec_DescribeAclsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos)
+        f_resources.append(item)
     return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources), pos
 
 
@@ -307,7 +301,7 @@ def _enc_DescribeAclsResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
     v = o.resources
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeAclsResponse_DescribeAclsResource_v1(w, item)
@@ -317,14 +311,11 @@ def _dec_DescribeAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos)
+        f_resources.append(item)
     return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources), pos
 
 
@@ -332,7 +323,7 @@ def _enc_DescribeAclsResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.resources
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeAclsResponse_DescribeAclsResource_v2_3(w, item)
@@ -346,14 +337,11 @@ def _dec_DescribeAclsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf, pos)
+        f_resources.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

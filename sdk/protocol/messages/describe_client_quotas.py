@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -79,7 +83,7 @@ class DescribeClientQuotasResponse(Message):
 
 
 def _enc_DescribeClientQuotasRequest_ComponentData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.entity_type)
+    write_required_string(w, o.entity_type)
     w += _S_b.pack(o.match_type)
     write_string(w, o.match)
 
@@ -93,7 +97,7 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf: Any, pos: int) -> tup
 
 
 def _enc_DescribeClientQuotasRequest_ComponentData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.entity_type)
+    write_required_compact_string(w, o.entity_type)
     w += _S_b.pack(o.match_type)
     write_compact_string(w, o.match)
     if o.unknown_tags:
@@ -119,7 +123,7 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf: Any, pos: int) -> tup
 
 def _enc_DescribeClientQuotasRequest_v0(w: bytearray, o: Any) -> None:
     v = o.components
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClientQuotasRequest_ComponentData_v0(w, item)
@@ -127,14 +131,11 @@ def _enc_DescribeClientQuotasRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_components = None
-    else:
-        f_components = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos)
-            f_components.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_components = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos)
+        f_components.append(item)
     f_strict, = _S_o.unpack_from(buf, pos)
     pos += 1
     return DescribeClientQuotasRequest(components=f_components, strict=f_strict), pos
@@ -142,7 +143,7 @@ def _dec_DescribeClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DescribeClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
     v = o.components
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClientQuotasRequest_ComponentData_v1(w, item)
@@ -154,14 +155,11 @@ def _enc_DescribeClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_components = None
-    else:
-        f_components = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos)
-            f_components.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_components = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos)
+        f_components.append(item)
     f_strict, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -175,7 +173,7 @@ def _dec_DescribeClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_DescribeClientQuotasResponse_EntityData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.entity_type)
+    write_required_string(w, o.entity_type)
     write_string(w, o.entity_name)
 
 
@@ -186,7 +184,7 @@ def _dec_DescribeClientQuotasResponse_EntityData_v0(buf: Any, pos: int) -> tuple
 
 
 def _enc_DescribeClientQuotasResponse_EntityData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.entity_type)
+    write_required_compact_string(w, o.entity_type)
     write_compact_string(w, o.entity_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -208,7 +206,7 @@ def _dec_DescribeClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple
 
 
 def _enc_DescribeClientQuotasResponse_ValueData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.key)
+    write_required_string(w, o.key)
     w += _S_d.pack(o.value)
 
 
@@ -220,7 +218,7 @@ def _dec_DescribeClientQuotasResponse_ValueData_v0(buf: Any, pos: int) -> tuple[
 
 
 def _enc_DescribeClientQuotasResponse_ValueData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.key)
+    write_required_compact_string(w, o.key)
     w += _S_d.pack(o.value)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -244,45 +242,39 @@ def _dec_DescribeClientQuotasResponse_ValueData_v1(buf: Any, pos: int) -> tuple[
 
 def _enc_DescribeClientQuotasResponse_EntryData_v0(w: bytearray, o: Any) -> None:
     v = o.entity
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClientQuotasResponse_EntityData_v0(w, item)
     v = o.values
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClientQuotasResponse_ValueData_v0(w, item)
 
 
 def _dec_DescribeClientQuotasResponse_EntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_entity = None
-    else:
-        f_entity = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos)
-            f_entity.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_values = None
-    else:
-        f_values = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos)
-            f_values.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_entity = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos)
+        f_entity.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_values = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos)
+        f_values.append(item)
     return DescribeClientQuotasResponse.EntryData(entity=f_entity, values=f_values), pos
 
 
 def _enc_DescribeClientQuotasResponse_EntryData_v1(w: bytearray, o: Any) -> None:
     v = o.entity
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClientQuotasResponse_EntityData_v1(w, item)
     v = o.values
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClientQuotasResponse_ValueData_v1(w, item)
@@ -293,22 +285,16 @@ def _enc_DescribeClientQuotasResponse_EntryData_v1(w: bytearray, o: Any) -> None
 
 
 def _dec_DescribeClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_entity = None
-    else:
-        f_entity = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos)
-            f_entity.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_values = None
-    else:
-        f_values = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos)
-            f_values.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_entity = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos)
+        f_entity.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_values = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos)
+        f_values.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

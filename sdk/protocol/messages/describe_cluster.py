@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -67,6 +71,8 @@ class DescribeClusterResponse(Message):
 
 
 def _enc_DescribeClusterRequest_v0(w: bytearray, o: Any) -> None:
+    if o.endpoint_type != 1:
+        refuse_absent_field("DescribeClusterRequest", "endpoint_type", 0)
     w += _S_o.pack(o.include_cluster_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -110,7 +116,7 @@ def _dec_DescribeClusterRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
@@ -139,10 +145,10 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf: Any, pos: int) 
 def _enc_DescribeClusterResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    write_compact_string(w, o.cluster_id)
+    write_required_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w, item)
@@ -160,14 +166,11 @@ def _dec_DescribeClusterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_compact_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
+        f_brokers.append(item)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -184,10 +187,10 @@ def _enc_DescribeClusterResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.endpoint_type)
-    write_compact_string(w, o.cluster_id)
+    write_required_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w, item)
@@ -207,14 +210,11 @@ def _dec_DescribeClusterResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_compact_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
+        f_brokers.append(item)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None

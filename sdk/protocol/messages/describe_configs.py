@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -93,12 +97,12 @@ class DescribeConfigsResponse(Message):
 
 def _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     v = o.configuration_keys
     write_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
 
 
 def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
@@ -111,19 +115,19 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf: Any, pos: int)
     else:
         f_configuration_keys = []
         for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
+            item, pos = read_string(buf, pos)
             f_configuration_keys.append(item)
     return DescribeConfigsRequest.DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys), pos
 
 
 def _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(w: bytearray, o: Any) -> None:
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     v = o.configuration_keys
     write_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -140,7 +144,7 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: Any, pos: int) -
     else:
         f_configuration_keys = []
         for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
+            item, pos = read_compact_string(buf, pos)
             f_configuration_keys.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -154,42 +158,42 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: Any, pos: int) -
 
 def _enc_DescribeConfigsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.resources
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, item)
+    if o.include_synonyms != False:
+        refuse_absent_field("DescribeConfigsRequest", "include_synonyms", 0)
+    if o.include_documentation != False:
+        refuse_absent_field("DescribeConfigsRequest", "include_documentation", 0)
 
 
 def _dec_DescribeConfigsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
+        f_resources.append(item)
     return DescribeConfigsRequest(resources=f_resources), pos
 
 
 def _enc_DescribeConfigsRequest_v1_2(w: bytearray, o: Any) -> None:
     v = o.resources
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, item)
+    if o.include_documentation != False:
+        refuse_absent_field("DescribeConfigsRequest", "include_documentation", 1)
     w += _S_o.pack(o.include_synonyms)
 
 
 def _dec_DescribeConfigsRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
+        f_resources.append(item)
     f_include_synonyms, = _S_o.unpack_from(buf, pos)
     pos += 1
     return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms), pos
@@ -197,7 +201,7 @@ def _dec_DescribeConfigsRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DescribeConfigsRequest_v3(w: bytearray, o: Any) -> None:
     v = o.resources
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, item)
@@ -205,14 +209,11 @@ def _enc_DescribeConfigsRequest_v3(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeConfigsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
+        f_resources.append(item)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
     return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation), pos
@@ -220,7 +221,7 @@ def _dec_DescribeConfigsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DescribeConfigsRequest_v4(w: bytearray, o: Any) -> None:
     v = o.resources
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(w, item)
@@ -232,14 +233,11 @@ def _enc_DescribeConfigsRequest_v4(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeConfigsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos)
-            f_resources.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_resources = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos)
+        f_resources.append(item)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
     unknown = None
@@ -261,7 +259,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v0(buf: Any, pos: int) -
 
 
 def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_b.pack(o.source)
 
@@ -275,7 +273,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf: Any, pos: int)
 
 
 def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     w += _S_b.pack(o.source)
     if o.unknown_tags:
@@ -300,7 +298,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: Any, pos: int) -
 
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_ooo.pack(o.read_only, o.is_default, o.is_sensitive)
 
@@ -314,11 +312,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: Any, pos:
 
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
     v = o.synonyms
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w, item)
@@ -329,23 +327,20 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf: Any, po
     f_value, pos = read_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
-            f_synonyms.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_synonyms = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
+        f_synonyms.append(item)
     return DescribeConfigsResponse.DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms), pos
 
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
     v = o.synonyms
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w, item)
@@ -358,14 +353,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: Any, pos:
     f_value, pos = read_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
-            f_synonyms.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_synonyms = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
+        f_synonyms.append(item)
     f_config_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = read_nullable_string(buf, pos)
@@ -373,11 +365,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: Any, pos:
 
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
     v = o.synonyms
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w, item)
@@ -394,14 +386,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: Any, pos:
     f_value, pos = read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos)
-            f_synonyms.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_synonyms = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos)
+        f_synonyms.append(item)
     f_config_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = read_compact_nullable_string(buf, pos)
@@ -419,9 +408,9 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(w: bytearray, o: Any) 
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     v = o.configs
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w, item)
@@ -434,14 +423,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: Any, pos: int) ->
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos)
+        f_configs.append(item)
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
@@ -449,9 +435,9 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResult_v1_2(w: bytearray, o: Any
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     v = o.configs
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(w, item)
@@ -464,14 +450,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf: Any, pos: int) 
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf, pos)
+        f_configs.append(item)
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
@@ -479,9 +462,9 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(w: bytearray, o: Any) 
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_string(w, o.resource_name)
+    write_required_string(w, o.resource_name)
     v = o.configs
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w, item)
@@ -494,14 +477,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: Any, pos: int) ->
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos)
+        f_configs.append(item)
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
@@ -509,9 +489,9 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(w: bytearray, o: Any) 
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
-    write_compact_string(w, o.resource_name)
+    write_required_compact_string(w, o.resource_name)
     v = o.configs
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, item)
@@ -528,14 +508,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: Any, pos: int) ->
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos)
-            f_configs.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_configs = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos)
+        f_configs.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -549,7 +526,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: Any, pos: int) ->
 def _enc_DescribeConfigsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(w, item)
@@ -558,21 +535,18 @@ def _enc_DescribeConfigsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_DescribeConfigsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos)
+        f_results.append(item)
     return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_DescribeConfigsResponse_v1_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResult_v1_2(w, item)
@@ -581,21 +555,18 @@ def _enc_DescribeConfigsResponse_v1_2(w: bytearray, o: Any) -> None:
 def _dec_DescribeConfigsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf, pos)
+        f_results.append(item)
     return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_DescribeConfigsResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(w, item)
@@ -604,21 +575,18 @@ def _enc_DescribeConfigsResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_DescribeConfigsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos)
+        f_results.append(item)
     return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_DescribeConfigsResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(w, item)
@@ -631,14 +599,11 @@ def _enc_DescribeConfigsResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_DescribeConfigsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -77,8 +81,8 @@ class DescribeDelegationTokenResponse(Message):
 
 
 def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.principal_type)
-    write_string(w, o.principal_name)
+    write_required_string(w, o.principal_type)
+    write_required_string(w, o.principal_name)
 
 
 def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -88,8 +92,8 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(buf: A
 
 
 def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -161,8 +165,8 @@ def _dec_DescribeDelegationTokenRequest_v2_3(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.principal_type)
-    write_string(w, o.principal_name)
+    write_required_string(w, o.principal_type)
+    write_required_string(w, o.principal_name)
 
 
 def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -172,8 +176,8 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(bu
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -194,13 +198,13 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(bu
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.principal_type)
-    write_string(w, o.principal_name)
+    write_required_string(w, o.principal_type)
+    write_required_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    write_string(w, o.token_id)
-    write_bytes(w, o.hmac)
+    write_required_string(w, o.token_id)
+    write_required_bytes(w, o.hmac)
     v = o.renewers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(w, item)
@@ -213,25 +217,22 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf: Any,
     pos += 24
     f_token_id, pos = read_string(buf, pos)
     f_hmac, pos = read_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_renewers = None
-    else:
-        f_renewers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf, pos)
-            f_renewers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_renewers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf, pos)
+        f_renewers.append(item)
     return DescribeDelegationTokenResponse.DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers), pos
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    write_compact_string(w, o.token_id)
-    write_compact_bytes(w, o.hmac)
+    write_required_compact_string(w, o.token_id)
+    write_required_compact_bytes(w, o.hmac)
     v = o.renewers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w, item)
@@ -248,14 +249,11 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf: Any, p
     pos += 24
     f_token_id, pos = read_compact_string(buf, pos)
     f_hmac, pos = read_compact_bytes(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_renewers = None
-    else:
-        f_renewers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
-            f_renewers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_renewers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
+        f_renewers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -267,15 +265,15 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf: Any, p
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.principal_type)
-    write_compact_string(w, o.principal_name)
-    write_compact_string(w, o.token_requester_principal_type)
-    write_compact_string(w, o.token_requester_principal_name)
+    write_required_compact_string(w, o.principal_type)
+    write_required_compact_string(w, o.principal_name)
+    write_required_compact_string(w, o.token_requester_principal_type)
+    write_required_compact_string(w, o.token_requester_principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    write_compact_string(w, o.token_id)
-    write_compact_bytes(w, o.hmac)
+    write_required_compact_string(w, o.token_id)
+    write_required_compact_bytes(w, o.hmac)
     v = o.renewers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w, item)
@@ -294,14 +292,11 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf: Any, p
     pos += 24
     f_token_id, pos = read_compact_string(buf, pos)
     f_hmac, pos = read_compact_bytes(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_renewers = None
-    else:
-        f_renewers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
-            f_renewers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_renewers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
+        f_renewers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -315,7 +310,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf: Any, p
 def _enc_DescribeDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.tokens
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(w, item)
@@ -325,14 +320,11 @@ def _enc_DescribeDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_DescribeDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_tokens = None
-    else:
-        f_tokens = []
-        for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf, pos)
-            f_tokens.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_tokens = []
+    for _ in range(n):
+        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf, pos)
+        f_tokens.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms), pos
@@ -341,7 +333,7 @@ def _dec_DescribeDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, 
 def _enc_DescribeDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.tokens
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, item)
@@ -355,14 +347,11 @@ def _enc_DescribeDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_DescribeDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_tokens = None
-    else:
-        f_tokens = []
-        for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos)
-            f_tokens.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_tokens = []
+    for _ in range(n):
+        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos)
+        f_tokens.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -378,7 +367,7 @@ def _dec_DescribeDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, in
 def _enc_DescribeDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.tokens
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, item)
@@ -392,14 +381,11 @@ def _enc_DescribeDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_DescribeDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_tokens = None
-    else:
-        f_tokens = []
-        for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos)
-            f_tokens.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_tokens = []
+    for _ in range(n):
+        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos)
+        f_tokens.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -73,42 +77,38 @@ class DescribeGroupsResponse(Message):
 
 def _enc_DescribeGroupsRequest_v0_2(w: bytearray, o: Any) -> None:
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
+    if o.include_authorized_operations != False:
+        refuse_absent_field("DescribeGroupsRequest", "include_authorized_operations", 0)
 
 
 def _dec_DescribeGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_groups.append(item)
     return DescribeGroupsRequest(groups=f_groups), pos
 
 
 def _enc_DescribeGroupsRequest_v3_4(w: bytearray, o: Any) -> None:
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
     w += _S_o.pack(o.include_authorized_operations)
 
 
 def _dec_DescribeGroupsRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_groups.append(item)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
     return DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations), pos
@@ -116,10 +116,10 @@ def _dec_DescribeGroupsRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_DescribeGroupsRequest_v5(w: bytearray, o: Any) -> None:
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     w += _S_o.pack(o.include_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -128,14 +128,11 @@ def _enc_DescribeGroupsRequest_v5(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_groups.append(item)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -149,11 +146,11 @@ def _dec_DescribeGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
-    write_string(w, o.client_id)
-    write_string(w, o.client_host)
-    write_bytes(w, o.member_metadata)
-    write_bytes(w, o.member_assignment)
+    write_required_string(w, o.member_id)
+    write_required_string(w, o.client_id)
+    write_required_string(w, o.client_host)
+    write_required_bytes(w, o.member_metadata)
+    write_required_bytes(w, o.member_assignment)
 
 
 def _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
@@ -166,12 +163,12 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf: Any, pos: int) ->
 
 
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
-    write_string(w, o.client_id)
-    write_string(w, o.client_host)
-    write_bytes(w, o.member_metadata)
-    write_bytes(w, o.member_assignment)
+    write_required_string(w, o.client_id)
+    write_required_string(w, o.client_host)
+    write_required_bytes(w, o.member_metadata)
+    write_required_bytes(w, o.member_assignment)
 
 
 def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf: Any, pos: int) -> tuple[Any, int]:
@@ -185,12 +182,12 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf: Any, pos: int) -> t
 
 
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    write_compact_string(w, o.client_id)
-    write_compact_string(w, o.client_host)
-    write_compact_bytes(w, o.member_metadata)
-    write_compact_bytes(w, o.member_assignment)
+    write_required_compact_string(w, o.client_id)
+    write_required_compact_string(w, o.client_host)
+    write_required_compact_bytes(w, o.member_metadata)
+    write_required_compact_bytes(w, o.member_assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -216,12 +213,12 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf: Any, pos: int) -> t
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.group_id)
-    write_string(w, o.group_state)
-    write_string(w, o.protocol_type)
-    write_string(w, o.protocol_data)
+    write_required_string(w, o.group_id)
+    write_required_string(w, o.group_state)
+    write_required_string(w, o.protocol_type)
+    write_required_string(w, o.protocol_data)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w, item)
@@ -234,25 +231,22 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf: Any, pos: int) -> tuple
     f_group_state, pos = read_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
     f_protocol_data, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
+        f_members.append(item)
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members), pos
 
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v3(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.group_id)
-    write_string(w, o.group_state)
-    write_string(w, o.protocol_type)
-    write_string(w, o.protocol_data)
+    write_required_string(w, o.group_id)
+    write_required_string(w, o.group_state)
+    write_required_string(w, o.protocol_type)
+    write_required_string(w, o.protocol_data)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w, item)
@@ -266,14 +260,11 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf: Any, pos: int) -> tuple[A
     f_group_state, pos = read_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
     f_protocol_data, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
+        f_members.append(item)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations), pos
@@ -281,12 +272,12 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf: Any, pos: int) -> tuple[A
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v4(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.group_id)
-    write_string(w, o.group_state)
-    write_string(w, o.protocol_type)
-    write_string(w, o.protocol_data)
+    write_required_string(w, o.group_id)
+    write_required_string(w, o.group_state)
+    write_required_string(w, o.protocol_type)
+    write_required_string(w, o.protocol_data)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w, item)
@@ -300,14 +291,11 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf: Any, pos: int) -> tuple[A
     f_group_state, pos = read_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
     f_protocol_data, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos)
+        f_members.append(item)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations), pos
@@ -315,12 +303,12 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf: Any, pos: int) -> tuple[A
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v5(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.group_state)
-    write_compact_string(w, o.protocol_type)
-    write_compact_string(w, o.protocol_data)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_state)
+    write_required_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.protocol_data)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w, item)
@@ -338,14 +326,11 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[A
     f_group_state, pos = read_compact_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
     f_protocol_data, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos)
+        f_members.append(item)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -360,28 +345,25 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[A
 
 def _enc_DescribeGroupsResponse_v0(w: bytearray, o: Any) -> None:
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w, item)
 
 
 def _dec_DescribeGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
+        f_groups.append(item)
     return DescribeGroupsResponse(groups=f_groups), pos
 
 
 def _enc_DescribeGroupsResponse_v1_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w, item)
@@ -390,21 +372,18 @@ def _enc_DescribeGroupsResponse_v1_2(w: bytearray, o: Any) -> None:
 def _dec_DescribeGroupsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
+        f_groups.append(item)
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups), pos
 
 
 def _enc_DescribeGroupsResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroup_v3(w, item)
@@ -413,21 +392,18 @@ def _enc_DescribeGroupsResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_DescribeGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos)
+        f_groups.append(item)
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups), pos
 
 
 def _enc_DescribeGroupsResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroup_v4(w, item)
@@ -436,21 +412,18 @@ def _enc_DescribeGroupsResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_DescribeGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos)
+        f_groups.append(item)
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups), pos
 
 
 def _enc_DescribeGroupsResponse_v5(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeGroupsResponse_DescribedGroup_v5(w, item)
@@ -463,14 +436,11 @@ def _enc_DescribeGroupsResponse_v5(w: bytearray, o: Any) -> None:
 def _dec_DescribeGroupsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -82,28 +86,25 @@ class DescribeLogDirsResponse(Message):
 
 
 def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return DescribeLogDirsRequest.DescribableLogDirTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -114,12 +115,9 @@ def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w: bytearray, o: Any
 
 def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -213,9 +211,9 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf: Any, pos: in
 
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(w, item)
@@ -223,21 +221,18 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w: bytearray, o: Any)
 
 def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf, pos)
+        f_partitions.append(item)
     return DescribeLogDirsResponse.DescribeLogDirsTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w, item)
@@ -249,14 +244,11 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w: bytearray, o: Any)
 
 def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -269,9 +261,9 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf: Any, pos: int) -
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.log_dir)
+    write_required_string(w, o.log_dir)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w, item)
@@ -281,22 +273,19 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf: Any, pos: int) 
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf, pos)
+        f_topics.append(item)
     return DescribeLogDirsResponse.DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics), pos
 
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.log_dir)
+    write_required_compact_string(w, o.log_dir)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, item)
@@ -310,14 +299,11 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf: Any, pos: int) 
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -330,9 +316,9 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf: Any, pos: int) 
 
 def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.log_dir)
+    write_required_compact_string(w, o.log_dir)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, item)
@@ -347,14 +333,11 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) ->
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
+        f_topics.append(item)
     f_total_bytes, f_usable_bytes = _S_qq.unpack_from(buf, pos)
     pos += 16
     unknown = None
@@ -370,7 +353,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) ->
 def _enc_DescribeLogDirsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(w, item)
@@ -379,21 +362,18 @@ def _enc_DescribeLogDirsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_DescribeLogDirsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf, pos)
+        f_results.append(item)
     return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
 def _enc_DescribeLogDirsResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w, item)
@@ -406,14 +386,11 @@ def _enc_DescribeLogDirsResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_DescribeLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -427,7 +404,7 @@ def _dec_DescribeLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_DescribeLogDirsResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w, item)
@@ -440,14 +417,11 @@ def _enc_DescribeLogDirsResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_DescribeLogDirsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -461,7 +435,7 @@ def _dec_DescribeLogDirsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_DescribeLogDirsResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w, item)
@@ -474,14 +448,11 @@ def _enc_DescribeLogDirsResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_DescribeLogDirsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -80,9 +84,9 @@ class DescribeProducersResponse(Message):
 
 
 def _enc_DescribeProducersRequest_TopicRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_indexes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -93,12 +97,9 @@ def _enc_DescribeProducersRequest_TopicRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_DescribeProducersRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -111,7 +112,7 @@ def _dec_DescribeProducersRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[A
 
 def _enc_DescribeProducersRequest_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeProducersRequest_TopicRequest_v0(w, item)
@@ -122,14 +123,11 @@ def _enc_DescribeProducersRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeProducersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeProducersRequest_TopicRequest_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeProducersRequest_TopicRequest_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -165,7 +163,7 @@ def _enc_DescribeProducersResponse_PartitionResponse_v0(w: bytearray, o: Any) ->
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.active_producers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeProducersResponse_ProducerState_v0(w, item)
@@ -179,14 +177,11 @@ def _dec_DescribeProducersResponse_PartitionResponse_v0(buf: Any, pos: int) -> t
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_active_producers = None
-    else:
-        f_active_producers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeProducersResponse_ProducerState_v0(buf, pos)
-            f_active_producers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_active_producers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeProducersResponse_ProducerState_v0(buf, pos)
+        f_active_producers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -198,9 +193,9 @@ def _dec_DescribeProducersResponse_PartitionResponse_v0(buf: Any, pos: int) -> t
 
 
 def _enc_DescribeProducersResponse_TopicResponse_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeProducersResponse_PartitionResponse_v0(w, item)
@@ -212,14 +207,11 @@ def _enc_DescribeProducersResponse_TopicResponse_v0(w: bytearray, o: Any) -> Non
 
 def _dec_DescribeProducersResponse_TopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeProducersResponse_PartitionResponse_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeProducersResponse_PartitionResponse_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -233,7 +225,7 @@ def _dec_DescribeProducersResponse_TopicResponse_v0(buf: Any, pos: int) -> tuple
 def _enc_DescribeProducersResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeProducersResponse_TopicResponse_v0(w, item)
@@ -246,14 +238,11 @@ def _enc_DescribeProducersResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_DescribeProducersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeProducersResponse_TopicResponse_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeProducersResponse_TopicResponse_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_H = struct.Struct(">H")
@@ -130,9 +134,9 @@ def _dec_DescribeQuorumRequest_PartitionData_v0_2(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_DescribeQuorumRequest_TopicData_v0_2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumRequest_PartitionData_v0_2(w, item)
@@ -144,14 +148,11 @@ def _enc_DescribeQuorumRequest_TopicData_v0_2(w: bytearray, o: Any) -> None:
 
 def _dec_DescribeQuorumRequest_TopicData_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumRequest_PartitionData_v0_2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumRequest_PartitionData_v0_2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -164,7 +165,7 @@ def _dec_DescribeQuorumRequest_TopicData_v0_2(buf: Any, pos: int) -> tuple[Any, 
 
 def _enc_DescribeQuorumRequest_v0_2(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumRequest_TopicData_v0_2(w, item)
@@ -175,14 +176,11 @@ def _enc_DescribeQuorumRequest_v0_2(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeQuorumRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumRequest_TopicData_v0_2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumRequest_TopicData_v0_2(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -264,12 +262,12 @@ def _dec_DescribeQuorumResponse_ReplicaState_v2(buf: Any, pos: int) -> tuple[Any
 def _enc_DescribeQuorumResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
     w += _S_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
     v = o.current_voters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_ReplicaState_v0(w, item)
     v = o.observers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_ReplicaState_v0(w, item)
@@ -282,22 +280,16 @@ def _enc_DescribeQuorumResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
 def _dec_DescribeQuorumResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_current_voters = None
-    else:
-        f_current_voters = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
-            f_current_voters.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_observers = None
-    else:
-        f_observers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
-            f_observers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_current_voters = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
+        f_current_voters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_observers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
+        f_observers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -311,12 +303,12 @@ def _dec_DescribeQuorumResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[An
 def _enc_DescribeQuorumResponse_PartitionData_v1(w: bytearray, o: Any) -> None:
     w += _S_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
     v = o.current_voters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_ReplicaState_v1(w, item)
     v = o.observers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_ReplicaState_v1(w, item)
@@ -329,22 +321,16 @@ def _enc_DescribeQuorumResponse_PartitionData_v1(w: bytearray, o: Any) -> None:
 def _dec_DescribeQuorumResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_current_voters = None
-    else:
-        f_current_voters = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
-            f_current_voters.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_observers = None
-    else:
-        f_observers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
-            f_observers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_current_voters = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
+        f_current_voters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_observers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
+        f_observers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -360,12 +346,12 @@ def _enc_DescribeQuorumResponse_PartitionData_v2(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.error_message)
     w += _S_iiq.pack(o.leader_id, o.leader_epoch, o.high_watermark)
     v = o.current_voters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_ReplicaState_v2(w, item)
     v = o.observers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_ReplicaState_v2(w, item)
@@ -381,22 +367,16 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf: Any, pos: int) -> tuple[An
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_leader_id, f_leader_epoch, f_high_watermark = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_current_voters = None
-    else:
-        f_current_voters = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
-            f_current_voters.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_observers = None
-    else:
-        f_observers = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
-            f_observers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_current_voters = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
+        f_current_voters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_observers = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
+        f_observers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -408,9 +388,9 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_DescribeQuorumResponse_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_PartitionData_v0(w, item)
@@ -422,14 +402,11 @@ def _enc_DescribeQuorumResponse_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_DescribeQuorumResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -441,9 +418,9 @@ def _dec_DescribeQuorumResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_DescribeQuorumResponse_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_PartitionData_v1(w, item)
@@ -455,14 +432,11 @@ def _enc_DescribeQuorumResponse_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_DescribeQuorumResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -474,9 +448,9 @@ def _dec_DescribeQuorumResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_DescribeQuorumResponse_TopicData_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_PartitionData_v2(w, item)
@@ -488,14 +462,11 @@ def _enc_DescribeQuorumResponse_TopicData_v2(w: bytearray, o: Any) -> None:
 
 def _dec_DescribeQuorumResponse_TopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -525,8 +496,8 @@ def _dec_DescribeQuorumResponse_Listener_v0_1(buf: Any, pos: int) -> tuple[Any, 
 
 
 def _enc_DescribeQuorumResponse_Listener_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.name)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -570,7 +541,7 @@ def _dec_DescribeQuorumResponse_Node_v0_1(buf: Any, pos: int) -> tuple[Any, int]
 def _enc_DescribeQuorumResponse_Node_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_Listener_v2(w, item)
@@ -583,14 +554,11 @@ def _enc_DescribeQuorumResponse_Node_v2(w: bytearray, o: Any) -> None:
 def _dec_DescribeQuorumResponse_Node_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_Listener_v2(buf, pos)
-            f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_Listener_v2(buf, pos)
+        f_listeners.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -604,7 +572,7 @@ def _dec_DescribeQuorumResponse_Node_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_DescribeQuorumResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_TopicData_v0(w, item)
@@ -617,14 +585,11 @@ def _enc_DescribeQuorumResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_DescribeQuorumResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -638,7 +603,7 @@ def _dec_DescribeQuorumResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_DescribeQuorumResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_TopicData_v1(w, item)
@@ -651,14 +616,11 @@ def _enc_DescribeQuorumResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_DescribeQuorumResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_TopicData_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_TopicData_v1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -673,12 +635,12 @@ def _enc_DescribeQuorumResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_TopicData_v2(w, item)
     v = o.nodes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeQuorumResponse_Node_v2(w, item)
@@ -692,22 +654,16 @@ def _dec_DescribeQuorumResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_TopicData_v2(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_nodes = None
-    else:
-        f_nodes = []
-        for _ in range(n):
-            item, pos = _dec_DescribeQuorumResponse_Node_v2(buf, pos)
-            f_nodes.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_TopicData_v2(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_nodes = []
+    for _ in range(n):
+        item, pos = _dec_DescribeQuorumResponse_Node_v2(buf, pos)
+        f_nodes.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

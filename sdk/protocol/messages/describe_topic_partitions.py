@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -94,7 +98,7 @@ class DescribeTopicPartitionsResponse(Message):
 
 
 def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -114,7 +118,7 @@ def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf: Any, pos: int) -> t
 
 
 def _enc_DescribeTopicPartitionsRequest_Cursor_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -138,7 +142,7 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf: Any, pos: int) -> tuple[A
 
 def _enc_DescribeTopicPartitionsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w, item)
@@ -155,14 +159,11 @@ def _enc_DescribeTopicPartitionsRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos)
+        f_topics.append(item)
     f_response_partition_limit, = _S_i.unpack_from(buf, pos)
     pos += 4
     (marker,) = INT8.unpack_from(buf, pos)
@@ -184,11 +185,11 @@ def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int
 def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w: bytearray, o: Any) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v = o.replica_nodes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.isr_nodes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.eligible_leader_replicas
@@ -200,7 +201,7 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -212,18 +213,12 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
 def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_eligible_leader_replicas = None
@@ -236,12 +231,9 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     else:
         f_last_known_elr = list(struct.unpack_from(">%di" % n, buf, pos))
         pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -258,7 +250,7 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
     w += o.topic_id.bytes
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w, item)
@@ -276,14 +268,11 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
     f_topic_id, pos = read_uuid(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
+        f_partitions.append(item)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -297,7 +286,7 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
 
 
 def _enc_DescribeTopicPartitionsResponse_Cursor_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -322,7 +311,7 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf: Any, pos: int) -> tuple[
 def _enc_DescribeTopicPartitionsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w, item)
@@ -340,14 +329,11 @@ def _enc_DescribeTopicPartitionsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_DescribeTopicPartitionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
+        f_topics.append(item)
     (marker,) = INT8.unpack_from(buf, pos)
     pos += 1
     if marker < 0:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -69,10 +73,10 @@ class DescribeTransactionsResponse(Message):
 
 def _enc_DescribeTransactionsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.transactional_ids
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -80,14 +84,11 @@ def _enc_DescribeTransactionsRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_DescribeTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_transactional_ids = None
-    else:
-        f_transactional_ids = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_transactional_ids.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_transactional_ids = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_transactional_ids.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -99,9 +100,9 @@ def _dec_DescribeTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_DescribeTransactionsResponse_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -112,12 +113,9 @@ def _enc_DescribeTransactionsResponse_TopicData_v0(w: bytearray, o: Any) -> None
 
 def _dec_DescribeTransactionsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -130,11 +128,11 @@ def _dec_DescribeTransactionsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[
 
 def _enc_DescribeTransactionsResponse_TransactionState_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.transactional_id)
-    write_compact_string(w, o.transaction_state)
+    write_required_compact_string(w, o.transactional_id)
+    write_required_compact_string(w, o.transaction_state)
     w += _S_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeTransactionsResponse_TopicData_v0(w, item)
@@ -151,14 +149,11 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf: Any, pos: int) ->
     f_transaction_state, pos = read_compact_string(buf, pos)
     f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch = _S_iqqh.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -172,7 +167,7 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf: Any, pos: int) ->
 def _enc_DescribeTransactionsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.transaction_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeTransactionsResponse_TransactionState_v0(w, item)
@@ -185,14 +180,11 @@ def _enc_DescribeTransactionsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_DescribeTransactionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_transaction_states = None
-    else:
-        f_transaction_states = []
-        for _ in range(n):
-            item, pos = _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos)
-            f_transaction_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_transaction_states = []
+    for _ in range(n):
+        item, pos = _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos)
+        f_transaction_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_bi = struct.Struct(">bi")
@@ -71,7 +75,7 @@ class DescribeUserScramCredentialsResponse(Message):
 
 
 def _enc_DescribeUserScramCredentialsRequest_UserName_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -143,11 +147,11 @@ def _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf: Any, pos: i
 
 
 def _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.user)
+    write_required_compact_string(w, o.user)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     v = o.credential_infos
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w, item)
@@ -162,14 +166,11 @@ def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_credential_infos = None
-    else:
-        f_credential_infos = []
-        for _ in range(n):
-            item, pos = _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos)
-            f_credential_infos.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_credential_infos = []
+    for _ in range(n):
+        item, pos = _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos)
+        f_credential_infos.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -184,7 +185,7 @@ def _enc_DescribeUserScramCredentialsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w, item)
@@ -198,14 +199,11 @@ def _dec_DescribeUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[An
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -72,28 +76,25 @@ class ElectLeadersResponse(Message):
 
 
 def _enc_ElectLeadersRequest_TopicPartitions_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return ElectLeadersRequest.TopicPartitions(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_ElectLeadersRequest_TopicPartitions_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -104,12 +105,9 @@ def _enc_ElectLeadersRequest_TopicPartitions_v2(w: bytearray, o: Any) -> None:
 
 def _dec_ElectLeadersRequest_TopicPartitions_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -121,6 +119,8 @@ def _dec_ElectLeadersRequest_TopicPartitions_v2(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_ElectLeadersRequest_v0(w: bytearray, o: Any) -> None:
+    if o.election_type != 0:
+        refuse_absent_field("ElectLeadersRequest", "election_type", 0)
     v = o.topic_partitions
     write_array_length(w, v)
     if v:
@@ -242,9 +242,9 @@ def _dec_ElectLeadersResponse_PartitionResult_v2(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partition_result
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ElectLeadersResponse_PartitionResult_v0_1(w, item)
@@ -252,21 +252,18 @@ def _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w: bytearray, o: Any) -
 
 def _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_result = None
-    else:
-        f_partition_result = []
-        for _ in range(n):
-            item, pos = _dec_ElectLeadersResponse_PartitionResult_v0_1(buf, pos)
-            f_partition_result.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_result = []
+    for _ in range(n):
+        item, pos = _dec_ElectLeadersResponse_PartitionResult_v0_1(buf, pos)
+        f_partition_result.append(item)
     return ElectLeadersResponse.ReplicaElectionResult(topic=f_topic, partition_result=f_partition_result), pos
 
 
 def _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partition_result
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ElectLeadersResponse_PartitionResult_v2(w, item)
@@ -278,14 +275,11 @@ def _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w: bytearray, o: Any) -> 
 
 def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_result = None
-    else:
-        f_partition_result = []
-        for _ in range(n):
-            item, pos = _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos)
-            f_partition_result.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_result = []
+    for _ in range(n):
+        item, pos = _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos)
+        f_partition_result.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -299,7 +293,7 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf: Any, pos: int) -> tu
 def _enc_ElectLeadersResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.replica_election_results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w, item)
@@ -308,21 +302,18 @@ def _enc_ElectLeadersResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_ElectLeadersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replica_election_results = None
-    else:
-        f_replica_election_results = []
-        for _ in range(n):
-            item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
-            f_replica_election_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_replica_election_results = []
+    for _ in range(n):
+        item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
+        f_replica_election_results.append(item)
     return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, replica_election_results=f_replica_election_results), pos
 
 
 def _enc_ElectLeadersResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.replica_election_results
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w, item)
@@ -331,21 +322,18 @@ def _enc_ElectLeadersResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_ElectLeadersResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replica_election_results = None
-    else:
-        f_replica_election_results = []
-        for _ in range(n):
-            item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
-            f_replica_election_results.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_replica_election_results = []
+    for _ in range(n):
+        item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
+        f_replica_election_results.append(item)
     return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results), pos
 
 
 def _enc_ElectLeadersResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.replica_election_results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w, item)
@@ -358,14 +346,11 @@ def _enc_ElectLeadersResponse_v2(w: bytearray, o: Any) -> None:
 def _dec_ElectLeadersResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replica_election_results = None
-    else:
-        f_replica_election_results = []
-        for _ in range(n):
-            item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos)
-            f_replica_election_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replica_election_results = []
+    for _ in range(n):
+        item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos)
+        f_replica_election_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_H = struct.Struct(">H")
@@ -104,7 +108,10 @@ class EndQuorumEpochResponse(Message):
 
 
 def _enc_EndQuorumEpochRequest_ReplicaInfo_v0(w: bytearray, o: Any) -> None:
-    pass
+    if o.candidate_id != 0:
+        refuse_absent_field("ReplicaInfo", "candidate_id", 0)
+    if o.candidate_directory_id != ZERO_UUID:
+        refuse_absent_field("ReplicaInfo", "candidate_directory_id", 0)
 
 
 def _dec_EndQuorumEpochRequest_ReplicaInfo_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -137,7 +144,7 @@ def _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf: Any, pos: int) -> tuple[Any, 
 def _enc_EndQuorumEpochRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
     w += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
     v = o.preferred_successors
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -145,19 +152,16 @@ def _enc_EndQuorumEpochRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
 def _dec_EndQuorumEpochRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_leader_id, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_preferred_successors = None
-    else:
-        f_preferred_successors = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_preferred_successors = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return EndQuorumEpochRequest.PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_successors=f_preferred_successors), pos
 
 
 def _enc_EndQuorumEpochRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
     w += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
     v = o.preferred_candidates
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochRequest_ReplicaInfo_v1(w, item)
@@ -170,14 +174,11 @@ def _enc_EndQuorumEpochRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
 def _dec_EndQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_leader_id, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_preferred_candidates = None
-    else:
-        f_preferred_candidates = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos)
-            f_preferred_candidates.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_preferred_candidates = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos)
+        f_preferred_candidates.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -189,9 +190,9 @@ def _dec_EndQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_EndQuorumEpochRequest_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochRequest_PartitionData_v0(w, item)
@@ -199,21 +200,18 @@ def _enc_EndQuorumEpochRequest_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_EndQuorumEpochRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     return EndQuorumEpochRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
 def _enc_EndQuorumEpochRequest_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochRequest_PartitionData_v1(w, item)
@@ -225,14 +223,11 @@ def _enc_EndQuorumEpochRequest_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_EndQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochRequest_PartitionData_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -244,7 +239,12 @@ def _dec_EndQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, in
 
 
 def _enc_EndQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: Any) -> None:
-    pass
+    if o.name != '':
+        refuse_absent_field("LeaderEndpoint", "name", 0)
+    if o.host != '':
+        refuse_absent_field("LeaderEndpoint", "host", 0)
+    if o.port != 0:
+        refuse_absent_field("LeaderEndpoint", "port", 0)
 
 
 def _dec_EndQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -252,8 +252,8 @@ def _dec_EndQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.name)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -279,7 +279,7 @@ def _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[An
 def _enc_EndQuorumEpochRequest_v0(w: bytearray, o: Any) -> None:
     write_string(w, o.cluster_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochRequest_TopicData_v0(w, item)
@@ -287,26 +287,23 @@ def _enc_EndQuorumEpochRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_EndQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos)
+        f_topics.append(item)
     return EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics), pos
 
 
 def _enc_EndQuorumEpochRequest_v1(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.cluster_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochRequest_TopicData_v1(w, item)
     v = o.leader_endpoints
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w, item)
@@ -318,22 +315,16 @@ def _enc_EndQuorumEpochRequest_v1(w: bytearray, o: Any) -> None:
 
 def _dec_EndQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochRequest_TopicData_v1(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_leader_endpoints = None
-    else:
-        f_leader_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
-            f_leader_endpoints.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochRequest_TopicData_v1(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_leader_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
+        f_leader_endpoints.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -376,9 +367,9 @@ def _dec_EndQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_EndQuorumEpochResponse_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochResponse_PartitionData_v0(w, item)
@@ -386,21 +377,18 @@ def _enc_EndQuorumEpochResponse_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_EndQuorumEpochResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     return EndQuorumEpochResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
 def _enc_EndQuorumEpochResponse_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochResponse_PartitionData_v1(w, item)
@@ -412,14 +400,11 @@ def _enc_EndQuorumEpochResponse_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_EndQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochResponse_PartitionData_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochResponse_PartitionData_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -440,7 +425,7 @@ def _dec_EndQuorumEpochResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any
 
 def _enc_EndQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -467,7 +452,7 @@ def _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any
 def _enc_EndQuorumEpochResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochResponse_TopicData_v0(w, item)
@@ -476,21 +461,18 @@ def _enc_EndQuorumEpochResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_EndQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochResponse_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochResponse_TopicData_v0(buf, pos)
+        f_topics.append(item)
     return EndQuorumEpochResponse(error_code=f_error_code, topics=f_topics), pos
 
 
 def _enc_EndQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_EndQuorumEpochResponse_TopicData_v1(w, item)
@@ -498,7 +480,7 @@ def _enc_EndQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
     if o.node_endpoints:
         t = bytearray()
         v = o.node_endpoints
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_EndQuorumEpochResponse_NodeEndpoint_v1(t, item)
@@ -509,14 +491,11 @@ def _enc_EndQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_EndQuorumEpochResponse_TopicData_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_EndQuorumEpochResponse_TopicData_v1(buf, pos)
+        f_topics.append(item)
     f_node_endpoints = []
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -525,14 +504,11 @@ def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_node_endpoints = None
-            else:
-                f_node_endpoints = []
-                for _ in range(n):
-                    item, pos = _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                item, pos = _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(item)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_hqi = struct.Struct(">hqi")
@@ -51,7 +55,7 @@ class ExpireDelegationTokenResponse(Message):
 
 
 def _enc_ExpireDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
-    write_bytes(w, o.hmac)
+    write_required_bytes(w, o.hmac)
     w += _S_q.pack(o.expiry_time_period_ms)
 
 
@@ -63,7 +67,7 @@ def _dec_ExpireDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int
 
 
 def _enc_ExpireDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
-    write_compact_bytes(w, o.hmac)
+    write_required_compact_bytes(w, o.hmac)
     w += _S_q.pack(o.expiry_time_period_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))

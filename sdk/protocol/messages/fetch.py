@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -164,7 +168,10 @@ class FetchResponse(Message):
 
 
 def _enc_FetchRequest_ReplicaState_v0_11(w: bytearray, o: Any) -> None:
-    pass
+    if o.replica_id != -1:
+        refuse_absent_field("ReplicaState", "replica_id", 0)
+    if o.replica_epoch != -1:
+        refuse_absent_field("ReplicaState", "replica_epoch", 0)
 
 
 def _dec_FetchRequest_ReplicaState_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
@@ -172,6 +179,10 @@ def _dec_FetchRequest_ReplicaState_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FetchRequest_ReplicaState_v12_14(w: bytearray, o: Any) -> None:
+    if o.replica_id != -1:
+        refuse_absent_field("ReplicaState", "replica_id", 12)
+    if o.replica_epoch != -1:
+        refuse_absent_field("ReplicaState", "replica_epoch", 12)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -211,6 +222,8 @@ def _dec_FetchRequest_ReplicaState_v15_17(buf: Any, pos: int) -> tuple[Any, int]
 
 
 def _enc_FetchRequest_FetchPartition_v0_4(w: bytearray, o: Any) -> None:
+    if o.last_fetched_epoch != -1:
+        refuse_absent_field("FetchPartition", "last_fetched_epoch", 0)
     w += _S_iqi.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
 
 
@@ -221,6 +234,8 @@ def _dec_FetchRequest_FetchPartition_v0_4(buf: Any, pos: int) -> tuple[Any, int]
 
 
 def _enc_FetchRequest_FetchPartition_v5_8(w: bytearray, o: Any) -> None:
+    if o.last_fetched_epoch != -1:
+        refuse_absent_field("FetchPartition", "last_fetched_epoch", 5)
     w += _S_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
@@ -231,6 +246,8 @@ def _dec_FetchRequest_FetchPartition_v5_8(buf: Any, pos: int) -> tuple[Any, int]
 
 
 def _enc_FetchRequest_FetchPartition_v9_11(w: bytearray, o: Any) -> None:
+    if o.last_fetched_epoch != -1:
+        refuse_absent_field("FetchPartition", "last_fetched_epoch", 9)
     w += _S_iiqqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
@@ -292,9 +309,9 @@ def _dec_FetchRequest_FetchPartition_v17(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FetchRequest_FetchTopic_v0_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchPartition_v0_4(w, item)
@@ -302,21 +319,18 @@ def _enc_FetchRequest_FetchTopic_v0_4(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_FetchTopic_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchPartition_v0_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchPartition_v0_4(buf, pos)
+        f_partitions.append(item)
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchRequest_FetchTopic_v5_8(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchPartition_v5_8(w, item)
@@ -324,21 +338,18 @@ def _enc_FetchRequest_FetchTopic_v5_8(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_FetchTopic_v5_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchPartition_v5_8(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchPartition_v5_8(buf, pos)
+        f_partitions.append(item)
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchRequest_FetchTopic_v9_11(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchPartition_v9_11(w, item)
@@ -346,21 +357,18 @@ def _enc_FetchRequest_FetchTopic_v9_11(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_FetchTopic_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchPartition_v9_11(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchPartition_v9_11(buf, pos)
+        f_partitions.append(item)
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchRequest_FetchTopic_v12(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchPartition_v12_16(w, item)
@@ -372,14 +380,11 @@ def _enc_FetchRequest_FetchTopic_v12(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_FetchTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -393,7 +398,7 @@ def _dec_FetchRequest_FetchTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchRequest_FetchTopic_v13_16(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchPartition_v12_16(w, item)
@@ -405,14 +410,11 @@ def _enc_FetchRequest_FetchTopic_v13_16(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_FetchTopic_v13_16(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -426,7 +428,7 @@ def _dec_FetchRequest_FetchTopic_v13_16(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchRequest_FetchTopic_v17(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchPartition_v17(w, item)
@@ -438,14 +440,11 @@ def _enc_FetchRequest_FetchTopic_v17(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_FetchTopic_v17(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchPartition_v17(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchPartition_v17(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -457,7 +456,8 @@ def _dec_FetchRequest_FetchTopic_v17(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FetchRequest_ForgottenTopic_v0_6(w: bytearray, o: Any) -> None:
-    pass
+    if o.partitions:
+        refuse_absent_field("ForgottenTopic", "partitions", 0)
 
 
 def _dec_FetchRequest_ForgottenTopic_v0_6(buf: Any, pos: int) -> tuple[Any, int]:
@@ -465,28 +465,25 @@ def _dec_FetchRequest_ForgottenTopic_v0_6(buf: Any, pos: int) -> tuple[Any, int]
 
 
 def _enc_FetchRequest_ForgottenTopic_v7_11(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_FetchRequest_ForgottenTopic_v7_11(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return FetchRequest.ForgottenTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchRequest_ForgottenTopic_v12(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -497,12 +494,9 @@ def _enc_FetchRequest_ForgottenTopic_v12(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_ForgottenTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -516,7 +510,7 @@ def _dec_FetchRequest_ForgottenTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchRequest_ForgottenTopic_v13_17(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -527,12 +521,9 @@ def _enc_FetchRequest_ForgottenTopic_v13_17(w: bytearray, o: Any) -> None:
 
 def _dec_FetchRequest_ForgottenTopic_v13_17(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -544,106 +535,112 @@ def _dec_FetchRequest_ForgottenTopic_v13_17(buf: Any, pos: int) -> tuple[Any, in
 
 
 def _enc_FetchRequest_v0_2(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 0)
     w += _S_iii.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v0_4(w, item)
+    if o.forgotten_topics_data:
+        refuse_absent_field("FetchRequest", "forgotten_topics_data", 0)
 
 
 def _dec_FetchRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes = _S_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
+        f_topics.append(item)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, topics=f_topics), pos
 
 
 def _enc_FetchRequest_v3(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 3)
     w += _S_iiii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v0_4(w, item)
+    if o.forgotten_topics_data:
+        refuse_absent_field("FetchRequest", "forgotten_topics_data", 3)
 
 
 def _dec_FetchRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
+        f_topics.append(item)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics), pos
 
 
 def _enc_FetchRequest_v4(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 4)
     w += _S_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v0_4(w, item)
+    if o.forgotten_topics_data:
+        refuse_absent_field("FetchRequest", "forgotten_topics_data", 4)
 
 
 def _dec_FetchRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
+        f_topics.append(item)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
 def _enc_FetchRequest_v5_6(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 5)
     w += _S_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v5_8(w, item)
+    if o.forgotten_topics_data:
+        refuse_absent_field("FetchRequest", "forgotten_topics_data", 5)
 
 
 def _dec_FetchRequest_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
+        f_topics.append(item)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
 def _enc_FetchRequest_v7_8(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 7)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v5_8(w, item)
     v = o.forgotten_topics_data
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v7_11(w, item)
@@ -652,34 +649,30 @@ def _enc_FetchRequest_v7_8(w: bytearray, o: Any) -> None:
 def _dec_FetchRequest_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
+        f_forgotten_topics_data.append(item)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data), pos
 
 
 def _enc_FetchRequest_v9_10(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 9)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v9_11(w, item)
     v = o.forgotten_topics_data
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v7_11(w, item)
@@ -688,76 +681,68 @@ def _enc_FetchRequest_v9_10(w: bytearray, o: Any) -> None:
 def _dec_FetchRequest_v9_10(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
+        f_forgotten_topics_data.append(item)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data), pos
 
 
 def _enc_FetchRequest_v11(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 11)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v9_11(w, item)
     v = o.forgotten_topics_data
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v7_11(w, item)
-    write_string(w, o.rack_id)
+    write_required_string(w, o.rack_id)
 
 
 def _dec_FetchRequest_v11(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
+        f_forgotten_topics_data.append(item)
     f_rack_id, pos = read_string(buf, pos)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id), pos
 
 
 def _enc_FetchRequest_v12(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 12)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v12(w, item)
     v = o.forgotten_topics_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v12(w, item)
-    write_compact_string(w, o.rack_id)
+    write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
         t = bytearray()
@@ -769,22 +754,16 @@ def _enc_FetchRequest_v12(w: bytearray, o: Any) -> None:
 def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v12(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v12(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v12(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v12(buf, pos)
+        f_forgotten_topics_data.append(item)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id = None
     unknown = None
@@ -804,18 +783,20 @@ def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FetchRequest_v13_14(w: bytearray, o: Any) -> None:
+    if o.replica_state != FetchRequest.ReplicaState():
+        refuse_absent_field("FetchRequest", "replica_state", 13)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v13_16(w, item)
     v = o.forgotten_topics_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v13_17(w, item)
-    write_compact_string(w, o.rack_id)
+    write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
         t = bytearray()
@@ -827,22 +808,16 @@ def _enc_FetchRequest_v13_14(w: bytearray, o: Any) -> None:
 def _dec_FetchRequest_v13_14(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        f_forgotten_topics_data.append(item)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id = None
     unknown = None
@@ -862,18 +837,20 @@ def _dec_FetchRequest_v13_14(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FetchRequest_v15_16(w: bytearray, o: Any) -> None:
+    if o.replica_id != -1:
+        refuse_absent_field("FetchRequest", "replica_id", 15)
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v13_16(w, item)
     v = o.forgotten_topics_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v13_17(w, item)
-    write_compact_string(w, o.rack_id)
+    write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
         t = bytearray()
@@ -889,22 +866,16 @@ def _enc_FetchRequest_v15_16(w: bytearray, o: Any) -> None:
 def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[Any, int]:
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        f_forgotten_topics_data.append(item)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id = None
     f_replica_state = FetchRequest.ReplicaState()
@@ -930,18 +901,20 @@ def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FetchRequest_v17(w: bytearray, o: Any) -> None:
+    if o.replica_id != -1:
+        refuse_absent_field("FetchRequest", "replica_id", 17)
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_FetchTopic_v17(w, item)
     v = o.forgotten_topics_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchRequest_ForgottenTopic_v13_17(w, item)
-    write_compact_string(w, o.rack_id)
+    write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
         t = bytearray()
@@ -957,22 +930,16 @@ def _enc_FetchRequest_v17(w: bytearray, o: Any) -> None:
 def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[Any, int]:
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_FetchTopic_v17(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_FetchTopic_v17(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        f_forgotten_topics_data.append(item)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id = None
     f_replica_state = FetchRequest.ReplicaState()
@@ -1284,9 +1251,9 @@ def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[Any, in
 
 
 def _enc_FetchResponse_FetchableTopicResponse_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_PartitionData_v0_3(w, item)
@@ -1294,21 +1261,18 @@ def _enc_FetchResponse_FetchableTopicResponse_v0_3(w: bytearray, o: Any) -> None
 
 def _dec_FetchResponse_FetchableTopicResponse_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_PartitionData_v0_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_PartitionData_v0_3(buf, pos)
+        f_partitions.append(item)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchResponse_FetchableTopicResponse_v4(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_PartitionData_v4(w, item)
@@ -1316,21 +1280,18 @@ def _enc_FetchResponse_FetchableTopicResponse_v4(w: bytearray, o: Any) -> None:
 
 def _dec_FetchResponse_FetchableTopicResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_PartitionData_v4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_PartitionData_v4(buf, pos)
+        f_partitions.append(item)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchResponse_FetchableTopicResponse_v5_10(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_PartitionData_v5_10(w, item)
@@ -1338,21 +1299,18 @@ def _enc_FetchResponse_FetchableTopicResponse_v5_10(w: bytearray, o: Any) -> Non
 
 def _dec_FetchResponse_FetchableTopicResponse_v5_10(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_PartitionData_v5_10(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_PartitionData_v5_10(buf, pos)
+        f_partitions.append(item)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchResponse_FetchableTopicResponse_v11(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_PartitionData_v11(w, item)
@@ -1360,21 +1318,18 @@ def _enc_FetchResponse_FetchableTopicResponse_v11(w: bytearray, o: Any) -> None:
 
 def _dec_FetchResponse_FetchableTopicResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_PartitionData_v11(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_PartitionData_v11(buf, pos)
+        f_partitions.append(item)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_FetchResponse_FetchableTopicResponse_v12(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_PartitionData_v12_17(w, item)
@@ -1386,14 +1341,11 @@ def _enc_FetchResponse_FetchableTopicResponse_v12(w: bytearray, o: Any) -> None:
 
 def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1407,7 +1359,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[A
 def _enc_FetchResponse_FetchableTopicResponse_v13_17(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_PartitionData_v12_17(w, item)
@@ -1419,14 +1371,11 @@ def _enc_FetchResponse_FetchableTopicResponse_v13_17(w: bytearray, o: Any) -> No
 
 def _dec_FetchResponse_FetchableTopicResponse_v13_17(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1465,7 +1414,7 @@ def _dec_FetchResponse_NodeEndpoint_v12_15(buf: Any, pos: int) -> tuple[Any, int
 
 def _enc_FetchResponse_NodeEndpoint_v16_17(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
@@ -1493,28 +1442,25 @@ def _dec_FetchResponse_NodeEndpoint_v16_17(buf: Any, pos: int) -> tuple[Any, int
 
 def _enc_FetchResponse_v0(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v0_3(w, item)
 
 
 def _dec_FetchResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
+        f_responses.append(item)
     return FetchResponse(responses=f_responses), pos
 
 
 def _enc_FetchResponse_v1_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v0_3(w, item)
@@ -1523,21 +1469,18 @@ def _enc_FetchResponse_v1_3(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
+        f_responses.append(item)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
 def _enc_FetchResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v4(w, item)
@@ -1546,21 +1489,18 @@ def _enc_FetchResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos)
+        f_responses.append(item)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
 def _enc_FetchResponse_v5_6(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v5_10(w, item)
@@ -1569,21 +1509,18 @@ def _enc_FetchResponse_v5_6(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
+        f_responses.append(item)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
 def _enc_FetchResponse_v7_10(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v5_10(w, item)
@@ -1592,21 +1529,18 @@ def _enc_FetchResponse_v7_10(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v7_10(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
+        f_responses.append(item)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses), pos
 
 
 def _enc_FetchResponse_v11(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v11(w, item)
@@ -1615,21 +1549,18 @@ def _enc_FetchResponse_v11(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos)
+        f_responses.append(item)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses), pos
 
 
 def _enc_FetchResponse_v12(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v12(w, item)
@@ -1642,14 +1573,11 @@ def _enc_FetchResponse_v12(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1663,7 +1591,7 @@ def _dec_FetchResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchResponse_v13_15(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v13_17(w, item)
@@ -1676,14 +1604,11 @@ def _enc_FetchResponse_v13_15(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
+        f_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1697,7 +1622,7 @@ def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchResponse_v16_17(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchResponse_FetchableTopicResponse_v13_17(w, item)
@@ -1705,7 +1630,7 @@ def _enc_FetchResponse_v16_17(w: bytearray, o: Any) -> None:
     if o.node_endpoints:
         t = bytearray()
         v = o.node_endpoints
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_FetchResponse_NodeEndpoint_v16_17(t, item)
@@ -1716,14 +1641,11 @@ def _enc_FetchResponse_v16_17(w: bytearray, o: Any) -> None:
 def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
+        f_responses.append(item)
     f_node_endpoints = []
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -1732,14 +1654,11 @@ def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_node_endpoints = None
-            else:
-                f_node_endpoints = []
-                for _ in range(n):
-                    item, pos = _dec_FetchResponse_NodeEndpoint_v16_17(buf, pos)
-                    f_node_endpoints.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                item, pos = _dec_FetchResponse_NodeEndpoint_v16_17(buf, pos)
+                f_node_endpoints.append(item)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

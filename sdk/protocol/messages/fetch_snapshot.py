@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_H = struct.Struct(">H")
@@ -198,9 +202,9 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf: Any, pos: int) -> tuple[
 
 
 def _enc_FetchSnapshotRequest_TopicSnapshot_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotRequest_PartitionSnapshot_v0(w, item)
@@ -212,14 +216,11 @@ def _enc_FetchSnapshotRequest_TopicSnapshot_v0(w: bytearray, o: Any) -> None:
 
 def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -231,9 +232,9 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf: Any, pos: int) -> tuple[Any,
 
 
 def _enc_FetchSnapshotRequest_TopicSnapshot_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotRequest_PartitionSnapshot_v1(w, item)
@@ -245,14 +246,11 @@ def _enc_FetchSnapshotRequest_TopicSnapshot_v1(w: bytearray, o: Any) -> None:
 
 def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -266,7 +264,7 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf: Any, pos: int) -> tuple[Any,
 def _enc_FetchSnapshotRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.replica_id, o.max_bytes)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotRequest_TopicSnapshot_v0(w, item)
@@ -281,14 +279,11 @@ def _enc_FetchSnapshotRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_FetchSnapshotRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos)
+        f_topics.append(item)
     f_cluster_id = None
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -309,7 +304,7 @@ def _dec_FetchSnapshotRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchSnapshotRequest_v1(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.replica_id, o.max_bytes)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotRequest_TopicSnapshot_v1(w, item)
@@ -324,14 +319,11 @@ def _enc_FetchSnapshotRequest_v1(w: bytearray, o: Any) -> None:
 def _dec_FetchSnapshotRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos)
+        f_topics.append(item)
     f_cluster_id = None
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -429,9 +421,9 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf: Any, pos: int) -> tup
 
 
 def _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w, item)
@@ -443,14 +435,11 @@ def _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w: bytearray, o: Any) -> None:
 
 def _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -481,7 +470,7 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any,
 
 def _enc_FetchSnapshotResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -508,7 +497,7 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any,
 def _enc_FetchSnapshotResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w, item)
@@ -521,14 +510,11 @@ def _enc_FetchSnapshotResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_FetchSnapshotResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -542,7 +528,7 @@ def _dec_FetchSnapshotResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FetchSnapshotResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w, item)
@@ -550,7 +536,7 @@ def _enc_FetchSnapshotResponse_v1(w: bytearray, o: Any) -> None:
     if o.node_endpoints:
         t = bytearray()
         v = o.node_endpoints
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_FetchSnapshotResponse_NodeEndpoint_v1(t, item)
@@ -561,14 +547,11 @@ def _enc_FetchSnapshotResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
+        f_topics.append(item)
     f_node_endpoints = []
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -577,14 +560,11 @@ def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_node_endpoints = None
-            else:
-                f_node_endpoints = []
-                for _ in range(n):
-                    item, pos = _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                item, pos = _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(item)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

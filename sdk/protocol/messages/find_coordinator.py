@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_b = struct.Struct(">b")
@@ -68,7 +72,11 @@ class FindCoordinatorResponse(Message):
 
 
 def _enc_FindCoordinatorRequest_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.key)
+    write_required_string(w, o.key)
+    if o.key_type != 0:
+        refuse_absent_field("FindCoordinatorRequest", "key_type", 0)
+    if o.coordinator_keys:
+        refuse_absent_field("FindCoordinatorRequest", "coordinator_keys", 0)
 
 
 def _dec_FindCoordinatorRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -77,7 +85,9 @@ def _dec_FindCoordinatorRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FindCoordinatorRequest_v1_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.key)
+    write_required_string(w, o.key)
+    if o.coordinator_keys:
+        refuse_absent_field("FindCoordinatorRequest", "coordinator_keys", 1)
     w += _S_b.pack(o.key_type)
 
 
@@ -89,7 +99,9 @@ def _dec_FindCoordinatorRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FindCoordinatorRequest_v3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.key)
+    write_required_compact_string(w, o.key)
+    if o.coordinator_keys:
+        refuse_absent_field("FindCoordinatorRequest", "coordinator_keys", 3)
     w += _S_b.pack(o.key_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -112,12 +124,14 @@ def _dec_FindCoordinatorRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_FindCoordinatorRequest_v4_6(w: bytearray, o: Any) -> None:
+    if o.key != '':
+        refuse_absent_field("FindCoordinatorRequest", "key", 4)
     w += _S_b.pack(o.key_type)
     v = o.coordinator_keys
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -127,14 +141,11 @@ def _enc_FindCoordinatorRequest_v4_6(w: bytearray, o: Any) -> None:
 def _dec_FindCoordinatorRequest_v4_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_coordinator_keys = None
-    else:
-        f_coordinator_keys = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_coordinator_keys.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_coordinator_keys = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_coordinator_keys.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -172,9 +183,9 @@ def _dec_FindCoordinatorResponse_Coordinator_v3(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_FindCoordinatorResponse_Coordinator_v4_6(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.key)
+    write_required_compact_string(w, o.key)
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_ih.pack(o.port, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -203,7 +214,7 @@ def _dec_FindCoordinatorResponse_Coordinator_v4_6(buf: Any, pos: int) -> tuple[A
 
 def _enc_FindCoordinatorResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_hi.pack(o.error_code, o.node_id)
-    write_string(w, o.host)
+    write_required_string(w, o.host)
     w += _S_i.pack(o.port)
 
 
@@ -220,7 +231,7 @@ def _enc_FindCoordinatorResponse_v1_2(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
     w += _S_i.pack(o.node_id)
-    write_string(w, o.host)
+    write_required_string(w, o.host)
     w += _S_i.pack(o.port)
 
 
@@ -240,7 +251,7 @@ def _enc_FindCoordinatorResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -270,7 +281,7 @@ def _dec_FindCoordinatorResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_FindCoordinatorResponse_v4_6(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.coordinators
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_FindCoordinatorResponse_Coordinator_v4_6(w, item)
@@ -283,14 +294,11 @@ def _enc_FindCoordinatorResponse_v4_6(w: bytearray, o: Any) -> None:
 def _dec_FindCoordinatorResponse_v4_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_coordinators = None
-    else:
-        f_coordinators = []
-        for _ in range(n):
-            item, pos = _dec_FindCoordinatorResponse_Coordinator_v4_6(buf, pos)
-            f_coordinators.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_coordinators = []
+    for _ in range(n):
+        item, pos = _dec_FindCoordinatorResponse_Coordinator_v4_6(buf, pos)
+        f_coordinators.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

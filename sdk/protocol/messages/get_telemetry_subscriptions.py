@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -81,15 +85,15 @@ def _enc_GetTelemetrySubscriptionsResponse_v0(w: bytearray, o: Any) -> None:
     w += o.client_instance_id.bytes
     w += _S_i.pack(o.subscription_id)
     v = o.accepted_compression_types
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%db" % len(v), *v)
     w += _S_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     v = o.requested_metrics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -102,22 +106,16 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf: Any, pos: int) -> tuple[Any, 
     f_client_instance_id, pos = read_uuid(buf, pos)
     f_subscription_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_accepted_compression_types = None
-    else:
-        f_accepted_compression_types = list(struct.unpack_from(">%db" % n, buf, pos))
-        pos += 1 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_accepted_compression_types = list(struct.unpack_from(">%db" % n, buf, pos))
+    pos += 1 * n
     f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = _S_iio.unpack_from(buf, pos)
     pos += 9
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_requested_metrics = None
-    else:
-        f_requested_metrics = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_requested_metrics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_requested_metrics = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_requested_metrics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

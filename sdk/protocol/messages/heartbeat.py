@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -53,9 +57,11 @@ class HeartbeatResponse(Message):
 
 
 def _enc_HeartbeatRequest_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("HeartbeatRequest", "group_instance_id", 0)
 
 
 def _dec_HeartbeatRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -67,9 +73,9 @@ def _dec_HeartbeatRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_HeartbeatRequest_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
 
 
@@ -83,9 +89,9 @@ def _dec_HeartbeatRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_HeartbeatRequest_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))

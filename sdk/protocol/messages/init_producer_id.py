@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -56,6 +60,10 @@ class InitProducerIdResponse(Message):
 
 def _enc_InitProducerIdRequest_v0_1(w: bytearray, o: Any) -> None:
     write_string(w, o.transactional_id)
+    if o.producer_id != -1:
+        refuse_absent_field("InitProducerIdRequest", "producer_id", 0)
+    if o.producer_epoch != -1:
+        refuse_absent_field("InitProducerIdRequest", "producer_epoch", 0)
     w += _S_i.pack(o.transaction_timeout_ms)
 
 
@@ -68,6 +76,10 @@ def _dec_InitProducerIdRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_InitProducerIdRequest_v2(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.transactional_id)
+    if o.producer_id != -1:
+        refuse_absent_field("InitProducerIdRequest", "producer_id", 2)
+    if o.producer_epoch != -1:
+        refuse_absent_field("InitProducerIdRequest", "producer_epoch", 2)
     w += _S_i.pack(o.transaction_timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -98,7 +102,7 @@ def _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -
 def _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_InitializeShareGroupStateRequest_PartitionData_v0(w, item)
@@ -110,14 +114,11 @@ def _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w: bytearray, o
 
 def _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -129,9 +130,9 @@ def _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf: Any, pos: 
 
 
 def _enc_InitializeShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w, item)
@@ -143,14 +144,11 @@ def _enc_InitializeShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_InitializeShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -187,7 +185,7 @@ def _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int
 def _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_InitializeShareGroupStateResponse_PartitionResult_v0(w, item)
@@ -199,14 +197,11 @@ def _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w: bytearray
 
 def _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -219,7 +214,7 @@ def _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf: Any, po
 
 def _enc_InitializeShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w, item)
@@ -230,14 +225,11 @@ def _enc_InitializeShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_InitializeShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

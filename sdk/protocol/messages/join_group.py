@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_hi = struct.Struct(">hi")
@@ -79,8 +83,8 @@ class JoinGroupResponse(Message):
 
 
 def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
-    write_bytes(w, o.metadata)
+    write_required_string(w, o.name)
+    write_required_bytes(w, o.metadata)
 
 
 def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
@@ -90,8 +94,8 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf: Any, pos: int) -> t
 
 
 def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_bytes(w, o.metadata)
+    write_required_compact_string(w, o.name)
+    write_required_compact_bytes(w, o.metadata)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -112,12 +116,14 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf: Any, pos: int) -> t
 
 
 def _enc_JoinGroupRequest_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.session_timeout_ms)
-    write_string(w, o.member_id)
-    write_string(w, o.protocol_type)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("JoinGroupRequest", "group_instance_id", 0)
+    write_required_string(w, o.protocol_type)
     v = o.protocols
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, item)
@@ -129,24 +135,23 @@ def _dec_JoinGroupRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_member_id, pos = read_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_protocols = None
-    else:
-        f_protocols = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
-            f_protocols.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_protocols = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
+        f_protocols.append(item)
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols), pos
 
 
 def _enc_JoinGroupRequest_v1_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(w, o.member_id)
-    write_string(w, o.protocol_type)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("JoinGroupRequest", "group_instance_id", 1)
+    write_required_string(w, o.protocol_type)
     v = o.protocols
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, item)
@@ -158,25 +163,22 @@ def _dec_JoinGroupRequest_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 8
     f_member_id, pos = read_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_protocols = None
-    else:
-        f_protocols = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
-            f_protocols.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_protocols = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
+        f_protocols.append(item)
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols), pos
 
 
 def _enc_JoinGroupRequest_v5(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
-    write_string(w, o.protocol_type)
+    write_required_string(w, o.protocol_type)
     v = o.protocols
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, item)
@@ -189,25 +191,22 @@ def _dec_JoinGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_protocols = None
-    else:
-        f_protocols = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
-            f_protocols.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_protocols = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
+        f_protocols.append(item)
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols), pos
 
 
 def _enc_JoinGroupRequest_v6_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    write_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.protocol_type)
     v = o.protocols
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w, item)
@@ -224,14 +223,11 @@ def _dec_JoinGroupRequest_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_protocols = None
-    else:
-        f_protocols = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
-            f_protocols.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_protocols = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
+        f_protocols.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -243,13 +239,13 @@ def _dec_JoinGroupRequest_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_JoinGroupRequest_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    write_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.protocol_type)
     v = o.protocols
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w, item)
@@ -267,14 +263,11 @@ def _dec_JoinGroupRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_protocols = None
-    else:
-        f_protocols = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
-            f_protocols.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_protocols = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
+        f_protocols.append(item)
     f_reason, pos = read_compact_nullable_string(buf, pos)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -287,8 +280,8 @@ def _dec_JoinGroupRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
-    write_bytes(w, o.metadata)
+    write_required_string(w, o.member_id)
+    write_required_bytes(w, o.metadata)
 
 
 def _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
@@ -298,9 +291,9 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf: Any, pos: int) -> t
 
 
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v5(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
-    write_bytes(w, o.metadata)
+    write_required_bytes(w, o.metadata)
 
 
 def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf: Any, pos: int) -> tuple[Any, int]:
@@ -311,9 +304,9 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf: Any, pos: int) -> tup
 
 
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    write_compact_bytes(w, o.metadata)
+    write_required_compact_bytes(w, o.metadata)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -336,11 +329,11 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf: Any, pos: int) -> t
 
 def _enc_JoinGroupResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_hi.pack(o.error_code, o.generation_id)
-    write_string(w, o.protocol_name)
-    write_string(w, o.leader)
-    write_string(w, o.member_id)
+    write_required_string(w, o.protocol_name)
+    write_required_string(w, o.leader)
+    write_required_string(w, o.member_id)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w, item)
@@ -352,24 +345,21 @@ def _dec_JoinGroupResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_protocol_name, pos = read_string(buf, pos)
     f_leader, pos = read_string(buf, pos)
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
+        f_members.append(item)
     return JoinGroupResponse(error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members), pos
 
 
 def _enc_JoinGroupResponse_v2_4(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_string(w, o.protocol_name)
-    write_string(w, o.leader)
-    write_string(w, o.member_id)
+    write_required_string(w, o.protocol_name)
+    write_required_string(w, o.leader)
+    write_required_string(w, o.member_id)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w, item)
@@ -381,24 +371,21 @@ def _dec_JoinGroupResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_protocol_name, pos = read_string(buf, pos)
     f_leader, pos = read_string(buf, pos)
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
+        f_members.append(item)
     return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members), pos
 
 
 def _enc_JoinGroupResponse_v5(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_string(w, o.protocol_name)
-    write_string(w, o.leader)
-    write_string(w, o.member_id)
+    write_required_string(w, o.protocol_name)
+    write_required_string(w, o.leader)
+    write_required_string(w, o.member_id)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupResponse_JoinGroupResponseMember_v5(w, item)
@@ -410,24 +397,21 @@ def _dec_JoinGroupResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_protocol_name, pos = read_string(buf, pos)
     f_leader, pos = read_string(buf, pos)
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos)
+        f_members.append(item)
     return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members), pos
 
 
 def _enc_JoinGroupResponse_v6(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_compact_string(w, o.protocol_name)
-    write_compact_string(w, o.leader)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.protocol_name)
+    write_required_compact_string(w, o.leader)
+    write_required_compact_string(w, o.member_id)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, item)
@@ -443,14 +427,11 @@ def _dec_JoinGroupResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     f_protocol_name, pos = read_compact_string(buf, pos)
     f_leader, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
+        f_members.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -465,10 +446,10 @@ def _enc_JoinGroupResponse_v7_8(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
-    write_compact_string(w, o.leader)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.leader)
+    write_required_compact_string(w, o.member_id)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, item)
@@ -485,14 +466,11 @@ def _dec_JoinGroupResponse_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_protocol_name, pos = read_compact_nullable_string(buf, pos)
     f_leader, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
+        f_members.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -507,11 +485,11 @@ def _enc_JoinGroupResponse_v9(w: bytearray, o: Any) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
-    write_compact_string(w, o.leader)
+    write_required_compact_string(w, o.leader)
     w += _S_o.pack(o.skip_assignment)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, item)
@@ -530,14 +508,11 @@ def _dec_JoinGroupResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     f_skip_assignment, = _S_o.unpack_from(buf, pos)
     pos += 1
     f_member_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
+        f_members.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

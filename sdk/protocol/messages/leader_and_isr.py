@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -108,52 +112,50 @@ class LeaderAndIsrResponse(Message):
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.leader_recovery_state != 0:
+        refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 0)
 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas), pos
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.leader_recovery_state != 0:
+        refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 1)
     w += _S_o.pack(o.is_new)
 
 
@@ -161,20 +163,14 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf: Any, pos: int) -
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_is_new, = _S_o.unpack_from(buf, pos)
     pos += 1
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new), pos
@@ -183,34 +179,30 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf: Any, pos: int) -
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w: bytearray, o: Any) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.leader_recovery_state != 0:
+        refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 2)
     w += _S_o.pack(o.is_new)
 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_is_new, = _S_o.unpack_from(buf, pos)
     pos += 1
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new), pos
@@ -219,54 +211,44 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf: Any, pos: int) -
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w: bytearray, o: Any) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.adding_replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.removing_replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.leader_recovery_state != 0:
+        refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 3)
     w += _S_o.pack(o.is_new)
 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_adding_replicas = None
-    else:
-        f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_removing_replicas = None
-    else:
-        f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_is_new, = _S_o.unpack_from(buf, pos)
     pos += 1
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new), pos
@@ -275,22 +257,24 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf: Any, pos: int) -
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w: bytearray, o: Any) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
     v = o.replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.adding_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.removing_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
+    if o.leader_recovery_state != 0:
+        refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 4)
     w += _S_o.pack(o.is_new)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -301,32 +285,20 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w: bytearray, o: An
 def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_adding_replicas = None
-    else:
-        f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_removing_replicas = None
-    else:
-        f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_is_new, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -342,20 +314,20 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf: Any, pos: int)
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w: bytearray, o: Any) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.partition_epoch)
     v = o.replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.adding_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.removing_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_ob.pack(o.is_new, o.leader_recovery_state)
@@ -368,32 +340,20 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w: bytearray, o: An
 def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_adding_replicas = None
-    else:
-        f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_removing_replicas = None
-    else:
-        f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_is_new, f_leader_recovery_state = _S_ob.unpack_from(buf, pos)
     pos += 2
     unknown = None
@@ -407,7 +367,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf: Any, pos: int)
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(w: bytearray, o: Any) -> None:
-    pass
+    if o.topic_name != '':
+        refuse_absent_field("LeaderAndIsrTopicState", "topic_name", 0)
+    if o.partition_states:
+        refuse_absent_field("LeaderAndIsrTopicState", "partition_states", 0)
 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -415,9 +378,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(buf: Any, pos: int) -> 
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w, item)
@@ -425,21 +388,18 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w: bytearray, o: Any) -> 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos)
+        f_partition_states.append(item)
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states), pos
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w, item)
@@ -447,21 +407,18 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w: bytearray, o: Any) -> 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos)
+        f_partition_states.append(item)
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states), pos
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partition_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w, item)
@@ -473,14 +430,11 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w: bytearray, o: Any) -> 
 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
+        f_partition_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -492,10 +446,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf: Any, pos: int) -> tu
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += o.topic_id.bytes
     v = o.partition_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w, item)
@@ -508,14 +462,11 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w: bytearray, o: Any) -> 
 def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
+        f_partition_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -527,10 +478,10 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf: Any, pos: int) -> tu
 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += o.topic_id.bytes
     v = o.partition_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w, item)
@@ -543,14 +494,11 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w: bytearray, o: Any) -
 def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf, pos)
+        f_partition_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -563,7 +511,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf: Any, pos: int) -> 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_string(w, o.host_name)
+    write_required_string(w, o.host_name)
     w += _S_i.pack(o.port)
 
 
@@ -578,7 +526,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf: Any, pos: int) -> 
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.broker_id)
-    write_compact_string(w, o.host_name)
+    write_required_compact_string(w, o.host_name)
     w += _S_i.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -603,14 +551,20 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf: Any, pos: int) -> 
 
 
 def _enc_LeaderAndIsrRequest_v0(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 0)
+    if o.type != 0:
+        refuse_absent_field("LeaderAndIsrRequest", "type", 0)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w, item)
+    if o.topic_states:
+        refuse_absent_field("LeaderAndIsrRequest", "topic_states", 0)
     v = o.live_leaders
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
@@ -619,34 +573,34 @@ def _enc_LeaderAndIsrRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(item)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders), pos
 
 
 def _enc_LeaderAndIsrRequest_v1(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 1)
+    if o.type != 0:
+        refuse_absent_field("LeaderAndIsrRequest", "type", 1)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w, item)
+    if o.topic_states:
+        refuse_absent_field("LeaderAndIsrRequest", "topic_states", 1)
     v = o.live_leaders
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
@@ -655,34 +609,34 @@ def _enc_LeaderAndIsrRequest_v1(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(item)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders), pos
 
 
 def _enc_LeaderAndIsrRequest_v2(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 2)
+    if o.type != 0:
+        refuse_absent_field("LeaderAndIsrRequest", "type", 2)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 2)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w, item)
     v = o.live_leaders
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
@@ -691,34 +645,34 @@ def _enc_LeaderAndIsrRequest_v2(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(item)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders), pos
 
 
 def _enc_LeaderAndIsrRequest_v3(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 3)
+    if o.type != 0:
+        refuse_absent_field("LeaderAndIsrRequest", "type", 3)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 3)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w, item)
     v = o.live_leaders
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
@@ -727,34 +681,34 @@ def _enc_LeaderAndIsrRequest_v3(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(item)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders), pos
 
 
 def _enc_LeaderAndIsrRequest_v4(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 4)
+    if o.type != 0:
+        refuse_absent_field("LeaderAndIsrRequest", "type", 4)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 4)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w, item)
     v = o.live_leaders
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
@@ -767,22 +721,16 @@ def _enc_LeaderAndIsrRequest_v4(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -794,14 +742,18 @@ def _dec_LeaderAndIsrRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_LeaderAndIsrRequest_v5(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 5)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 5)
     w += _S_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w, item)
     v = o.live_leaders
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
@@ -814,22 +766,16 @@ def _enc_LeaderAndIsrRequest_v5(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S_iiqb.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -841,14 +787,18 @@ def _dec_LeaderAndIsrRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_LeaderAndIsrRequest_v6(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 6)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 6)
     w += _S_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w, item)
     v = o.live_leaders
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
@@ -861,22 +811,16 @@ def _enc_LeaderAndIsrRequest_v6(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S_iiqb.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -888,14 +832,16 @@ def _dec_LeaderAndIsrRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_LeaderAndIsrRequest_v7(w: bytearray, o: Any) -> None:
+    if o.ungrouped_partition_states:
+        refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 7)
     w += _S_ioiqb.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch, o.type)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w, item)
     v = o.live_leaders
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
@@ -908,22 +854,16 @@ def _enc_LeaderAndIsrRequest_v7(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch, f_type = _S_ioiqb.unpack_from(buf, pos)
     pos += 18
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_leaders = None
-    else:
-        f_live_leaders = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-            f_live_leaders.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_leaders = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -935,7 +875,7 @@ def _dec_LeaderAndIsrRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
@@ -947,7 +887,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf: Any, pos: int
 
 
 def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1019,7 +959,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(buf: Any, pos: int) -> t
 def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partition_errors
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(w, item)
@@ -1031,14 +971,11 @@ def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w: bytearray, o: Any) 
 
 def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_errors = None
-    else:
-        f_partition_errors = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf, pos)
-            f_partition_errors.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_errors = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf, pos)
+        f_partition_errors.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1052,7 +989,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf: Any, pos: int) ->
 def _enc_LeaderAndIsrResponse_v0_3(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.partition_errors
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(w, item)
@@ -1061,21 +998,18 @@ def _enc_LeaderAndIsrResponse_v0_3(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrResponse_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_errors = None
-    else:
-        f_partition_errors = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf, pos)
-            f_partition_errors.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_errors = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf, pos)
+        f_partition_errors.append(item)
     return LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors), pos
 
 
 def _enc_LeaderAndIsrResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.partition_errors
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w, item)
@@ -1088,14 +1022,11 @@ def _enc_LeaderAndIsrResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_errors = None
-    else:
-        f_partition_errors = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos)
-            f_partition_errors.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_errors = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos)
+        f_partition_errors.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1109,7 +1040,7 @@ def _dec_LeaderAndIsrResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_LeaderAndIsrResponse_v5_7(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w, item)
@@ -1122,14 +1053,11 @@ def _enc_LeaderAndIsrResponse_v5_7(w: bytearray, o: Any) -> None:
 def _dec_LeaderAndIsrResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

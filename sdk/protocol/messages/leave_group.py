@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -66,7 +70,10 @@ class LeaveGroupResponse(Message):
 
 
 def _enc_LeaveGroupRequest_MemberIdentity_v0_2(w: bytearray, o: Any) -> None:
-    pass
+    if o.member_id != '':
+        refuse_absent_field("MemberIdentity", "member_id", 0)
+    if o.group_instance_id is not None:
+        refuse_absent_field("MemberIdentity", "group_instance_id", 0)
 
 
 def _dec_LeaveGroupRequest_MemberIdentity_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -74,7 +81,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v0_2(buf: Any, pos: int) -> tuple[Any,
 
 
 def _enc_LeaveGroupRequest_MemberIdentity_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
 
 
@@ -85,7 +92,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v3(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_LeaveGroupRequest_MemberIdentity_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -107,7 +114,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v4(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_LeaveGroupRequest_MemberIdentity_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_compact_string(w, o.reason)
     if o.unknown_tags:
@@ -131,8 +138,10 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_LeaveGroupRequest_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
-    write_string(w, o.member_id)
+    write_required_string(w, o.group_id)
+    write_required_string(w, o.member_id)
+    if o.members:
+        refuse_absent_field("LeaveGroupRequest", "members", 0)
 
 
 def _dec_LeaveGroupRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -142,9 +151,11 @@ def _dec_LeaveGroupRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_LeaveGroupRequest_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
+    if o.member_id != '':
+        refuse_absent_field("LeaveGroupRequest", "member_id", 3)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaveGroupRequest_MemberIdentity_v3(w, item)
@@ -152,21 +163,20 @@ def _enc_LeaveGroupRequest_v3(w: bytearray, o: Any) -> None:
 
 def _dec_LeaveGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos)
+        f_members.append(item)
     return LeaveGroupRequest(group_id=f_group_id, members=f_members), pos
 
 
 def _enc_LeaveGroupRequest_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
+    if o.member_id != '':
+        refuse_absent_field("LeaveGroupRequest", "member_id", 4)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaveGroupRequest_MemberIdentity_v4(w, item)
@@ -178,14 +188,11 @@ def _enc_LeaveGroupRequest_v4(w: bytearray, o: Any) -> None:
 
 def _dec_LeaveGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos)
+        f_members.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -197,9 +204,11 @@ def _dec_LeaveGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_LeaveGroupRequest_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
+    if o.member_id != '':
+        refuse_absent_field("LeaveGroupRequest", "member_id", 5)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaveGroupRequest_MemberIdentity_v5(w, item)
@@ -211,14 +220,11 @@ def _enc_LeaveGroupRequest_v5(w: bytearray, o: Any) -> None:
 
 def _dec_LeaveGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos)
+        f_members.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -238,7 +244,7 @@ def _dec_LeaveGroupResponse_MemberResponse_v0_2(buf: Any, pos: int) -> tuple[Any
 
 
 def _enc_LeaveGroupResponse_MemberResponse_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     w += _S_h.pack(o.error_code)
 
@@ -252,7 +258,7 @@ def _dec_LeaveGroupResponse_MemberResponse_v3(buf: Any, pos: int) -> tuple[Any, 
 
 
 def _enc_LeaveGroupResponse_MemberResponse_v4_5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
@@ -299,7 +305,7 @@ def _dec_LeaveGroupResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_LeaveGroupResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.members
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaveGroupResponse_MemberResponse_v3(w, item)
@@ -308,21 +314,18 @@ def _enc_LeaveGroupResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_LeaveGroupResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos)
+        f_members.append(item)
     return LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members), pos
 
 
 def _enc_LeaveGroupResponse_v4_5(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_LeaveGroupResponse_MemberResponse_v4_5(w, item)
@@ -335,14 +338,11 @@ def _enc_LeaveGroupResponse_v4_5(w: bytearray, o: Any) -> None:
 def _dec_LeaveGroupResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_LeaveGroupResponse_MemberResponse_v4_5(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_LeaveGroupResponse_MemberResponse_v4_5(buf, pos)
+        f_members.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -71,7 +75,7 @@ def _dec_ListClientMetricsResourcesRequest_v0(buf: Any, pos: int) -> tuple[Any, 
 
 
 def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -93,7 +97,7 @@ def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf: Any, p
 def _enc_ListClientMetricsResourcesResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.client_metrics_resources
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w, item)
@@ -106,14 +110,11 @@ def _enc_ListClientMetricsResourcesResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_ListClientMetricsResourcesResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_client_metrics_resources = None
-    else:
-        f_client_metrics_resources = []
-        for _ in range(n):
-            item, pos = _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf, pos)
-            f_client_metrics_resources.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_client_metrics_resources = []
+    for _ in range(n):
+        item, pos = _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf, pos)
+        f_client_metrics_resources.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

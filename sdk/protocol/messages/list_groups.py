@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -59,7 +63,10 @@ class ListGroupsResponse(Message):
 
 
 def _enc_ListGroupsRequest_v0_2(w: bytearray, o: Any) -> None:
-    pass
+    if o.states_filter:
+        refuse_absent_field("ListGroupsRequest", "states_filter", 0)
+    if o.types_filter:
+        refuse_absent_field("ListGroupsRequest", "types_filter", 0)
 
 
 def _dec_ListGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -67,6 +74,10 @@ def _dec_ListGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_ListGroupsRequest_v3(w: bytearray, o: Any) -> None:
+    if o.states_filter:
+        refuse_absent_field("ListGroupsRequest", "states_filter", 3)
+    if o.types_filter:
+        refuse_absent_field("ListGroupsRequest", "types_filter", 3)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -86,10 +97,12 @@ def _dec_ListGroupsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ListGroupsRequest_v4(w: bytearray, o: Any) -> None:
     v = o.states_filter
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
+    if o.types_filter:
+        refuse_absent_field("ListGroupsRequest", "types_filter", 4)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -97,14 +110,11 @@ def _enc_ListGroupsRequest_v4(w: bytearray, o: Any) -> None:
 
 
 def _dec_ListGroupsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_states_filter = None
-    else:
-        f_states_filter = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_states_filter.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_states_filter = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_states_filter.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -117,15 +127,15 @@ def _dec_ListGroupsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ListGroupsRequest_v5(w: bytearray, o: Any) -> None:
     v = o.states_filter
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     v = o.types_filter
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -133,22 +143,16 @@ def _enc_ListGroupsRequest_v5(w: bytearray, o: Any) -> None:
 
 
 def _dec_ListGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_states_filter = None
-    else:
-        f_states_filter = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_states_filter.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_types_filter = None
-    else:
-        f_types_filter = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_types_filter.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_states_filter = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_states_filter.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_types_filter = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_types_filter.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -160,8 +164,8 @@ def _dec_ListGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_ListGroupsResponse_ListedGroup_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
-    write_string(w, o.protocol_type)
+    write_required_string(w, o.group_id)
+    write_required_string(w, o.protocol_type)
 
 
 def _dec_ListGroupsResponse_ListedGroup_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
@@ -171,8 +175,8 @@ def _dec_ListGroupsResponse_ListedGroup_v0_2(buf: Any, pos: int) -> tuple[Any, i
 
 
 def _enc_ListGroupsResponse_ListedGroup_v3(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.protocol_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -193,9 +197,9 @@ def _dec_ListGroupsResponse_ListedGroup_v3(buf: Any, pos: int) -> tuple[Any, int
 
 
 def _enc_ListGroupsResponse_ListedGroup_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.protocol_type)
-    write_compact_string(w, o.group_state)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.group_state)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -217,10 +221,10 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf: Any, pos: int) -> tuple[Any, int
 
 
 def _enc_ListGroupsResponse_ListedGroup_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.protocol_type)
-    write_compact_string(w, o.group_state)
-    write_compact_string(w, o.group_type)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.group_state)
+    write_required_compact_string(w, o.group_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -245,7 +249,7 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf: Any, pos: int) -> tuple[Any, int
 def _enc_ListGroupsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListGroupsResponse_ListedGroup_v0_2(w, item)
@@ -254,21 +258,18 @@ def _enc_ListGroupsResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_ListGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
+        f_groups.append(item)
     return ListGroupsResponse(error_code=f_error_code, groups=f_groups), pos
 
 
 def _enc_ListGroupsResponse_v1_2(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.groups
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListGroupsResponse_ListedGroup_v0_2(w, item)
@@ -277,21 +278,18 @@ def _enc_ListGroupsResponse_v1_2(w: bytearray, o: Any) -> None:
 def _dec_ListGroupsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
+        f_groups.append(item)
     return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups), pos
 
 
 def _enc_ListGroupsResponse_v3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListGroupsResponse_ListedGroup_v3(w, item)
@@ -304,14 +302,11 @@ def _enc_ListGroupsResponse_v3(w: bytearray, o: Any) -> None:
 def _dec_ListGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ListGroupsResponse_ListedGroup_v3(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ListGroupsResponse_ListedGroup_v3(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -325,7 +320,7 @@ def _dec_ListGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ListGroupsResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListGroupsResponse_ListedGroup_v4(w, item)
@@ -338,14 +333,11 @@ def _enc_ListGroupsResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_ListGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ListGroupsResponse_ListedGroup_v4(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ListGroupsResponse_ListedGroup_v4(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -359,7 +351,7 @@ def _dec_ListGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ListGroupsResponse_v5(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListGroupsResponse_ListedGroup_v5(w, item)
@@ -372,14 +364,11 @@ def _enc_ListGroupsResponse_v5(w: bytearray, o: Any) -> None:
 def _dec_ListGroupsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ListGroupsResponse_ListedGroup_v5(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ListGroupsResponse_ListedGroup_v5(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -98,6 +102,8 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf: Any, pos: int) -> tuple
 
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v1_3(w: bytearray, o: Any) -> None:
+    if o.max_num_offsets != 1:
+        refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 1)
     w += _S_iq.pack(o.partition_index, o.timestamp)
 
 
@@ -108,6 +114,8 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf: Any, pos: int) -> tup
 
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v4_5(w: bytearray, o: Any) -> None:
+    if o.max_num_offsets != 1:
+        refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 4)
     w += _S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
 
 
@@ -118,6 +126,8 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf: Any, pos: int) -> tup
 
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w: bytearray, o: Any) -> None:
+    if o.max_num_offsets != 1:
+        refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 6)
     w += _S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -139,9 +149,9 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf: Any, pos: int) -> tu
 
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsPartition_v0(w, item)
@@ -149,21 +159,18 @@ def _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w: bytearray, o: Any) -> None:
 
 def _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos)
+        f_partitions.append(item)
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsPartition_v1_3(w, item)
@@ -171,21 +178,18 @@ def _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w: bytearray, o: Any) -> None:
 
 def _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf, pos)
+        f_partitions.append(item)
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsPartition_v4_5(w, item)
@@ -193,21 +197,18 @@ def _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w: bytearray, o: Any) -> None:
 
 def _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf, pos)
+        f_partitions.append(item)
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w, item)
@@ -219,14 +220,11 @@ def _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w: bytearray, o: Any) -> None
 
 def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -238,9 +236,11 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf: Any, pos: int) -> tuple[
 
 
 def _enc_ListOffsetsRequest_v0(w: bytearray, o: Any) -> None:
+    if o.isolation_level != 0:
+        refuse_absent_field("ListOffsetsRequest", "isolation_level", 0)
     w += _S_i.pack(o.replica_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w, item)
@@ -249,21 +249,20 @@ def _enc_ListOffsetsRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos)
+        f_topics.append(item)
     return ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics), pos
 
 
 def _enc_ListOffsetsRequest_v1(w: bytearray, o: Any) -> None:
+    if o.isolation_level != 0:
+        refuse_absent_field("ListOffsetsRequest", "isolation_level", 1)
     w += _S_i.pack(o.replica_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w, item)
@@ -272,21 +271,18 @@ def _enc_ListOffsetsRequest_v1(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
+        f_topics.append(item)
     return ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics), pos
 
 
 def _enc_ListOffsetsRequest_v2_3(w: bytearray, o: Any) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w, item)
@@ -295,21 +291,18 @@ def _enc_ListOffsetsRequest_v2_3(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
+        f_topics.append(item)
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
 def _enc_ListOffsetsRequest_v4_5(w: bytearray, o: Any) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w, item)
@@ -318,21 +311,18 @@ def _enc_ListOffsetsRequest_v4_5(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf, pos)
+        f_topics.append(item)
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
 def _enc_ListOffsetsRequest_v6_9(w: bytearray, o: Any) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, item)
@@ -345,14 +335,11 @@ def _enc_ListOffsetsRequest_v6_9(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -366,7 +353,7 @@ def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ListOffsetsRequest_v10(w: bytearray, o: Any) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, item)
@@ -380,14 +367,11 @@ def _enc_ListOffsetsRequest_v10(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
+        f_topics.append(item)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -403,7 +387,7 @@ def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     v = o.old_style_offsets
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%dq" % len(v), *v)
 
@@ -411,12 +395,9 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w: bytearray, o: An
 def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_old_style_offsets = None
-    else:
-        f_old_style_offsets = list(struct.unpack_from(">%dq" % n, buf, pos))
-        pos += 8 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_old_style_offsets = list(struct.unpack_from(">%dq" % n, buf, pos))
+    pos += 8 * n
     return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, old_style_offsets=f_old_style_offsets), pos
 
 
@@ -462,9 +443,9 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf: Any, pos: i
 
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w, item)
@@ -472,21 +453,18 @@ def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w: bytearray, o: Any) -
 
 def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos)
+        f_partitions.append(item)
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(w, item)
@@ -494,21 +472,18 @@ def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w: bytearray, o: Any)
 
 def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(buf, pos)
+        f_partitions.append(item)
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(w, item)
@@ -516,21 +491,18 @@ def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w: bytearray, o: Any)
 
 def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf, pos)
+        f_partitions.append(item)
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w, item)
@@ -542,14 +514,11 @@ def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w: bytearray, o: Any
 
 def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -562,48 +531,42 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf: Any, pos: int) 
 
 def _enc_ListOffsetsResponse_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w, item)
 
 
 def _dec_ListOffsetsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos)
+        f_topics.append(item)
     return ListOffsetsResponse(topics=f_topics), pos
 
 
 def _enc_ListOffsetsResponse_v1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w, item)
 
 
 def _dec_ListOffsetsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
+        f_topics.append(item)
     return ListOffsetsResponse(topics=f_topics), pos
 
 
 def _enc_ListOffsetsResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w, item)
@@ -612,21 +575,18 @@ def _enc_ListOffsetsResponse_v2_3(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
+        f_topics.append(item)
     return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_ListOffsetsResponse_v4_5(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w, item)
@@ -635,21 +595,18 @@ def _enc_ListOffsetsResponse_v4_5(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf, pos)
+        f_topics.append(item)
     return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_ListOffsetsResponse_v6_10(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w, item)
@@ -662,14 +619,11 @@ def _enc_ListOffsetsResponse_v6_10(w: bytearray, o: Any) -> None:
 def _dec_ListOffsetsResponse_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -72,9 +76,9 @@ class ListPartitionReassignmentsResponse(Message):
 
 
 def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_indexes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -85,12 +89,9 @@ def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w
 
 def _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -138,15 +139,15 @@ def _dec_ListPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, 
 def _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.partition_index)
     v = o.replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.adding_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.removing_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -158,24 +159,15 @@ def _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w: b
 def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_adding_replicas = None
-    else:
-        f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_removing_replicas = None
-    else:
-        f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_adding_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -187,9 +179,9 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf:
 
 
 def _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w, item)
@@ -201,14 +193,11 @@ def _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w: bytea
 
 def _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -223,7 +212,7 @@ def _enc_ListPartitionReassignmentsResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w, item)
@@ -237,14 +226,11 @@ def _dec_ListPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Any,
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

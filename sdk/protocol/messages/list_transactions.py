@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -61,14 +65,16 @@ class ListTransactionsResponse(Message):
 
 def _enc_ListTransactionsRequest_v0(w: bytearray, o: Any) -> None:
     v = o.state_filters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     v = o.producer_id_filters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%dq" % len(v), *v)
+    if o.duration_filter != -1:
+        refuse_absent_field("ListTransactionsRequest", "duration_filter", 0)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -76,20 +82,14 @@ def _enc_ListTransactionsRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_ListTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_state_filters = None
-    else:
-        f_state_filters = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_state_filters.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_producer_id_filters = None
-    else:
-        f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
-        pos += 8 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_state_filters = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_state_filters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
+    pos += 8 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -102,12 +102,12 @@ def _dec_ListTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ListTransactionsRequest_v1(w: bytearray, o: Any) -> None:
     v = o.state_filters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     v = o.producer_id_filters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%dq" % len(v), *v)
     w += _S_q.pack(o.duration_filter)
@@ -118,20 +118,14 @@ def _enc_ListTransactionsRequest_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_state_filters = None
-    else:
-        f_state_filters = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_state_filters.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_producer_id_filters = None
-    else:
-        f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
-        pos += 8 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_state_filters = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_state_filters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
+    pos += 8 * n
     f_duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     unknown = None
@@ -145,9 +139,9 @@ def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_ListTransactionsResponse_TransactionState_v0_1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.transactional_id)
+    write_required_compact_string(w, o.transactional_id)
     w += _S_q.pack(o.producer_id)
-    write_compact_string(w, o.transaction_state)
+    write_required_compact_string(w, o.transaction_state)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -172,12 +166,12 @@ def _dec_ListTransactionsResponse_TransactionState_v0_1(buf: Any, pos: int) -> t
 def _enc_ListTransactionsResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v = o.unknown_state_filters
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     v = o.transaction_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ListTransactionsResponse_TransactionState_v0_1(w, item)
@@ -190,22 +184,16 @@ def _enc_ListTransactionsResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_ListTransactionsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_unknown_state_filters = None
-    else:
-        f_unknown_state_filters = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_unknown_state_filters.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_transaction_states = None
-    else:
-        f_transaction_states = []
-        for _ in range(n):
-            item, pos = _dec_ListTransactionsResponse_TransactionState_v0_1(buf, pos)
-            f_transaction_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_unknown_state_filters = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_unknown_state_filters.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_transaction_states = []
+    for _ in range(n):
+        item, pos = _dec_ListTransactionsResponse_TransactionState_v0_1(buf, pos)
+        f_transaction_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

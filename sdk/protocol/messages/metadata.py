@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -96,7 +100,7 @@ class MetadataResponse(Message):
 
 
 def _enc_MetadataRequest_MetadataRequestTopic_v0_8(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
 
 
 def _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
@@ -105,7 +109,7 @@ def _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf: Any, pos: int) -> tuple[
 
 
 def _enc_MetadataRequest_MetadataRequestTopic_v9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -148,21 +152,24 @@ def _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf: Any, pos: int) -> tupl
 
 def _enc_MetadataRequest_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+    if o.allow_auto_topic_creation != True:
+        refuse_absent_field("MetadataRequest", "allow_auto_topic_creation", 0)
+    if o.include_cluster_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 0)
+    if o.include_topic_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_topic_authorized_operations", 0)
 
 
 def _dec_MetadataRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
+        f_topics.append(item)
     return MetadataRequest(topics=f_topics), pos
 
 
@@ -172,6 +179,12 @@ def _enc_MetadataRequest_v1_3(w: bytearray, o: Any) -> None:
     if v:
         for item in v:
             _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+    if o.allow_auto_topic_creation != True:
+        refuse_absent_field("MetadataRequest", "allow_auto_topic_creation", 1)
+    if o.include_cluster_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 1)
+    if o.include_topic_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_topic_authorized_operations", 1)
 
 
 def _dec_MetadataRequest_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
@@ -192,6 +205,10 @@ def _enc_MetadataRequest_v4_7(w: bytearray, o: Any) -> None:
     if v:
         for item in v:
             _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+    if o.include_cluster_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 4)
+    if o.include_topic_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_topic_authorized_operations", 4)
     w += _S_o.pack(o.allow_auto_topic_creation)
 
 
@@ -306,6 +323,8 @@ def _enc_MetadataRequest_v11_12(w: bytearray, o: Any) -> None:
     if v:
         for item in v:
             _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, item)
+    if o.include_cluster_authorized_operations != False:
+        refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 11)
     w += _S_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -336,7 +355,7 @@ def _dec_MetadataRequest_v11_12(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_MetadataResponse_MetadataResponseBroker_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_string(w, o.host)
+    write_required_string(w, o.host)
     w += _S_i.pack(o.port)
 
 
@@ -351,7 +370,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v0(buf: Any, pos: int) -> tuple
 
 def _enc_MetadataResponse_MetadataResponseBroker_v1_8(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_string(w, o.host)
+    write_required_string(w, o.host)
     w += _S_i.pack(o.port)
     write_string(w, o.rack)
 
@@ -368,7 +387,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf: Any, pos: int) -> tup
 
 def _enc_MetadataResponse_MetadataResponseBroker_v9_12(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
@@ -397,11 +416,11 @@ def _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf: Any, pos: int) -> tu
 def _enc_MetadataResponse_MetadataResponsePartition_v0_4(w: bytearray, o: Any) -> None:
     w += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
     v = o.replica_nodes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.isr_nodes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -409,33 +428,27 @@ def _enc_MetadataResponse_MetadataResponsePartition_v0_4(w: bytearray, o: Any) -
 def _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes), pos
 
 
 def _enc_MetadataResponse_MetadataResponsePartition_v5_6(w: bytearray, o: Any) -> None:
     w += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
     v = o.replica_nodes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.isr_nodes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -443,39 +456,30 @@ def _enc_MetadataResponse_MetadataResponsePartition_v5_6(w: bytearray, o: Any) -
 def _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas), pos
 
 
 def _enc_MetadataResponse_MetadataResponsePartition_v7_8(w: bytearray, o: Any) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v = o.replica_nodes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.isr_nodes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -483,39 +487,30 @@ def _enc_MetadataResponse_MetadataResponsePartition_v7_8(w: bytearray, o: Any) -
 def _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas), pos
 
 
 def _enc_MetadataResponse_MetadataResponsePartition_v9_12(w: bytearray, o: Any) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v = o.replica_nodes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.isr_nodes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -527,24 +522,15 @@ def _enc_MetadataResponse_MetadataResponsePartition_v9_12(w: bytearray, o: Any) 
 def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replica_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr_nodes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -557,9 +543,9 @@ def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) ->
 
 def _enc_MetadataResponse_MetadataResponseTopic_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v0_4(w, item)
@@ -569,23 +555,20 @@ def _dec_MetadataResponse_MetadataResponseTopic_v0(buf: Any, pos: int) -> tuple[
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
+        f_partitions.append(item)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, partitions=f_partitions), pos
 
 
 def _enc_MetadataResponse_MetadataResponseTopic_v1_4(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v0_4(w, item)
@@ -597,23 +580,20 @@ def _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf: Any, pos: int) -> tupl
     f_name, pos = read_string(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
+        f_partitions.append(item)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions), pos
 
 
 def _enc_MetadataResponse_MetadataResponseTopic_v5_6(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v5_6(w, item)
@@ -625,23 +605,20 @@ def _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf: Any, pos: int) -> tupl
     f_name, pos = read_string(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf, pos)
+        f_partitions.append(item)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions), pos
 
 
 def _enc_MetadataResponse_MetadataResponseTopic_v7(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v7_8(w, item)
@@ -653,23 +630,20 @@ def _dec_MetadataResponse_MetadataResponseTopic_v7(buf: Any, pos: int) -> tuple[
     f_name, pos = read_string(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
+        f_partitions.append(item)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions), pos
 
 
 def _enc_MetadataResponse_MetadataResponseTopic_v8(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v7_8(w, item)
@@ -682,14 +656,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v8(buf: Any, pos: int) -> tuple[
     f_name, pos = read_string(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
+        f_partitions.append(item)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations), pos
@@ -697,10 +668,10 @@ def _dec_MetadataResponse_MetadataResponseTopic_v8(buf: Any, pos: int) -> tuple[
 
 def _enc_MetadataResponse_MetadataResponseTopic_v9(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, item)
@@ -717,14 +688,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[
     f_name, pos = read_compact_string(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        f_partitions.append(item)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -739,11 +707,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[
 
 def _enc_MetadataResponse_MetadataResponseTopic_v10_11(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, item)
@@ -761,14 +729,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tu
     f_topic_id, pos = read_uuid(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        f_partitions.append(item)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -787,7 +752,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: Any) -> Non
     w += o.topic_id.bytes
     w += _S_o.pack(o.is_internal)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, item)
@@ -805,14 +770,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple
     f_topic_id, pos = read_uuid(buf, pos)
     f_is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        f_partitions.append(item)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -827,122 +789,104 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple
 
 def _enc_MetadataResponse_v0(w: bytearray, o: Any) -> None:
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v0(w, item)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v0(w, item)
 
 
 def _dec_MetadataResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v0(buf, pos)
-            f_brokers.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v0(buf, pos)
+        f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos)
+        f_topics.append(item)
     return MetadataResponse(brokers=f_brokers, topics=f_topics), pos
 
 
 def _enc_MetadataResponse_v1(w: bytearray, o: Any) -> None:
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, item)
 
 
 def _dec_MetadataResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(item)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
+        f_topics.append(item)
     return MetadataResponse(brokers=f_brokers, controller_id=f_controller_id, topics=f_topics), pos
 
 
 def _enc_MetadataResponse_v2(w: bytearray, o: Any) -> None:
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, item)
 
 
 def _dec_MetadataResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
+        f_topics.append(item)
     return MetadataResponse(brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
 def _enc_MetadataResponse_v3_4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, item)
@@ -951,39 +895,33 @@ def _enc_MetadataResponse_v3_4(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
+        f_topics.append(item)
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
 def _enc_MetadataResponse_v5_6(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v5_6(w, item)
@@ -992,39 +930,33 @@ def _enc_MetadataResponse_v5_6(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf, pos)
+        f_topics.append(item)
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
 def _enc_MetadataResponse_v7(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v7(w, item)
@@ -1033,39 +965,33 @@ def _enc_MetadataResponse_v7(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos)
+        f_topics.append(item)
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
 def _enc_MetadataResponse_v8(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v8(w, item)
@@ -1075,25 +1001,19 @@ def _enc_MetadataResponse_v8(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v8(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v8(buf, pos)
+        f_topics.append(item)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations), pos
@@ -1102,14 +1022,14 @@ def _dec_MetadataResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_MetadataResponse_v9(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v9(w, item)
@@ -1123,25 +1043,19 @@ def _enc_MetadataResponse_v9(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v9(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v9(buf, pos)
+        f_topics.append(item)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -1157,14 +1071,14 @@ def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_MetadataResponse_v10(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v10_11(w, item)
@@ -1178,25 +1092,19 @@ def _enc_MetadataResponse_v10(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
+        f_topics.append(item)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -1212,14 +1120,14 @@ def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_MetadataResponse_v11(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v10_11(w, item)
@@ -1232,25 +1140,19 @@ def _enc_MetadataResponse_v11(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -1264,14 +1166,14 @@ def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_MetadataResponse_v12(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_MetadataResponse_MetadataResponseTopic_v12(w, item)
@@ -1284,25 +1186,19 @@ def _enc_MetadataResponse_v12(w: bytearray, o: Any) -> None:
 def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-            f_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(item)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -85,6 +89,8 @@ class OffsetCommitResponse(Message):
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w: bytearray, o: Any) -> None:
+    if o.commit_timestamp != -1:
+        refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 0)
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.committed_metadata)
 
@@ -109,6 +115,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: Any, pos: int)
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v2_5(w: bytearray, o: Any) -> None:
+    if o.commit_timestamp != -1:
+        refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 2)
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.committed_metadata)
 
@@ -121,6 +129,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v2_5(buf: Any, pos: in
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(w: bytearray, o: Any) -> None:
+    if o.commit_timestamp != -1:
+        refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 6)
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_string(w, o.committed_metadata)
 
@@ -133,6 +143,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf: Any, pos: in
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w: bytearray, o: Any) -> None:
+    if o.commit_timestamp != -1:
+        refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 8)
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_string(w, o.committed_metadata)
     if o.unknown_tags:
@@ -156,9 +168,9 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf: Any, pos: in
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, item)
@@ -166,21 +178,18 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w: bytearray, o: Any) -
 
 def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
+        f_partitions.append(item)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w, item)
@@ -188,21 +197,18 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w: bytearray, o: Any) -
 
 def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos)
+        f_partitions.append(item)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, item)
@@ -210,21 +216,18 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(w: bytearray, o: Any)
 
 def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
+        f_partitions.append(item)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(w, item)
@@ -232,21 +235,18 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w: bytearray, o: Any)
 
 def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf, pos)
+        f_partitions.append(item)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w, item)
@@ -258,14 +258,11 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w: bytearray, o: Any)
 
 def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -277,9 +274,11 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -
 
 
 def _enc_OffsetCommitRequest_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("OffsetCommitRequest", "group_instance_id", 0)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, item)
@@ -287,23 +286,22 @@ def _enc_OffsetCommitRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_OffsetCommitRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
+        f_topics.append(item)
     return OffsetCommitRequest(group_id=f_group_id, topics=f_topics), pos
 
 
 def _enc_OffsetCommitRequest_v1(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("OffsetCommitRequest", "group_instance_id", 1)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w, item)
@@ -314,24 +312,23 @@ def _dec_OffsetCommitRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos)
+        f_topics.append(item)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics), pos
 
 
 def _enc_OffsetCommitRequest_v2_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("OffsetCommitRequest", "group_instance_id", 2)
     w += _S_q.pack(o.retention_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, item)
@@ -344,23 +341,22 @@ def _dec_OffsetCommitRequest_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_member_id, pos = read_string(buf, pos)
     f_retention_time_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
+        f_topics.append(item)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, retention_time_ms=f_retention_time_ms, topics=f_topics), pos
 
 
 def _enc_OffsetCommitRequest_v5(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("OffsetCommitRequest", "group_instance_id", 5)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, item)
@@ -371,23 +367,22 @@ def _dec_OffsetCommitRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
+        f_topics.append(item)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics), pos
 
 
 def _enc_OffsetCommitRequest_v6(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("OffsetCommitRequest", "group_instance_id", 6)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w, item)
@@ -398,24 +393,21 @@ def _dec_OffsetCommitRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
+        f_topics.append(item)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics), pos
 
 
 def _enc_OffsetCommitRequest_v7(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w, item)
@@ -427,24 +419,21 @@ def _dec_OffsetCommitRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
+        f_topics.append(item)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics), pos
 
 
 def _enc_OffsetCommitRequest_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w, item)
@@ -460,14 +449,11 @@ def _dec_OffsetCommitRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -510,9 +496,9 @@ def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf: Any, pos: 
 
 
 def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(w, item)
@@ -520,21 +506,18 @@ def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w: bytearray, o: An
 
 def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf, pos)
+        f_partitions.append(item)
     return OffsetCommitResponse.OffsetCommitResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w, item)
@@ -546,14 +529,11 @@ def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w: bytearray, o: An
 
 def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -566,28 +546,25 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int)
 
 def _enc_OffsetCommitResponse_v0_2(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w, item)
 
 
 def _dec_OffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
+        f_topics.append(item)
     return OffsetCommitResponse(topics=f_topics), pos
 
 
 def _enc_OffsetCommitResponse_v3_7(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w, item)
@@ -596,21 +573,18 @@ def _enc_OffsetCommitResponse_v3_7(w: bytearray, o: Any) -> None:
 def _dec_OffsetCommitResponse_v3_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
+        f_topics.append(item)
     return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_OffsetCommitResponse_v8_9(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w, item)
@@ -623,14 +597,11 @@ def _enc_OffsetCommitResponse_v8_9(w: bytearray, o: Any) -> None:
 def _dec_OffsetCommitResponse_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

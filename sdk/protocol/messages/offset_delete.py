@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_hi = struct.Struct(">hi")
@@ -79,9 +83,9 @@ def _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: Any, pos: int)
 
 
 def _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(w, item)
@@ -89,21 +93,18 @@ def _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w: bytearray, o: Any) -
 
 def _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos)
+        f_partitions.append(item)
     return OffsetDeleteRequest.OffsetDeleteRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetDeleteRequest_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w, item)
@@ -111,14 +112,11 @@ def _enc_OffsetDeleteRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_OffsetDeleteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos)
+        f_topics.append(item)
     return OffsetDeleteRequest(group_id=f_group_id, topics=f_topics), pos
 
 
@@ -133,9 +131,9 @@ def _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: Any, pos: in
 
 
 def _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w, item)
@@ -143,21 +141,18 @@ def _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w: bytearray, o: Any)
 
 def _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos)
+        f_partitions.append(item)
     return OffsetDeleteResponse.OffsetDeleteResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetDeleteResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_hi.pack(o.error_code, o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w, item)
@@ -166,14 +161,11 @@ def _enc_OffsetDeleteResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_OffsetDeleteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, f_throttle_time_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos)
+        f_topics.append(item)
     return OffsetDeleteResponse(error_code=f_error_code, throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -114,28 +118,25 @@ class OffsetFetchResponse(Message):
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_indexes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return OffsetFetchRequest.OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_indexes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -146,12 +147,9 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w: bytearray, o: Any) -
 
 def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -163,6 +161,10 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf: Any, pos: int) -> 
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(w: bytearray, o: Any) -> None:
+    if o.name != '':
+        refuse_absent_field("OffsetFetchRequestTopic", "name", 8)
+    if o.partition_indexes:
+        refuse_absent_field("OffsetFetchRequestTopic", "partition_indexes", 8)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -181,7 +183,10 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(buf: Any, pos: int) -> 
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(w: bytearray, o: Any) -> None:
-    pass
+    if o.name != '':
+        refuse_absent_field("OffsetFetchRequestTopics", "name", 0)
+    if o.partition_indexes:
+        refuse_absent_field("OffsetFetchRequestTopics", "partition_indexes", 0)
 
 
 def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
@@ -189,6 +194,10 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(buf: Any, pos: int) ->
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(w: bytearray, o: Any) -> None:
+    if o.name != '':
+        refuse_absent_field("OffsetFetchRequestTopics", "name", 6)
+    if o.partition_indexes:
+        refuse_absent_field("OffsetFetchRequestTopics", "partition_indexes", 6)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -207,9 +216,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(buf: Any, pos: int) ->
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_indexes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -220,12 +229,9 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w: bytearray, o: Any) 
 
 def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -237,7 +243,10 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf: Any, pos: int) ->
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(w: bytearray, o: Any) -> None:
-    pass
+    if o.group_id != '':
+        refuse_absent_field("OffsetFetchRequestGroup", "group_id", 0)
+    if o.topics:
+        refuse_absent_field("OffsetFetchRequestGroup", "topics", 0)
 
 
 def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
@@ -245,6 +254,10 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(buf: Any, pos: int) -> 
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(w: bytearray, o: Any) -> None:
+    if o.group_id != '':
+        refuse_absent_field("OffsetFetchRequestGroup", "group_id", 6)
+    if o.topics:
+        refuse_absent_field("OffsetFetchRequestGroup", "topics", 6)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -263,7 +276,7 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(buf: Any, pos: int) -> 
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
     write_compact_array_length(w, v)
     if v:
@@ -296,7 +309,7 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tu
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     write_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     v = o.topics
@@ -334,34 +347,39 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tu
 
 
 def _enc_OffsetFetchRequest_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w, item)
+    if o.groups:
+        refuse_absent_field("OffsetFetchRequest", "groups", 0)
+    if o.require_stable != False:
+        refuse_absent_field("OffsetFetchRequest", "require_stable", 0)
 
 
 def _dec_OffsetFetchRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf, pos)
+        f_topics.append(item)
     return OffsetFetchRequest(group_id=f_group_id, topics=f_topics), pos
 
 
 def _enc_OffsetFetchRequest_v2_5(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     v = o.topics
     write_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w, item)
+    if o.groups:
+        refuse_absent_field("OffsetFetchRequest", "groups", 2)
+    if o.require_stable != False:
+        refuse_absent_field("OffsetFetchRequest", "require_stable", 2)
 
 
 def _dec_OffsetFetchRequest_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
@@ -378,12 +396,16 @@ def _dec_OffsetFetchRequest_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_OffsetFetchRequest_v6(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
     write_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w, item)
+    if o.groups:
+        refuse_absent_field("OffsetFetchRequest", "groups", 6)
+    if o.require_stable != False:
+        refuse_absent_field("OffsetFetchRequest", "require_stable", 6)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -411,12 +433,14 @@ def _dec_OffsetFetchRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_OffsetFetchRequest_v7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
     write_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w, item)
+    if o.groups:
+        refuse_absent_field("OffsetFetchRequest", "groups", 7)
     w += _S_o.pack(o.require_stable)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -447,8 +471,12 @@ def _dec_OffsetFetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_OffsetFetchRequest_v8(w: bytearray, o: Any) -> None:
+    if o.group_id != '':
+        refuse_absent_field("OffsetFetchRequest", "group_id", 8)
+    if o.topics:
+        refuse_absent_field("OffsetFetchRequest", "topics", 8)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w, item)
@@ -460,14 +488,11 @@ def _enc_OffsetFetchRequest_v8(w: bytearray, o: Any) -> None:
 
 
 def _dec_OffsetFetchRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos)
+        f_groups.append(item)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -481,8 +506,12 @@ def _dec_OffsetFetchRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_OffsetFetchRequest_v9(w: bytearray, o: Any) -> None:
+    if o.group_id != '':
+        refuse_absent_field("OffsetFetchRequest", "group_id", 9)
+    if o.topics:
+        refuse_absent_field("OffsetFetchRequest", "topics", 9)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w, item)
@@ -494,14 +523,11 @@ def _enc_OffsetFetchRequest_v9(w: bytearray, o: Any) -> None:
 
 
 def _dec_OffsetFetchRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos)
+        f_groups.append(item)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -589,9 +615,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(buf: Any, pos: in
 
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(w, item)
@@ -599,21 +625,18 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w: bytearray, o: Any)
 
 def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf, pos)
+        f_partitions.append(item)
     return OffsetFetchResponse.OffsetFetchResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w, item)
@@ -621,21 +644,18 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w: bytearray, o: Any) -
 
 def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos)
+        f_partitions.append(item)
     return OffsetFetchResponse.OffsetFetchResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(w, item)
@@ -647,14 +667,11 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w: bytearray, o: Any)
 
 def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -762,9 +779,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v6_7(buf: Any, pos: int) 
 
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w, item)
@@ -776,14 +793,11 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w: bytearray, o: Any
 
 def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -821,9 +835,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v6_7(buf: Any, pos: int) -
 
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w, item)
@@ -836,14 +850,11 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w: bytearray, o: Any)
 
 def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf, pos)
+        f_topics.append(item)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     unknown = None
@@ -858,27 +869,24 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf: Any, pos: int) -
 
 def _enc_OffsetFetchResponse_v0_1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, item)
 
 
 def _dec_OffsetFetchResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
+        f_topics.append(item)
     return OffsetFetchResponse(topics=f_topics), pos
 
 
 def _enc_OffsetFetchResponse_v2(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, item)
@@ -886,14 +894,11 @@ def _enc_OffsetFetchResponse_v2(w: bytearray, o: Any) -> None:
 
 
 def _dec_OffsetFetchResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
+        f_topics.append(item)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return OffsetFetchResponse(topics=f_topics, error_code=f_error_code), pos
@@ -902,7 +907,7 @@ def _dec_OffsetFetchResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_OffsetFetchResponse_v3_4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, item)
@@ -912,14 +917,11 @@ def _enc_OffsetFetchResponse_v3_4(w: bytearray, o: Any) -> None:
 def _dec_OffsetFetchResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
+        f_topics.append(item)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code), pos
@@ -928,7 +930,7 @@ def _dec_OffsetFetchResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_OffsetFetchResponse_v5(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w, item)
@@ -938,14 +940,11 @@ def _enc_OffsetFetchResponse_v5(w: bytearray, o: Any) -> None:
 def _dec_OffsetFetchResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos)
+        f_topics.append(item)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code), pos
@@ -954,7 +953,7 @@ def _dec_OffsetFetchResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_OffsetFetchResponse_v6_7(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w, item)
@@ -968,14 +967,11 @@ def _enc_OffsetFetchResponse_v6_7(w: bytearray, o: Any) -> None:
 def _dec_OffsetFetchResponse_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf, pos)
+        f_topics.append(item)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     unknown = None
@@ -991,7 +987,7 @@ def _dec_OffsetFetchResponse_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_OffsetFetchResponse_v8_9(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w, item)
@@ -1004,14 +1000,11 @@ def _enc_OffsetFetchResponse_v8_9(w: bytearray, o: Any) -> None:
 def _dec_OffsetFetchResponse_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_hiiq = struct.Struct(">hiiq")
@@ -121,9 +125,9 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf: Any, pos: 
 
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(w, item)
@@ -131,21 +135,18 @@ def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w: bytearray, o: 
 
 def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(buf, pos)
+        f_partitions.append(item)
     return OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(w, item)
@@ -153,21 +154,18 @@ def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w: bytearray, o: 
 
 def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(buf, pos)
+        f_partitions.append(item)
     return OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w, item)
@@ -179,14 +177,11 @@ def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w: bytearray, o: An
 
 def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -199,48 +194,42 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf: Any, pos: int)
 
 def _enc_OffsetForLeaderEpochRequest_v0_1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w, item)
 
 
 def _dec_OffsetForLeaderEpochRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf, pos)
+        f_topics.append(item)
     return OffsetForLeaderEpochRequest(topics=f_topics), pos
 
 
 def _enc_OffsetForLeaderEpochRequest_v2(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w, item)
 
 
 def _dec_OffsetForLeaderEpochRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
+        f_topics.append(item)
     return OffsetForLeaderEpochRequest(topics=f_topics), pos
 
 
 def _enc_OffsetForLeaderEpochRequest_v3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.replica_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w, item)
@@ -249,21 +238,18 @@ def _enc_OffsetForLeaderEpochRequest_v3(w: bytearray, o: Any) -> None:
 def _dec_OffsetForLeaderEpochRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
+        f_topics.append(item)
     return OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics), pos
 
 
 def _enc_OffsetForLeaderEpochRequest_v4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.replica_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w, item)
@@ -276,14 +262,11 @@ def _enc_OffsetForLeaderEpochRequest_v4(w: bytearray, o: Any) -> None:
 def _dec_OffsetForLeaderEpochRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -336,9 +319,9 @@ def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf: Any, pos: int) -> t
 
 
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w, item)
@@ -346,21 +329,18 @@ def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w: bytearray
 
 def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf, pos)
+        f_partitions.append(item)
     return OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic)
+    write_required_string(w, o.topic)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(w, item)
@@ -368,21 +348,18 @@ def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w: bytearr
 
 def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(buf, pos)
+        f_partitions.append(item)
     return OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions), pos
 
 
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic)
+    write_required_compact_string(w, o.topic)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w, item)
@@ -394,14 +371,11 @@ def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w: bytearray
 
 def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -414,48 +388,42 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf: Any, po
 
 def _enc_OffsetForLeaderEpochResponse_v0(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w, item)
 
 
 def _dec_OffsetForLeaderEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos)
+        f_topics.append(item)
     return OffsetForLeaderEpochResponse(topics=f_topics), pos
 
 
 def _enc_OffsetForLeaderEpochResponse_v1(w: bytearray, o: Any) -> None:
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w, item)
 
 
 def _dec_OffsetForLeaderEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
+        f_topics.append(item)
     return OffsetForLeaderEpochResponse(topics=f_topics), pos
 
 
 def _enc_OffsetForLeaderEpochResponse_v2_3(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w, item)
@@ -464,21 +432,18 @@ def _enc_OffsetForLeaderEpochResponse_v2_3(w: bytearray, o: Any) -> None:
 def _dec_OffsetForLeaderEpochResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
+        f_topics.append(item)
     return OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_OffsetForLeaderEpochResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w, item)
@@ -491,14 +456,11 @@ def _enc_OffsetForLeaderEpochResponse_v4(w: bytearray, o: Any) -> None:
 def _dec_OffsetForLeaderEpochResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

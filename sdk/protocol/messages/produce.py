@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_hi = struct.Struct(">hi")
@@ -142,9 +146,9 @@ def _dec_ProduceRequest_PartitionProduceData_v9_11(buf: Any, pos: int) -> tuple[
 
 
 def _enc_ProduceRequest_TopicProduceData_v0_8(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_data
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceRequest_PartitionProduceData_v0_8(w, item)
@@ -152,21 +156,18 @@ def _enc_ProduceRequest_TopicProduceData_v0_8(w: bytearray, o: Any) -> None:
 
 def _dec_ProduceRequest_TopicProduceData_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _dec_ProduceRequest_PartitionProduceData_v0_8(buf, pos)
-            f_partition_data.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_data = []
+    for _ in range(n):
+        item, pos = _dec_ProduceRequest_PartitionProduceData_v0_8(buf, pos)
+        f_partition_data.append(item)
     return ProduceRequest.TopicProduceData(name=f_name, partition_data=f_partition_data), pos
 
 
 def _enc_ProduceRequest_TopicProduceData_v9_11(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceRequest_PartitionProduceData_v9_11(w, item)
@@ -178,14 +179,11 @@ def _enc_ProduceRequest_TopicProduceData_v9_11(w: bytearray, o: Any) -> None:
 
 def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _dec_ProduceRequest_PartitionProduceData_v9_11(buf, pos)
-            f_partition_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_data = []
+    for _ in range(n):
+        item, pos = _dec_ProduceRequest_PartitionProduceData_v9_11(buf, pos)
+        f_partition_data.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -197,9 +195,11 @@ def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[Any,
 
 
 def _enc_ProduceRequest_v0_2(w: bytearray, o: Any) -> None:
+    if o.transactional_id is not None:
+        refuse_absent_field("ProduceRequest", "transactional_id", 0)
     w += _S_hi.pack(o.acks, o.timeout_ms)
     v = o.topic_data
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceRequest_TopicProduceData_v0_8(w, item)
@@ -208,14 +208,11 @@ def _enc_ProduceRequest_v0_2(w: bytearray, o: Any) -> None:
 def _dec_ProduceRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
-            f_topic_data.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topic_data = []
+    for _ in range(n):
+        item, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
+        f_topic_data.append(item)
     return ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data), pos
 
 
@@ -223,7 +220,7 @@ def _enc_ProduceRequest_v3_8(w: bytearray, o: Any) -> None:
     write_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
     v = o.topic_data
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceRequest_TopicProduceData_v0_8(w, item)
@@ -233,14 +230,11 @@ def _dec_ProduceRequest_v3_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_transactional_id, pos = read_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
-            f_topic_data.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topic_data = []
+    for _ in range(n):
+        item, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
+        f_topic_data.append(item)
     return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data), pos
 
 
@@ -248,7 +242,7 @@ def _enc_ProduceRequest_v9_11(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
     v = o.topic_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceRequest_TopicProduceData_v9_11(w, item)
@@ -262,14 +256,11 @@ def _dec_ProduceRequest_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _dec_ProduceRequest_TopicProduceData_v9_11(buf, pos)
-            f_topic_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_data = []
+    for _ in range(n):
+        item, pos = _dec_ProduceRequest_TopicProduceData_v9_11(buf, pos)
+        f_topic_data.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -403,7 +394,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf: Any, pos: int) -> tu
 def _enc_ProduceResponse_PartitionProduceResponse_v8(w: bytearray, o: Any) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v = o.record_errors
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_BatchIndexAndErrorMessage_v8(w, item)
@@ -413,14 +404,11 @@ def _enc_ProduceResponse_PartitionProduceResponse_v8(w: bytearray, o: Any) -> No
 def _dec_ProduceResponse_PartitionProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos)
-            f_record_errors.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_record_errors = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos)
+        f_record_errors.append(item)
     f_error_message, pos = read_nullable_string(buf, pos)
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message), pos
 
@@ -428,7 +416,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v8(buf: Any, pos: int) -> tupl
 def _enc_ProduceResponse_PartitionProduceResponse_v9(w: bytearray, o: Any) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v = o.record_errors
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, item)
@@ -442,14 +430,11 @@ def _enc_ProduceResponse_PartitionProduceResponse_v9(w: bytearray, o: Any) -> No
 def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
-            f_record_errors.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_record_errors = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
+        f_record_errors.append(item)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -464,7 +449,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tupl
 def _enc_ProduceResponse_PartitionProduceResponse_v10_11(w: bytearray, o: Any) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v = o.record_errors
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, item)
@@ -480,14 +465,11 @@ def _enc_ProduceResponse_PartitionProduceResponse_v10_11(w: bytearray, o: Any) -
 def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
-            f_record_errors.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_record_errors = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
+        f_record_errors.append(item)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_current_leader = ProduceResponse.LeaderIdAndEpoch()
     unknown = None
@@ -507,9 +489,9 @@ def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> 
 
 
 def _enc_ProduceResponse_TopicProduceResponse_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_PartitionProduceResponse_v0_1(w, item)
@@ -517,21 +499,18 @@ def _enc_ProduceResponse_TopicProduceResponse_v0_1(w: bytearray, o: Any) -> None
 
 def _dec_ProduceResponse_TopicProduceResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_PartitionProduceResponse_v0_1(buf, pos)
-            f_partition_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v0_1(buf, pos)
+        f_partition_responses.append(item)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
 def _enc_ProduceResponse_TopicProduceResponse_v2_4(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_PartitionProduceResponse_v2_4(w, item)
@@ -539,21 +518,18 @@ def _enc_ProduceResponse_TopicProduceResponse_v2_4(w: bytearray, o: Any) -> None
 
 def _dec_ProduceResponse_TopicProduceResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_PartitionProduceResponse_v2_4(buf, pos)
-            f_partition_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v2_4(buf, pos)
+        f_partition_responses.append(item)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
 def _enc_ProduceResponse_TopicProduceResponse_v5_7(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_PartitionProduceResponse_v5_7(w, item)
@@ -561,21 +537,18 @@ def _enc_ProduceResponse_TopicProduceResponse_v5_7(w: bytearray, o: Any) -> None
 
 def _dec_ProduceResponse_TopicProduceResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf, pos)
-            f_partition_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf, pos)
+        f_partition_responses.append(item)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
 def _enc_ProduceResponse_TopicProduceResponse_v8(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_PartitionProduceResponse_v8(w, item)
@@ -583,21 +556,18 @@ def _enc_ProduceResponse_TopicProduceResponse_v8(w: bytearray, o: Any) -> None:
 
 def _dec_ProduceResponse_TopicProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos)
-            f_partition_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos)
+        f_partition_responses.append(item)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
 def _enc_ProduceResponse_TopicProduceResponse_v9(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_PartitionProduceResponse_v9(w, item)
@@ -609,14 +579,11 @@ def _enc_ProduceResponse_TopicProduceResponse_v9(w: bytearray, o: Any) -> None:
 
 def _dec_ProduceResponse_TopicProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos)
-            f_partition_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos)
+        f_partition_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -628,9 +595,9 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf: Any, pos: int) -> tuple[An
 
 
 def _enc_ProduceResponse_TopicProduceResponse_v10_11(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_PartitionProduceResponse_v10_11(w, item)
@@ -642,14 +609,11 @@ def _enc_ProduceResponse_TopicProduceResponse_v10_11(w: bytearray, o: Any) -> No
 
 def _dec_ProduceResponse_TopicProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf, pos)
-            f_partition_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf, pos)
+        f_partition_responses.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -688,7 +652,7 @@ def _dec_ProduceResponse_NodeEndpoint_v9(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ProduceResponse_NodeEndpoint_v10_11(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
@@ -716,27 +680,24 @@ def _dec_ProduceResponse_NodeEndpoint_v10_11(buf: Any, pos: int) -> tuple[Any, i
 
 def _enc_ProduceResponse_v0(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v0_1(w, item)
 
 
 def _dec_ProduceResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
+        f_responses.append(item)
     return ProduceResponse(responses=f_responses), pos
 
 
 def _enc_ProduceResponse_v1(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v0_1(w, item)
@@ -744,14 +705,11 @@ def _enc_ProduceResponse_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_ProduceResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
+        f_responses.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
@@ -759,7 +717,7 @@ def _dec_ProduceResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ProduceResponse_v2_4(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v2_4(w, item)
@@ -767,14 +725,11 @@ def _enc_ProduceResponse_v2_4(w: bytearray, o: Any) -> None:
 
 
 def _dec_ProduceResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v2_4(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v2_4(buf, pos)
+        f_responses.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
@@ -782,7 +737,7 @@ def _dec_ProduceResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ProduceResponse_v5_7(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v5_7(w, item)
@@ -790,14 +745,11 @@ def _enc_ProduceResponse_v5_7(w: bytearray, o: Any) -> None:
 
 
 def _dec_ProduceResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v5_7(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v5_7(buf, pos)
+        f_responses.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
@@ -805,7 +757,7 @@ def _dec_ProduceResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ProduceResponse_v8(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v8(w, item)
@@ -813,14 +765,11 @@ def _enc_ProduceResponse_v8(w: bytearray, o: Any) -> None:
 
 
 def _dec_ProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos)
+        f_responses.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
@@ -828,7 +777,7 @@ def _dec_ProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ProduceResponse_v9(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v9(w, item)
@@ -840,14 +789,11 @@ def _enc_ProduceResponse_v9(w: bytearray, o: Any) -> None:
 
 
 def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos)
+        f_responses.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -862,7 +808,7 @@ def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ProduceResponse_v10_11(w: bytearray, o: Any) -> None:
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ProduceResponse_TopicProduceResponse_v10_11(w, item)
@@ -871,7 +817,7 @@ def _enc_ProduceResponse_v10_11(w: bytearray, o: Any) -> None:
     if o.node_endpoints:
         t = bytearray()
         v = o.node_endpoints
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_ProduceResponse_NodeEndpoint_v10_11(t, item)
@@ -880,14 +826,11 @@ def _enc_ProduceResponse_v10_11(w: bytearray, o: Any) -> None:
 
 
 def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ProduceResponse_TopicProduceResponse_v10_11(buf, pos)
-            f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ProduceResponse_TopicProduceResponse_v10_11(buf, pos)
+        f_responses.append(item)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_node_endpoints = []
@@ -898,14 +841,11 @@ def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_node_endpoints = None
-            else:
-                f_node_endpoints = []
-                for _ in range(n):
-                    item, pos = _dec_ProduceResponse_NodeEndpoint_v10_11(buf, pos)
-                    f_node_endpoints.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                item, pos = _dec_ProduceResponse_NodeEndpoint_v10_11(buf, pos)
+                f_node_endpoints.append(item)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -55,7 +59,7 @@ class PushTelemetryResponse(Message):
 def _enc_PushTelemetryRequest_v0(w: bytearray, o: Any) -> None:
     w += o.client_instance_id.bytes
     w += _S_iob.pack(o.subscription_id, o.terminating, o.compression_type)
-    write_compact_bytes(w, o.metrics)
+    write_required_compact_bytes(w, o.metrics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -110,7 +114,7 @@ def _dec_ReadShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tupl
 def _enc_ReadShareGroupStateRequest_ReadStateData_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ReadShareGroupStateRequest_PartitionData_v0(w, item)
@@ -122,14 +126,11 @@ def _enc_ReadShareGroupStateRequest_ReadStateData_v0(w: bytearray, o: Any) -> No
 
 def _dec_ReadShareGroupStateRequest_ReadStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ReadShareGroupStateRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ReadShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -141,9 +142,9 @@ def _dec_ReadShareGroupStateRequest_ReadStateData_v0(buf: Any, pos: int) -> tupl
 
 
 def _enc_ReadShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ReadShareGroupStateRequest_ReadStateData_v0(w, item)
@@ -155,14 +156,11 @@ def _enc_ReadShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_ReadShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -199,7 +197,7 @@ def _enc_ReadShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: Any) ->
     write_compact_string(w, o.error_message)
     w += _S_iq.pack(o.state_epoch, o.start_offset)
     v = o.state_batches
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ReadShareGroupStateResponse_StateBatch_v0(w, item)
@@ -215,14 +213,11 @@ def _dec_ReadShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> t
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_state_epoch, f_start_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_state_batches = None
-    else:
-        f_state_batches = []
-        for _ in range(n):
-            item, pos = _dec_ReadShareGroupStateResponse_StateBatch_v0(buf, pos)
-            f_state_batches.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_state_batches = []
+    for _ in range(n):
+        item, pos = _dec_ReadShareGroupStateResponse_StateBatch_v0(buf, pos)
+        f_state_batches.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -236,7 +231,7 @@ def _dec_ReadShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> t
 def _enc_ReadShareGroupStateResponse_ReadStateResult_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ReadShareGroupStateResponse_PartitionResult_v0(w, item)
@@ -248,14 +243,11 @@ def _enc_ReadShareGroupStateResponse_ReadStateResult_v0(w: bytearray, o: Any) ->
 
 def _dec_ReadShareGroupStateResponse_ReadStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -268,7 +260,7 @@ def _dec_ReadShareGroupStateResponse_ReadStateResult_v0(buf: Any, pos: int) -> t
 
 def _enc_ReadShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ReadShareGroupStateResponse_ReadStateResult_v0(w, item)
@@ -279,14 +271,11 @@ def _enc_ReadShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_ReadShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

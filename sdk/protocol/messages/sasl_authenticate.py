@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -51,7 +55,7 @@ class SaslAuthenticateResponse(Message):
 
 
 def _enc_SaslAuthenticateRequest_v0_1(w: bytearray, o: Any) -> None:
-    write_bytes(w, o.auth_bytes)
+    write_required_bytes(w, o.auth_bytes)
 
 
 def _dec_SaslAuthenticateRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -60,7 +64,7 @@ def _dec_SaslAuthenticateRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_SaslAuthenticateRequest_v2(w: bytearray, o: Any) -> None:
-    write_compact_bytes(w, o.auth_bytes)
+    write_required_compact_bytes(w, o.auth_bytes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -82,7 +86,7 @@ def _dec_SaslAuthenticateRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_SaslAuthenticateResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
-    write_bytes(w, o.auth_bytes)
+    write_required_bytes(w, o.auth_bytes)
 
 
 def _dec_SaslAuthenticateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -96,7 +100,7 @@ def _dec_SaslAuthenticateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_SaslAuthenticateResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
-    write_bytes(w, o.auth_bytes)
+    write_required_bytes(w, o.auth_bytes)
     w += _S_q.pack(o.session_lifetime_ms)
 
 
@@ -113,7 +117,7 @@ def _dec_SaslAuthenticateResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_SaslAuthenticateResponse_v2(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    write_compact_bytes(w, o.auth_bytes)
+    write_required_compact_bytes(w, o.auth_bytes)
     w += _S_q.pack(o.session_lifetime_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))

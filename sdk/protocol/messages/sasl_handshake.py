@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -46,7 +50,7 @@ class SaslHandshakeResponse(Message):
 
 
 def _enc_SaslHandshakeRequest_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.mechanism)
+    write_required_string(w, o.mechanism)
 
 
 def _dec_SaslHandshakeRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -57,23 +61,20 @@ def _dec_SaslHandshakeRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_SaslHandshakeResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.mechanisms
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
-            write_string(w, item)
+            write_required_string(w, item)
 
 
 def _dec_SaslHandshakeResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_mechanisms = None
-    else:
-        f_mechanisms = []
-        for _ in range(n):
-            item, pos = read_nullable_string(buf, pos)
-            f_mechanisms.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_mechanisms = []
+    for _ in range(n):
+        item, pos = read_string(buf, pos)
+        f_mechanisms.append(item)
     return SaslHandshakeResponse(error_code=f_error_code, mechanisms=f_mechanisms), pos
 
 

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -106,7 +110,7 @@ class ShareAcknowledgeResponse(Message):
 def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w: bytearray, o: Any) -> None:
     w += _S_qq.pack(o.first_offset, o.last_offset)
     v = o.acknowledge_types
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%db" % len(v), *v)
     if o.unknown_tags:
@@ -118,12 +122,9 @@ def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w: bytearray, o: Any) -
 def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_first_offset, f_last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_acknowledge_types = None
-    else:
-        f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
-        pos += 1 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
+    pos += 1 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -137,7 +138,7 @@ def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> 
 def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.partition_index)
     v = o.acknowledgement_batches
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, item)
@@ -150,14 +151,11 @@ def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w: bytearray, o: Any) -
 def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_acknowledgement_batches = None
-    else:
-        f_acknowledgement_batches = []
-        for _ in range(n):
-            item, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
-            f_acknowledgement_batches.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acknowledgement_batches = []
+    for _ in range(n):
+        item, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
+        f_acknowledgement_batches.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -171,7 +169,7 @@ def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> 
 def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, item)
@@ -183,14 +181,11 @@ def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w: bytearray, o: Any) -> No
 
 def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -206,7 +201,7 @@ def _enc_ShareAcknowledgeRequest_v0(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.member_id)
     w += _S_i.pack(o.share_session_epoch)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w, item)
@@ -221,14 +216,11 @@ def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_member_id, pos = read_compact_nullable_string(buf, pos)
     f_share_session_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -288,7 +280,7 @@ def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[
 def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareAcknowledgeResponse_PartitionData_v0(w, item)
@@ -300,14 +292,11 @@ def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w: bytearray,
 
 def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -320,7 +309,7 @@ def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos
 
 def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
@@ -350,12 +339,12 @@ def _enc_ShareAcknowledgeResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w, item)
     v = o.node_endpoints
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w, item)
@@ -369,22 +358,16 @@ def _dec_ShareAcknowledgeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos)
-            f_responses.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_node_endpoints = None
-    else:
-        f_node_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
-            f_node_endpoints.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos)
+        f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_node_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
+        f_node_endpoints.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

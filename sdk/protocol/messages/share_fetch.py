@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -131,7 +135,7 @@ class ShareFetchResponse(Message):
 def _enc_ShareFetchRequest_AcknowledgementBatch_v0(w: bytearray, o: Any) -> None:
     w += _S_qq.pack(o.first_offset, o.last_offset)
     v = o.acknowledge_types
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%db" % len(v), *v)
     if o.unknown_tags:
@@ -143,12 +147,9 @@ def _enc_ShareFetchRequest_AcknowledgementBatch_v0(w: bytearray, o: Any) -> None
 def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_first_offset, f_last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_acknowledge_types = None
-    else:
-        f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
-        pos += 1 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
+    pos += 1 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -162,7 +163,7 @@ def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[
 def _enc_ShareFetchRequest_FetchPartition_v0(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.partition_index, o.partition_max_bytes)
     v = o.acknowledgement_batches
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchRequest_AcknowledgementBatch_v0(w, item)
@@ -175,14 +176,11 @@ def _enc_ShareFetchRequest_FetchPartition_v0(w: bytearray, o: Any) -> None:
 def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_partition_max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_acknowledgement_batches = None
-    else:
-        f_acknowledgement_batches = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
-            f_acknowledgement_batches.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acknowledgement_batches = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
+        f_acknowledgement_batches.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -196,7 +194,7 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[Any, i
 def _enc_ShareFetchRequest_FetchTopic_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchRequest_FetchPartition_v0(w, item)
@@ -208,14 +206,11 @@ def _enc_ShareFetchRequest_FetchTopic_v0(w: bytearray, o: Any) -> None:
 
 def _dec_ShareFetchRequest_FetchTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -229,7 +224,7 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ShareFetchRequest_ForgottenTopic_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -240,12 +235,9 @@ def _enc_ShareFetchRequest_ForgottenTopic_v0(w: bytearray, o: Any) -> None:
 
 def _dec_ShareFetchRequest_ForgottenTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -261,12 +253,12 @@ def _enc_ShareFetchRequest_v0(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.member_id)
     w += _S_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchRequest_FetchTopic_v0(w, item)
     v = o.forgotten_topics_data
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchRequest_ForgottenTopic_v0(w, item)
@@ -281,22 +273,16 @@ def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_member_id, pos = read_compact_nullable_string(buf, pos)
     f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchRequest_FetchTopic_v0(buf, pos)
-            f_topics.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchRequest_FetchTopic_v0(buf, pos)
+        f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
+        f_forgotten_topics_data.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -357,7 +343,7 @@ def _enc_ShareFetchResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
     _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
     write_compact_bytes(w, o.records)
     v = o.acquired_records
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchResponse_AcquiredRecords_v0(w, item)
@@ -376,14 +362,11 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, i
     f_acknowledge_error_message, pos = read_compact_nullable_string(buf, pos)
     f_current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos)
     f_records, pos = read_compact_nullable_bytes(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_acquired_records = None
-    else:
-        f_acquired_records = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
-            f_acquired_records.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acquired_records = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
+        f_acquired_records.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -397,7 +380,7 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, i
 def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchResponse_PartitionData_v0(w, item)
@@ -409,14 +392,11 @@ def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w: bytearray, o: Any)
 
 def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -429,7 +409,7 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -
 
 def _enc_ShareFetchResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
@@ -459,12 +439,12 @@ def _enc_ShareFetchResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.responses
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w, item)
     v = o.node_endpoints
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareFetchResponse_NodeEndpoint_v0(w, item)
@@ -478,22 +458,16 @@ def _dec_ShareFetchResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
-            f_responses.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_node_endpoints = None
-    else:
-        f_node_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
-            f_node_endpoints.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
+        f_responses.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_node_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
+        f_node_endpoints.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -89,10 +93,10 @@ class ShareGroupDescribeResponse(Message):
 
 def _enc_ShareGroupDescribeRequest_v0(w: bytearray, o: Any) -> None:
     v = o.group_ids
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     w += _S_o.pack(o.include_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -101,14 +105,11 @@ def _enc_ShareGroupDescribeRequest_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_ShareGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_group_ids = None
-    else:
-        f_group_ids = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_group_ids.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_group_ids = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_group_ids.append(item)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -123,9 +124,9 @@ def _dec_ShareGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -137,12 +138,9 @@ def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: Any) -> 
 def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -155,7 +153,7 @@ def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tu
 
 def _enc_ShareGroupDescribeResponse_Assignment_v0(w: bytearray, o: Any) -> None:
     v = o.topic_partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareGroupDescribeResponse_TopicPartitions_v0(w, item)
@@ -166,14 +164,11 @@ def _enc_ShareGroupDescribeResponse_Assignment_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_ShareGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos)
-            f_topic_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos)
+        f_topic_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -185,16 +180,16 @@ def _dec_ShareGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_ShareGroupDescribeResponse_Member_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.rack_id)
     w += _S_i.pack(o.member_epoch)
-    write_compact_string(w, o.client_id)
-    write_compact_string(w, o.client_host)
+    write_required_compact_string(w, o.client_id)
+    write_required_compact_string(w, o.client_host)
     v = o.subscribed_topic_names
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     _enc_ShareGroupDescribeResponse_Assignment_v0(w, o.assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -209,14 +204,11 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Any, 
     pos += 4
     f_client_id, pos = read_compact_string(buf, pos)
     f_client_host, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_subscribed_topic_names = None
-    else:
-        f_subscribed_topic_names = []
-        for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
-            f_subscribed_topic_names.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_subscribed_topic_names = []
+    for _ in range(n):
+        item, pos = read_compact_string(buf, pos)
+        f_subscribed_topic_names.append(item)
     f_assignment, pos = _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -231,12 +223,12 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Any, 
 def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.group_state)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_state)
     w += _S_ii.pack(o.group_epoch, o.assignment_epoch)
-    write_compact_string(w, o.assignor_name)
+    write_required_compact_string(w, o.assignor_name)
     v = o.members
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareGroupDescribeResponse_Member_v0(w, item)
@@ -256,14 +248,11 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tup
     f_group_epoch, f_assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     f_assignor_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_members = None
-    else:
-        f_members = []
-        for _ in range(n):
-            item, pos = _dec_ShareGroupDescribeResponse_Member_v0(buf, pos)
-            f_members.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        item, pos = _dec_ShareGroupDescribeResponse_Member_v0(buf, pos)
+        f_members.append(item)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -279,7 +268,7 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tup
 def _enc_ShareGroupDescribeResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.groups
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareGroupDescribeResponse_DescribedGroup_v0(w, item)
@@ -292,14 +281,11 @@ def _enc_ShareGroupDescribeResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_ShareGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_groups = None
-    else:
-        f_groups = []
-        for _ in range(n):
-            item, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos)
-            f_groups.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        item, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos)
+        f_groups.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -70,15 +74,15 @@ class ShareGroupHeartbeatResponse(Message):
 
 
 def _enc_ShareGroupHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     write_compact_string(w, o.rack_id)
     v = o.subscribed_topic_names
     write_compact_array_length(w, v)
     if v:
         for item in v:
-            write_compact_string(w, item)
+            write_required_compact_string(w, item)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -97,7 +101,7 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_subscribed_topic_names = []
         for _ in range(n):
-            item, pos = read_compact_nullable_string(buf, pos)
+            item, pos = read_compact_string(buf, pos)
             f_subscribed_topic_names.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -112,7 +116,7 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -123,12 +127,9 @@ def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w: bytearray, o: Any) ->
 
 def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -141,7 +142,7 @@ def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> t
 
 def _enc_ShareGroupHeartbeatResponse_Assignment_v0(w: bytearray, o: Any) -> None:
     v = o.topic_partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w, item)
@@ -152,14 +153,11 @@ def _enc_ShareGroupHeartbeatResponse_Assignment_v0(w: bytearray, o: Any) -> None
 
 
 def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_partitions = None
-    else:
-        f_topic_partitions = []
-        for _ in range(n):
-            item, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
-            f_topic_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_partitions = []
+    for _ in range(n):
+        item, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
+        f_topic_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -93,7 +97,7 @@ class StopReplicaResponse(Message):
 
 
 def _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
 
 
@@ -105,7 +109,10 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf: Any, pos: int) -> tup
 
 
 def _enc_StopReplicaRequest_StopReplicaPartitionV0_v1(w: bytearray, o: Any) -> None:
-    pass
+    if o.topic_name != '':
+        refuse_absent_field("StopReplicaPartitionV0", "topic_name", 1)
+    if o.partition_index != 0:
+        refuse_absent_field("StopReplicaPartitionV0", "partition_index", 1)
 
 
 def _dec_StopReplicaRequest_StopReplicaPartitionV0_v1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -113,6 +120,10 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v1(buf: Any, pos: int) -> tup
 
 
 def _enc_StopReplicaRequest_StopReplicaPartitionV0_v2_4(w: bytearray, o: Any) -> None:
+    if o.topic_name != '':
+        refuse_absent_field("StopReplicaPartitionV0", "topic_name", 2)
+    if o.partition_index != 0:
+        refuse_absent_field("StopReplicaPartitionV0", "partition_index", 2)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -131,7 +142,10 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v2_4(buf: Any, pos: int) -> t
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v0(w: bytearray, o: Any) -> None:
-    pass
+    if o.name != '':
+        refuse_absent_field("StopReplicaTopicV1", "name", 0)
+    if o.partition_indexes:
+        refuse_absent_field("StopReplicaTopicV1", "partition_indexes", 0)
 
 
 def _dec_StopReplicaRequest_StopReplicaTopicV1_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -139,28 +153,25 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v0(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_indexes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return StopReplicaRequest.StopReplicaTopicV1(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_indexes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -171,12 +182,9 @@ def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w: bytearray, o: Any) -> None:
 
 def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -188,6 +196,10 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf: Any, pos: int) -> tuple[A
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v3_4(w: bytearray, o: Any) -> None:
+    if o.name != '':
+        refuse_absent_field("StopReplicaTopicV1", "name", 3)
+    if o.partition_indexes:
+        refuse_absent_field("StopReplicaTopicV1", "partition_indexes", 3)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -206,7 +218,12 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v3_4(buf: Any, pos: int) -> tuple
 
 
 def _enc_StopReplicaRequest_StopReplicaPartitionState_v0_1(w: bytearray, o: Any) -> None:
-    pass
+    if o.partition_index != 0:
+        refuse_absent_field("StopReplicaPartitionState", "partition_index", 0)
+    if o.leader_epoch != -1:
+        refuse_absent_field("StopReplicaPartitionState", "leader_epoch", 0)
+    if o.delete_partition != False:
+        refuse_absent_field("StopReplicaPartitionState", "delete_partition", 0)
 
 
 def _dec_StopReplicaRequest_StopReplicaPartitionState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -214,6 +231,12 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v0_1(buf: Any, pos: int) -
 
 
 def _enc_StopReplicaRequest_StopReplicaPartitionState_v2(w: bytearray, o: Any) -> None:
+    if o.partition_index != 0:
+        refuse_absent_field("StopReplicaPartitionState", "partition_index", 2)
+    if o.leader_epoch != -1:
+        refuse_absent_field("StopReplicaPartitionState", "leader_epoch", 2)
+    if o.delete_partition != False:
+        refuse_absent_field("StopReplicaPartitionState", "delete_partition", 2)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -253,7 +276,10 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf: Any, pos: int) -
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicState_v0_1(w: bytearray, o: Any) -> None:
-    pass
+    if o.topic_name != '':
+        refuse_absent_field("StopReplicaTopicState", "topic_name", 0)
+    if o.partition_states:
+        refuse_absent_field("StopReplicaTopicState", "partition_states", 0)
 
 
 def _dec_StopReplicaRequest_StopReplicaTopicState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
@@ -261,6 +287,10 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v0_1(buf: Any, pos: int) -> tu
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicState_v2(w: bytearray, o: Any) -> None:
+    if o.topic_name != '':
+        refuse_absent_field("StopReplicaTopicState", "topic_name", 2)
+    if o.partition_states:
+        refuse_absent_field("StopReplicaTopicState", "partition_states", 2)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -279,9 +309,9 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v2(buf: Any, pos: int) -> tupl
 
 
 def _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partition_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaRequest_StopReplicaPartitionState_v3_4(w, item)
@@ -293,14 +323,11 @@ def _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w: bytearray, o: Any) -> 
 
 def _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf, pos)
+        f_partition_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -312,58 +339,70 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf: Any, pos: int) -> tu
 
 
 def _enc_StopReplicaRequest_v0(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 0)
     w += _S_iio.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
     v = o.ungrouped_partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(w, item)
+    if o.topics:
+        refuse_absent_field("StopReplicaRequest", "topics", 0)
+    if o.topic_states:
+        refuse_absent_field("StopReplicaRequest", "topic_states", 0)
 
 
 def _dec_StopReplicaRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_delete_partitions = _S_iio.unpack_from(buf, pos)
     pos += 9
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partitions = None
-    else:
-        f_ungrouped_partitions = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos)
-            f_ungrouped_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partitions = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos)
+        f_ungrouped_partitions.append(item)
     return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, delete_partitions=f_delete_partitions, ungrouped_partitions=f_ungrouped_partitions), pos
 
 
 def _enc_StopReplicaRequest_v1(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 1)
+    if o.ungrouped_partitions:
+        refuse_absent_field("StopReplicaRequest", "ungrouped_partitions", 1)
     w += _S_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaRequest_StopReplicaTopicV1_v1(w, item)
+    if o.topic_states:
+        refuse_absent_field("StopReplicaRequest", "topic_states", 1)
 
 
 def _dec_StopReplicaRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S_iiqo.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos)
+        f_topics.append(item)
     return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics), pos
 
 
 def _enc_StopReplicaRequest_v2(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 2)
+    if o.ungrouped_partitions:
+        refuse_absent_field("StopReplicaRequest", "ungrouped_partitions", 2)
     w += _S_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w, item)
+    if o.topic_states:
+        refuse_absent_field("StopReplicaRequest", "topic_states", 2)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -373,14 +412,11 @@ def _enc_StopReplicaRequest_v2(w: bytearray, o: Any) -> None:
 def _dec_StopReplicaRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S_iiqo.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -392,9 +428,17 @@ def _dec_StopReplicaRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_StopReplicaRequest_v3(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 3)
+    if o.delete_partitions != False:
+        refuse_absent_field("StopReplicaRequest", "delete_partitions", 3)
+    if o.ungrouped_partitions:
+        refuse_absent_field("StopReplicaRequest", "ungrouped_partitions", 3)
+    if o.topics:
+        refuse_absent_field("StopReplicaRequest", "topics", 3)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w, item)
@@ -407,14 +451,11 @@ def _enc_StopReplicaRequest_v3(w: bytearray, o: Any) -> None:
 def _dec_StopReplicaRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
-            f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
+        f_topic_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -426,9 +467,15 @@ def _dec_StopReplicaRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_StopReplicaRequest_v4(w: bytearray, o: Any) -> None:
+    if o.delete_partitions != False:
+        refuse_absent_field("StopReplicaRequest", "delete_partitions", 4)
+    if o.ungrouped_partitions:
+        refuse_absent_field("StopReplicaRequest", "ungrouped_partitions", 4)
+    if o.topics:
+        refuse_absent_field("StopReplicaRequest", "topics", 4)
     w += _S_ioiq.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w, item)
@@ -441,14 +488,11 @@ def _enc_StopReplicaRequest_v4(w: bytearray, o: Any) -> None:
 def _dec_StopReplicaRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch = _S_ioiq.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
-            f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
+        f_topic_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -460,7 +504,7 @@ def _dec_StopReplicaRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_StopReplicaResponse_StopReplicaPartitionError_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
@@ -472,7 +516,7 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf: Any, pos: int) 
 
 
 def _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -497,7 +541,7 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf: Any, pos: int) 
 def _enc_StopReplicaResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.partition_errors
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaResponse_StopReplicaPartitionError_v0_1(w, item)
@@ -506,21 +550,18 @@ def _enc_StopReplicaResponse_v0_1(w: bytearray, o: Any) -> None:
 def _dec_StopReplicaResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_errors = None
-    else:
-        f_partition_errors = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf, pos)
-            f_partition_errors.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_errors = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf, pos)
+        f_partition_errors.append(item)
     return StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors), pos
 
 
 def _enc_StopReplicaResponse_v2_4(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.partition_errors
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w, item)
@@ -533,14 +574,11 @@ def _enc_StopReplicaResponse_v2_4(w: bytearray, o: Any) -> None:
 def _dec_StopReplicaResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_errors = None
-    else:
-        f_partition_errors = []
-        for _ in range(n):
-            item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf, pos)
-            f_partition_errors.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_errors = []
+    for _ in range(n):
+        item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf, pos)
+        f_partition_errors.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

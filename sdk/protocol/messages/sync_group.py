@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -65,8 +69,8 @@ class SyncGroupResponse(Message):
 
 
 def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.member_id)
-    write_bytes(w, o.assignment)
+    write_required_string(w, o.member_id)
+    write_required_bytes(w, o.assignment)
 
 
 def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
@@ -76,8 +80,8 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf: Any, pos: int) ->
 
 
 def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.member_id)
-    write_compact_bytes(w, o.assignment)
+    write_required_compact_string(w, o.member_id)
+    write_required_compact_bytes(w, o.assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -98,11 +102,13 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf: Any, pos: int) ->
 
 
 def _enc_SyncGroupRequest_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
+    if o.group_instance_id is not None:
+        refuse_absent_field("SyncGroupRequest", "group_instance_id", 0)
     v = o.assignments
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w, item)
@@ -113,24 +119,21 @@ def _dec_SyncGroupRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
-            f_assignments.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_assignments = []
+    for _ in range(n):
+        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
+        f_assignments.append(item)
     return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, assignments=f_assignments), pos
 
 
 def _enc_SyncGroupRequest_v3(w: bytearray, o: Any) -> None:
-    write_string(w, o.group_id)
+    write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_string(w, o.member_id)
+    write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     v = o.assignments
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w, item)
@@ -142,24 +145,21 @@ def _dec_SyncGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
-            f_assignments.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_assignments = []
+    for _ in range(n):
+        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
+        f_assignments.append(item)
     return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments), pos
 
 
 def _enc_SyncGroupRequest_v4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     v = o.assignments
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w, item)
@@ -175,14 +175,11 @@ def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
-            f_assignments.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_assignments = []
+    for _ in range(n):
+        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
+        f_assignments.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -194,14 +191,14 @@ def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_SyncGroupRequest_v5(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
     v = o.assignments
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w, item)
@@ -219,14 +216,11 @@ def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_protocol_type, pos = read_compact_nullable_string(buf, pos)
     f_protocol_name, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
-            f_assignments.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_assignments = []
+    for _ in range(n):
+        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
+        f_assignments.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -239,7 +233,7 @@ def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_SyncGroupResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
-    write_bytes(w, o.assignment)
+    write_required_bytes(w, o.assignment)
 
 
 def _dec_SyncGroupResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -251,7 +245,7 @@ def _dec_SyncGroupResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_SyncGroupResponse_v1_3(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    write_bytes(w, o.assignment)
+    write_required_bytes(w, o.assignment)
 
 
 def _dec_SyncGroupResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
@@ -263,7 +257,7 @@ def _dec_SyncGroupResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_SyncGroupResponse_v4(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    write_compact_bytes(w, o.assignment)
+    write_required_compact_bytes(w, o.assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -288,7 +282,7 @@ def _enc_SyncGroupResponse_v5(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
-    write_compact_bytes(w, o.assignment)
+    write_required_compact_bytes(w, o.assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -133,9 +137,9 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf: Any, p
 
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(w, item)
@@ -143,21 +147,18 @@ def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w: bytearray, o
 
 def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(buf, pos)
+        f_partitions.append(item)
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w, item)
@@ -165,21 +166,18 @@ def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w: bytearray, o: 
 
 def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos)
+        f_partitions.append(item)
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w, item)
@@ -191,14 +189,11 @@ def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w: bytearray, o
 
 def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -210,11 +205,17 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf: Any, pos: 
 
 
 def _enc_TxnOffsetCommitRequest_v0_1(w: bytearray, o: Any) -> None:
-    write_string(w, o.transactional_id)
-    write_string(w, o.group_id)
+    write_required_string(w, o.transactional_id)
+    write_required_string(w, o.group_id)
+    if o.generation_id != -1:
+        refuse_absent_field("TxnOffsetCommitRequest", "generation_id", 0)
+    if o.member_id != '':
+        refuse_absent_field("TxnOffsetCommitRequest", "member_id", 0)
+    if o.group_instance_id is not None:
+        refuse_absent_field("TxnOffsetCommitRequest", "group_instance_id", 0)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w, item)
@@ -225,23 +226,26 @@ def _dec_TxnOffsetCommitRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf, pos)
+        f_topics.append(item)
     return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics), pos
 
 
 def _enc_TxnOffsetCommitRequest_v2(w: bytearray, o: Any) -> None:
-    write_string(w, o.transactional_id)
-    write_string(w, o.group_id)
+    write_required_string(w, o.transactional_id)
+    write_required_string(w, o.group_id)
+    if o.generation_id != -1:
+        refuse_absent_field("TxnOffsetCommitRequest", "generation_id", 2)
+    if o.member_id != '':
+        refuse_absent_field("TxnOffsetCommitRequest", "member_id", 2)
+    if o.group_instance_id is not None:
+        refuse_absent_field("TxnOffsetCommitRequest", "group_instance_id", 2)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w, item)
@@ -252,25 +256,22 @@ def _dec_TxnOffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos)
+        f_topics.append(item)
     return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics), pos
 
 
 def _enc_TxnOffsetCommitRequest_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.transactional_id)
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.transactional_id)
+    write_required_compact_string(w, o.group_id)
     w += _S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
-    write_compact_string(w, o.member_id)
+    write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w, item)
@@ -287,14 +288,11 @@ def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 14
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -337,9 +335,9 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf: Any,
 
 
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(w, item)
@@ -347,21 +345,18 @@ def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w: bytearray,
 
 def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf, pos)
+        f_partitions.append(item)
     return TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w, item)
@@ -373,14 +368,11 @@ def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w: bytearray,
 
 def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -394,7 +386,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf: Any, pos
 def _enc_TxnOffsetCommitResponse_v0_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w, item)
@@ -403,21 +395,18 @@ def _enc_TxnOffsetCommitResponse_v0_2(w: bytearray, o: Any) -> None:
 def _dec_TxnOffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf, pos)
+        f_topics.append(item)
     return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
 def _enc_TxnOffsetCommitResponse_v3_4(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w, item)
@@ -430,14 +419,11 @@ def _enc_TxnOffsetCommitResponse_v3_4(w: bytearray, o: Any) -> None:
 def _dec_TxnOffsetCommitResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

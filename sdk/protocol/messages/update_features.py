@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -72,7 +76,9 @@ class UpdateFeaturesResponse(Message):
 
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.feature)
+    write_required_compact_string(w, o.feature)
+    if o.upgrade_type != 1:
+        refuse_absent_field("FeatureUpdateKey", "upgrade_type", 0)
     w += _S_ho.pack(o.max_version_level, o.allow_downgrade)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -95,7 +101,9 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf: Any, pos: int) -> tuple[
 
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.feature)
+    write_required_compact_string(w, o.feature)
+    if o.allow_downgrade != False:
+        refuse_absent_field("FeatureUpdateKey", "allow_downgrade", 1)
     w += _S_hb.pack(o.max_version_level, o.upgrade_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -120,10 +128,12 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf: Any, pos: int) -> tupl
 def _enc_UpdateFeaturesRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.timeout_ms)
     v = o.feature_updates
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, item)
+    if o.validate_only != False:
+        refuse_absent_field("UpdateFeaturesRequest", "validate_only", 0)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -133,14 +143,11 @@ def _enc_UpdateFeaturesRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_UpdateFeaturesRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_feature_updates = None
-    else:
-        f_feature_updates = []
-        for _ in range(n):
-            item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos)
-            f_feature_updates.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_feature_updates = []
+    for _ in range(n):
+        item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos)
+        f_feature_updates.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -154,7 +161,7 @@ def _dec_UpdateFeaturesRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_UpdateFeaturesRequest_v1_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.timeout_ms)
     v = o.feature_updates
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w, item)
@@ -168,14 +175,11 @@ def _enc_UpdateFeaturesRequest_v1_2(w: bytearray, o: Any) -> None:
 def _dec_UpdateFeaturesRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_feature_updates = None
-    else:
-        f_feature_updates = []
-        for _ in range(n):
-            item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf, pos)
-            f_feature_updates.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_feature_updates = []
+    for _ in range(n):
+        item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf, pos)
+        f_feature_updates.append(item)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     unknown = None
@@ -189,7 +193,7 @@ def _dec_UpdateFeaturesRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.feature)
+    write_required_compact_string(w, o.feature)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -217,7 +221,7 @@ def _enc_UpdateFeaturesResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w, item)
@@ -231,14 +235,11 @@ def _dec_UpdateFeaturesResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_h = struct.Struct(">h")
@@ -96,15 +100,15 @@ class UpdateMetadataResponse(Message):
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.zk_version)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -113,37 +117,31 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf: Any, pos: 
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_zk_version, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return UpdateMetadataRequest.UpdateMetadataPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas), pos
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.zk_version)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -152,42 +150,33 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf: Any, pos: in
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_zk_version, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return UpdateMetadataRequest.UpdateMetadataPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas), pos
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w: bytearray, o: Any) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.zk_version)
     v = o.replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
@@ -195,42 +184,33 @@ def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w: bytearray, o: 
 def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_zk_version, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return UpdateMetadataRequest.UpdateMetadataPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas), pos
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w: bytearray, o: Any) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     v = o.isr
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     w += _S_i.pack(o.zk_version)
     v = o.replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     v = o.offline_replicas
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -242,26 +222,17 @@ def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w: bytearray, o
 def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_isr = None
-    else:
-        f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_isr = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     f_zk_version, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_replicas = None
-    else:
-        f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -273,7 +244,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf: Any, pos: 
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(w: bytearray, o: Any) -> None:
-    pass
+    if o.topic_name != '':
+        refuse_absent_field("UpdateMetadataTopicState", "topic_name", 0)
+    if o.partition_states:
+        refuse_absent_field("UpdateMetadataTopicState", "partition_states", 0)
 
 
 def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
@@ -281,9 +255,9 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(buf: Any, pos: int)
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w: bytearray, o: Any) -> None:
-    write_string(w, o.topic_name)
+    write_required_string(w, o.topic_name)
     v = o.partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w, item)
@@ -291,21 +265,18 @@ def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w: bytearray, o: Any)
 
 def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos)
+        f_partition_states.append(item)
     return UpdateMetadataRequest.UpdateMetadataTopicState(topic_name=f_topic_name, partition_states=f_partition_states), pos
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partition_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w, item)
@@ -317,14 +288,11 @@ def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w: bytearray, o: Any)
 
 def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
+        f_partition_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -336,10 +304,10 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf: Any, pos: int) -
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     w += o.topic_id.bytes
     v = o.partition_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w, item)
@@ -352,14 +320,11 @@ def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w: bytearray, o: An
 def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_states = None
-    else:
-        f_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
-            f_partition_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
+        f_partition_states.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -371,7 +336,12 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf: Any, pos: int)
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(w: bytearray, o: Any) -> None:
-    pass
+    if o.port != 0:
+        refuse_absent_field("UpdateMetadataEndpoint", "port", 0)
+    if o.host != '':
+        refuse_absent_field("UpdateMetadataEndpoint", "host", 0)
+    if o.security_protocol != 0:
+        refuse_absent_field("UpdateMetadataEndpoint", "security_protocol", 0)
 
 
 def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
@@ -380,7 +350,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(buf: Any, pos: int) -> 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.port)
-    write_string(w, o.host)
+    write_required_string(w, o.host)
     w += _S_h.pack(o.security_protocol)
 
 
@@ -395,8 +365,8 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf: Any, pos: int) -
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.port)
-    write_string(w, o.host)
-    write_string(w, o.listener)
+    write_required_string(w, o.host)
+    write_required_string(w, o.listener)
     w += _S_h.pack(o.security_protocol)
 
 
@@ -412,8 +382,8 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf: Any, pos: int) -
 
 def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.port)
-    write_compact_string(w, o.host)
-    write_compact_string(w, o.listener)
+    write_required_compact_string(w, o.host)
+    write_required_compact_string(w, o.listener)
     w += _S_h.pack(o.security_protocol)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -440,7 +410,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf: Any, pos: int) -
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.id)
-    write_string(w, o.v0_host)
+    write_required_string(w, o.v0_host)
     w += _S_i.pack(o.v0_port)
 
 
@@ -456,7 +426,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf: Any, pos: int) -> tu
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.id)
     v = o.endpoints
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w, item)
@@ -465,21 +435,18 @@ def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w: bytearray, o: Any) -> 
 def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_endpoints = None
-    else:
-        f_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
-            f_endpoints.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
+        f_endpoints.append(item)
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints), pos
 
 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.id)
     v = o.endpoints
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w, item)
@@ -489,14 +456,11 @@ def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w: bytearray, o: Any) -> 
 def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_endpoints = None
-    else:
-        f_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
-            f_endpoints.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
+        f_endpoints.append(item)
     f_rack, pos = read_nullable_string(buf, pos)
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack), pos
 
@@ -504,7 +468,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf: Any, pos: int) -> tu
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.id)
     v = o.endpoints
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(w, item)
@@ -514,14 +478,11 @@ def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w: bytearray, o: Any) -
 def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_endpoints = None
-    else:
-        f_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf, pos)
-            f_endpoints.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf, pos)
+        f_endpoints.append(item)
     f_rack, pos = read_nullable_string(buf, pos)
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack), pos
 
@@ -529,7 +490,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf: Any, pos: int) -> 
 def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.id)
     v = o.endpoints
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w, item)
@@ -543,14 +504,11 @@ def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w: bytearray, o: Any) -
 def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf: Any, pos: int) -> tuple[Any, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_endpoints = None
-    else:
-        f_endpoints = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf, pos)
-            f_endpoints.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_endpoints = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf, pos)
+        f_endpoints.append(item)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -563,14 +521,20 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf: Any, pos: int) -> 
 
 
 def _enc_UpdateMetadataRequest_v0(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 0)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 0)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    if o.topic_states:
+        refuse_absent_field("UpdateMetadataRequest", "topic_states", 0)
     v = o.live_brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(w, item)
@@ -579,34 +543,34 @@ def _enc_UpdateMetadataRequest_v0(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos)
+        f_live_brokers.append(item)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
 def _enc_UpdateMetadataRequest_v1(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 1)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 1)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    if o.topic_states:
+        refuse_absent_field("UpdateMetadataRequest", "topic_states", 1)
     v = o.live_brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w, item)
@@ -615,34 +579,34 @@ def _enc_UpdateMetadataRequest_v1(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos)
+        f_live_brokers.append(item)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
 def _enc_UpdateMetadataRequest_v2(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 2)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 2)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    if o.topic_states:
+        refuse_absent_field("UpdateMetadataRequest", "topic_states", 2)
     v = o.live_brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w, item)
@@ -651,34 +615,34 @@ def _enc_UpdateMetadataRequest_v2(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos)
+        f_live_brokers.append(item)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
 def _enc_UpdateMetadataRequest_v3(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 3)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 3)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    if o.topic_states:
+        refuse_absent_field("UpdateMetadataRequest", "topic_states", 3)
     v = o.live_brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, item)
@@ -687,34 +651,34 @@ def _enc_UpdateMetadataRequest_v3(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
+        f_live_brokers.append(item)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
 def _enc_UpdateMetadataRequest_v4(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 4)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 4)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
     v = o.ungrouped_partition_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w, item)
+    if o.topic_states:
+        refuse_absent_field("UpdateMetadataRequest", "topic_states", 4)
     v = o.live_brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, item)
@@ -723,34 +687,34 @@ def _enc_UpdateMetadataRequest_v4(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_ungrouped_partition_states = None
-    else:
-        f_ungrouped_partition_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos)
-            f_ungrouped_partition_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_ungrouped_partition_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos)
+        f_ungrouped_partition_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
+        f_live_brokers.append(item)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
 def _enc_UpdateMetadataRequest_v5(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 5)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 5)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 5)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w, item)
     v = o.live_brokers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, item)
@@ -759,34 +723,34 @@ def _enc_UpdateMetadataRequest_v5(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
+        f_live_brokers.append(item)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers), pos
 
 
 def _enc_UpdateMetadataRequest_v6(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 6)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 6)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 6)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w, item)
     v = o.live_brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, item)
@@ -799,22 +763,16 @@ def _enc_UpdateMetadataRequest_v6(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
+        f_live_brokers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -826,14 +784,20 @@ def _dec_UpdateMetadataRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_UpdateMetadataRequest_v7(w: bytearray, o: Any) -> None:
+    if o.is_kraft_controller != False:
+        refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 7)
+    if o.type != 0:
+        refuse_absent_field("UpdateMetadataRequest", "type", 7)
+    if o.ungrouped_partition_states:
+        refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 7)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w, item)
     v = o.live_brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, item)
@@ -846,22 +810,16 @@ def _enc_UpdateMetadataRequest_v7(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
+        f_live_brokers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -873,14 +831,16 @@ def _dec_UpdateMetadataRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_UpdateMetadataRequest_v8(w: bytearray, o: Any) -> None:
+    if o.ungrouped_partition_states:
+        refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 8)
     w += _S_ioiq.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch)
     v = o.topic_states
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w, item)
     v = o.live_brokers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, item)
@@ -895,22 +855,16 @@ def _enc_UpdateMetadataRequest_v8(w: bytearray, o: Any) -> None:
 def _dec_UpdateMetadataRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch = _S_ioiq.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topic_states = None
-    else:
-        f_topic_states = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
-            f_topic_states.append(item)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_live_brokers = None
-    else:
-        f_live_brokers = []
-        for _ in range(n):
-            item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
-            f_live_brokers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_states = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
+        f_topic_states.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_live_brokers = []
+    for _ in range(n):
+        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
+        f_live_brokers.append(item)
     f_type = 0
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_H = struct.Struct(">H")
@@ -79,8 +83,8 @@ class UpdateRaftVoterResponse(Message):
 
 
 def _enc_UpdateRaftVoterRequest_Listener_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.name)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -129,7 +133,7 @@ def _enc_UpdateRaftVoterRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.current_leader_epoch, o.voter_id)
     w += o.voter_directory_id.bytes
     v = o.listeners
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_UpdateRaftVoterRequest_Listener_v0(w, item)
@@ -145,14 +149,11 @@ def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_current_leader_epoch, f_voter_id = _S_ii.unpack_from(buf, pos)
     pos += 8
     f_voter_directory_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_listeners = None
-    else:
-        f_listeners = []
-        for _ in range(n):
-            item, pos = _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos)
-            f_listeners.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        item, pos = _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos)
+        f_listeners.append(item)
     f_kraft_version_feature, pos = _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -166,7 +167,7 @@ def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_UpdateRaftVoterResponse_CurrentLeader_v0(w: bytearray, o: Any) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_H = struct.Struct(">H")
@@ -145,9 +149,9 @@ def _dec_VoteRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_VoteRequest_TopicData_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteRequest_PartitionData_v0(w, item)
@@ -159,14 +163,11 @@ def _enc_VoteRequest_TopicData_v0(w: bytearray, o: Any) -> None:
 
 def _dec_VoteRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_VoteRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_VoteRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -178,9 +179,9 @@ def _dec_VoteRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_VoteRequest_TopicData_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteRequest_PartitionData_v1(w, item)
@@ -192,14 +193,11 @@ def _enc_VoteRequest_TopicData_v1(w: bytearray, o: Any) -> None:
 
 def _dec_VoteRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_VoteRequest_PartitionData_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_VoteRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -213,7 +211,7 @@ def _dec_VoteRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_VoteRequest_v0(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.cluster_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteRequest_TopicData_v0(w, item)
@@ -225,14 +223,11 @@ def _enc_VoteRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_VoteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_VoteRequest_TopicData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_VoteRequest_TopicData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -247,7 +242,7 @@ def _enc_VoteRequest_v1(w: bytearray, o: Any) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteRequest_TopicData_v1(w, item)
@@ -261,14 +256,11 @@ def _dec_VoteRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_VoteRequest_TopicData_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_VoteRequest_TopicData_v1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -301,9 +293,9 @@ def _dec_VoteResponse_PartitionData_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
 
 
 def _enc_VoteResponse_TopicData_v0_1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.topic_name)
+    write_required_compact_string(w, o.topic_name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteResponse_PartitionData_v0_1(w, item)
@@ -315,14 +307,11 @@ def _enc_VoteResponse_TopicData_v0_1(w: bytearray, o: Any) -> None:
 
 def _dec_VoteResponse_TopicData_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_VoteResponse_PartitionData_v0_1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_VoteResponse_PartitionData_v0_1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -353,7 +342,7 @@ def _dec_VoteResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _enc_VoteResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.node_id)
-    write_compact_string(w, o.host)
+    write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -380,7 +369,7 @@ def _dec_VoteResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_VoteResponse_v0(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteResponse_TopicData_v0_1(w, item)
@@ -393,14 +382,11 @@ def _enc_VoteResponse_v0(w: bytearray, o: Any) -> None:
 def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -414,7 +400,7 @@ def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _enc_VoteResponse_v1(w: bytearray, o: Any) -> None:
     w += _S_h.pack(o.error_code)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_VoteResponse_TopicData_v0_1(w, item)
@@ -422,7 +408,7 @@ def _enc_VoteResponse_v1(w: bytearray, o: Any) -> None:
     if o.node_endpoints:
         t = bytearray()
         v = o.node_endpoints
-        write_compact_array_length(t, v)
+        write_required_compact_array_length(t, v)
         if v:
             for item in v:
                 _enc_VoteResponse_NodeEndpoint_v1(t, item)
@@ -433,14 +419,11 @@ def _enc_VoteResponse_v1(w: bytearray, o: Any) -> None:
 def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
+        f_topics.append(item)
     f_node_endpoints = []
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -449,14 +432,11 @@ def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            n, pos = read_compact_array_length(buf, pos)
-            if n < 0:
-                f_node_endpoints = None
-            else:
-                f_node_endpoints = []
-                for _ in range(n):
-                    item, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
-                    f_node_endpoints.append(item)
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                item, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(item)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

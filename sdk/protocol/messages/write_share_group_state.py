@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_ih = struct.Struct(">ih")
@@ -109,7 +113,7 @@ def _dec_WriteShareGroupStateRequest_StateBatch_v0(buf: Any, pos: int) -> tuple[
 def _enc_WriteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
     w += _S_iiiq.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
     v = o.state_batches
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteShareGroupStateRequest_StateBatch_v0(w, item)
@@ -122,14 +126,11 @@ def _enc_WriteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any) -> N
 def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_partition, f_state_epoch, f_leader_epoch, f_start_offset = _S_iiiq.unpack_from(buf, pos)
     pos += 20
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_state_batches = None
-    else:
-        f_state_batches = []
-        for _ in range(n):
-            item, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
-            f_state_batches.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_state_batches = []
+    for _ in range(n):
+        item, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
+        f_state_batches.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -143,7 +144,7 @@ def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tup
 def _enc_WriteShareGroupStateRequest_WriteStateData_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteShareGroupStateRequest_PartitionData_v0(w, item)
@@ -155,14 +156,11 @@ def _enc_WriteShareGroupStateRequest_WriteStateData_v0(w: bytearray, o: Any) -> 
 
 def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -174,9 +172,9 @@ def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf: Any, pos: int) -> tu
 
 
 def _enc_WriteShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteShareGroupStateRequest_WriteStateData_v0(w, item)
@@ -188,14 +186,11 @@ def _enc_WriteShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
 
 def _dec_WriteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -232,7 +227,7 @@ def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> 
 def _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w: bytearray, o: Any) -> None:
     w += o.topic_id.bytes
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteShareGroupStateResponse_PartitionResult_v0(w, item)
@@ -244,14 +239,11 @@ def _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w: bytearray, o: Any) 
 
 def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -264,7 +256,7 @@ def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) ->
 
 def _enc_WriteShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
     v = o.results
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w, item)
@@ -275,14 +267,11 @@ def _enc_WriteShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
 
 
 def _dec_WriteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos)
-            f_results.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        item, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos)
+        f_results.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):

@@ -12,9 +12,13 @@ from sdk.protocol.primitives import (
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_nullable_bytes, read_compact_nullable_string, read_compact_string,
     read_nullable_bytes, read_nullable_string, read_string, read_unknown_tag,
-    read_uuid, read_uvarint, skip_to, write_array_length, write_bytes,
-    write_compact_array_length, write_compact_bytes, write_compact_string,
-    write_string, write_tagged_fields,
+    read_required_array_length, read_required_compact_array_length,
+    read_uuid, read_uvarint, refuse_absent_field, skip_to, write_array_length,
+    write_bytes, write_compact_array_length, write_compact_bytes,
+    write_compact_string, write_required_array_length, write_required_bytes,
+    write_required_compact_array_length, write_required_compact_bytes,
+    write_required_compact_string, write_required_string, write_string,
+    write_tagged_fields,
 )
 
 _S_i = struct.Struct(">i")
@@ -83,28 +87,25 @@ class WriteTxnMarkersResponse(Message):
 
 
 def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partition_indexes
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
 
 
 def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     return WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
 def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partition_indexes
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         w += struct.pack(">%di" % len(v), *v)
     if o.unknown_tags:
@@ -115,12 +116,9 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w: bytearray, o: Any) 
 
 def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partition_indexes = None
-    else:
-        f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
-        pos += 4 * n
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -134,7 +132,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: Any, pos: int) ->
 def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w: bytearray, o: Any) -> None:
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w, item)
@@ -144,14 +142,11 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w: bytearray, o: Any) -> No
 def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_producer_id, f_producer_epoch, f_transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf, pos)
+        f_topics.append(item)
     f_coordinator_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     return WriteTxnMarkersRequest.WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch), pos
@@ -160,7 +155,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf: Any, pos: int) -> tupl
 def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w: bytearray, o: Any) -> None:
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w, item)
@@ -174,14 +169,11 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w: bytearray, o: Any) -> No
 def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_producer_id, f_producer_epoch, f_transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos)
+        f_topics.append(item)
     f_coordinator_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     unknown = None
@@ -196,27 +188,24 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tupl
 
 def _enc_WriteTxnMarkersRequest_v0(w: bytearray, o: Any) -> None:
     v = o.markers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w, item)
 
 
 def _dec_WriteTxnMarkersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_markers = None
-    else:
-        f_markers = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos)
-            f_markers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_markers = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos)
+        f_markers.append(item)
     return WriteTxnMarkersRequest(markers=f_markers), pos
 
 
 def _enc_WriteTxnMarkersRequest_v1(w: bytearray, o: Any) -> None:
     v = o.markers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w, item)
@@ -227,14 +216,11 @@ def _enc_WriteTxnMarkersRequest_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_WriteTxnMarkersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_markers = None
-    else:
-        f_markers = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos)
-            f_markers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_markers = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos)
+        f_markers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -277,9 +263,9 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf: Any, p
 
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w: bytearray, o: Any) -> None:
-    write_string(w, o.name)
+    write_required_string(w, o.name)
     v = o.partitions
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w, item)
@@ -287,21 +273,18 @@ def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w: bytearray, o
 
 def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf, pos)
+        f_partitions.append(item)
     return WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions), pos
 
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w: bytearray, o: Any) -> None:
-    write_compact_string(w, o.name)
+    write_required_compact_string(w, o.name)
     v = o.partitions
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, item)
@@ -313,14 +296,11 @@ def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w: bytearray, o
 
 def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos)
-            f_partitions.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos)
+        f_partitions.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -334,7 +314,7 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: Any, pos: 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w: bytearray, o: Any) -> None:
     w += _S_q.pack(o.producer_id)
     v = o.topics
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w, item)
@@ -343,21 +323,18 @@ def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w: bytearray, o: Any
 def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos)
+        f_topics.append(item)
     return WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics), pos
 
 
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w: bytearray, o: Any) -> None:
     w += _S_q.pack(o.producer_id)
     v = o.topics
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, item)
@@ -370,14 +347,11 @@ def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w: bytearray, o: Any
 def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos)
-            f_topics.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos)
+        f_topics.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -390,27 +364,24 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: Any, pos: int) 
 
 def _enc_WriteTxnMarkersResponse_v0(w: bytearray, o: Any) -> None:
     v = o.markers
-    write_array_length(w, v)
+    write_required_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w, item)
 
 
 def _dec_WriteTxnMarkersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_array_length(buf, pos)
-    if n < 0:
-        f_markers = None
-    else:
-        f_markers = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf, pos)
-            f_markers.append(item)
+    n, pos = read_required_array_length(buf, pos)
+    f_markers = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf, pos)
+        f_markers.append(item)
     return WriteTxnMarkersResponse(markers=f_markers), pos
 
 
 def _enc_WriteTxnMarkersResponse_v1(w: bytearray, o: Any) -> None:
     v = o.markers
-    write_compact_array_length(w, v)
+    write_required_compact_array_length(w, v)
     if v:
         for item in v:
             _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, item)
@@ -421,14 +392,11 @@ def _enc_WriteTxnMarkersResponse_v1(w: bytearray, o: Any) -> None:
 
 
 def _dec_WriteTxnMarkersResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_length(buf, pos)
-    if n < 0:
-        f_markers = None
-    else:
-        f_markers = []
-        for _ in range(n):
-            item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos)
-            f_markers.append(item)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_markers = []
+    for _ in range(n):
+        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos)
+        f_markers.append(item)
     unknown = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
