@@ -39,13 +39,14 @@ LAYERS: dict[str, list[str]] = {
     "sdk.consumer":        ["sdk.consumer.*", *BELOW_ROLES],
     "sdk.admin":           ["sdk.admin.*", *BELOW_ROLES],
     "sdk.spark":           ["sdk.spark.*", *PUBLIC_FACES, *BELOW_ROLES],
+    "sdk.cli":             ["sdk.cli.*", *PUBLIC_FACES, *BELOW_ROLES],
     "sdk":                 ["sdk.*"],  # the package root re-exports the public faces
     "server_ref":          ["server_ref.*", "sdk.protocol.*", "sdk.records.*",
                             *ERRORS_AND_TYPES],
     "examples":            ["sdk", "sdk.spark", "server_ref"],
 }
 # Modules directly under sdk/ that are the package root's own helpers (CLI entry points).
-SDK_ROOT_HELPERS = {"sdk.__main__", "sdk.cli"}
+SDK_ROOT_HELPERS = {"sdk.__main__"}
 
 
 @dataclass(frozen=True)
