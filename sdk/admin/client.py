@@ -1,0 +1,242 @@
+"""AsyncAdminClient: the admin API on one event loop, composing the family modules.
+
+Every method takes ``timeout_ms`` (default: ``default_api_timeout_ms``, 60 s), the budget
+for the whole call, retries included. Calls on several items return a
+:class:`sdk.admin.results.ResultSet` with an error slot per item; see
+:mod:`sdk.admin.results`. Errors that concern the call as a whole (bad arguments, no broker
+reachable, the group's own error in single-group calls) are raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from sdk.admin import configs, groups, offsets, topics
+from sdk.admin.config import AdminConfig
+from sdk.admin.configs import ConfigChanges
+from sdk.admin.dispatch import Deadline, Dispatcher
+from sdk.admin.results import (
+    ClusterDescription,
+    CommittedOffset,
+    ConfigResource,
+    ConfigResourceResult,
+    CreateTopicResult,
+    DeletedRecords,
+    GroupDescription,
+    GroupLag,
+    GroupListing,
+    GroupResult,
+    ListedOffset,
+    OffsetSpec,
+    ResourceConfig,
+    ResultSet,
+    TopicDescription,
+    TopicListing,
+    TopicResult,
+)
+from sdk.admin.topics import NewPartitions
+from sdk.errors import IllegalStateError
+from sdk.net import NetClient
+from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
+
+__all__ = ["AsyncAdminClient"]
+
+
+class AsyncAdminClient:
+    """Administer topics, configs, consumer groups and offsets of a Kafka cluster.
+
+    ``AsyncAdminClient(bootstrap_servers="host:9092", request_timeout_ms=10000)`` or
+    ``AsyncAdminClient(config={"bootstrap.servers": "host:9092"})``; see
+    :class:`sdk.admin.config.AdminConfig` for the settings. Use as an async context manager
+    or call :meth:`close`. The first call connects (NoBrokersAvailableError / KafkaTimeoutError
+    when no bootstrap server answers within the call's timeout).
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = AdminConfig.build(config, **kwargs)
+        self._client = NetClient(self.config)
+        self._dispatcher = Dispatcher(self._client, self.config)
+        self._started = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, timeout_ms: int | None = None) -> None:
+        """Connect and read the cluster metadata (done by the first call if not before)."""
+        await self._ready(timeout_ms)
+
+    async def close(self) -> None:
+        """Close every connection. Safe to call twice."""
+        self._closed = True
+        await self._client.close()
+
+    async def __aenter__(self) -> AsyncAdminClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    def _deadline(self, timeout_ms: int | None) -> Deadline:
+        ms = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        if isinstance(ms, bool) or not isinstance(ms, int | float) or ms <= 0:
+            raise ValueError(f"timeout_ms must be a positive number, not {timeout_ms!r}")
+        return Deadline(ms / 1000)
+
+    async def _ready(self, timeout_ms: int | None) -> tuple[Dispatcher, Deadline]:
+        deadline = self._deadline(timeout_ms)
+        if self._closed:
+            raise IllegalStateError("the admin client is closed")
+        if not self._started:
+            await self._client.bootstrap(timeout_s=max(0.001, deadline.remaining()))
+            self._started = True
+        return self._dispatcher, deadline
+
+    # ------------------------------------------------------------------ topics
+
+    async def create_topics(self, new_topics: Sequence[NewTopic], *, validate_only: bool = False,
+                            timeout_ms: int | None = None) -> ResultSet[str, CreateTopicResult]:
+        """Create topics; ``validate_only`` asks the broker to check without creating."""
+        d, deadline = await self._ready(timeout_ms)
+        return await topics.create_topics(d, new_topics, validate_only=validate_only,
+                                          deadline=deadline)
+
+    async def delete_topics(self, names: Sequence[str], *,
+                            timeout_ms: int | None = None) -> ResultSet[str, TopicResult]:
+        d, deadline = await self._ready(timeout_ms)
+        return await topics.delete_topics(d, names, deadline=deadline)
+
+    async def list_topics(self, *, include_internal: bool = False,
+                          timeout_ms: int | None = None) -> dict[str, TopicListing]:
+        """Every topic by name (sorted); internal ones such as __consumer_offsets on request."""
+        d, deadline = await self._ready(timeout_ms)
+        return await topics.list_topics(d, include_internal=include_internal, deadline=deadline)
+
+    async def describe_topics(self, names: Sequence[str] | None = None, *,
+                              timeout_ms: int | None = None
+                              ) -> ResultSet[str, TopicDescription]:
+        """Partitions with leader, replicas and ISR; ``None`` describes every topic."""
+        d, deadline = await self._ready(timeout_ms)
+        return await topics.describe_topics(d, names, deadline=deadline)
+
+    async def create_partitions(self, new_partitions: Mapping[str, int | NewPartitions], *,
+                                validate_only: bool = False, timeout_ms: int | None = None
+                                ) -> ResultSet[str, TopicResult]:
+        """Grow topics to a new total partition count: ``{"orders": 12}``."""
+        d, deadline = await self._ready(timeout_ms)
+        return await topics.create_partitions(d, new_partitions, validate_only=validate_only,
+                                              deadline=deadline)
+
+    async def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
+        d, deadline = await self._ready(timeout_ms)
+        return await topics.describe_cluster(d, deadline=deadline)
+
+    # ------------------------------------------------------------------ configs
+
+    async def describe_configs(self, resources: Sequence[ConfigResource], *,
+                               names: Sequence[str] | None = None,
+                               include_synonyms: bool = False,
+                               include_documentation: bool = False,
+                               timeout_ms: int | None = None
+                               ) -> ResultSet[ConfigResource, ResourceConfig]:
+        """Configs of topics and brokers (``ConfigResource.topic("t")``,
+        ``ConfigResource.broker(1)``); ``names`` limits the answer to those configs."""
+        d, deadline = await self._ready(timeout_ms)
+        return await configs.describe_configs(
+            d, resources, names=names, include_synonyms=include_synonyms,
+            include_documentation=include_documentation, deadline=deadline)
+
+    async def alter_configs(self, changes: ConfigChanges, *, validate_only: bool = False,
+                            timeout_ms: int | None = None
+                            ) -> ResultSet[ConfigResource, ConfigResourceResult]:
+        """Change configs incrementally (only the named ones change):
+        ``{ConfigResource.topic("t"): {"retention.ms": "1000", "cleanup.policy": None}}``
+        (None resets to the default) or lists of :class:`AlterConfigOp`."""
+        d, deadline = await self._ready(timeout_ms)
+        return await configs.alter_configs(d, changes, validate_only=validate_only,
+                                           deadline=deadline)
+
+    # ------------------------------------------------------------------ groups
+
+    async def list_consumer_groups(self, *, states: Sequence[str] | None = None,
+                                   types: Sequence[str] | None = None,
+                                   timeout_ms: int | None = None) -> dict[str, GroupListing]:
+        """Every group of every broker by id; ``states`` filters ("Stable", "Empty", ...)."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.list_groups(d, states=states, types=types, deadline=deadline)
+
+    async def describe_consumer_groups(self, group_ids: Sequence[str], *,
+                                       timeout_ms: int | None = None
+                                       ) -> ResultSet[str, GroupDescription]:
+        """State, protocol, members and their assigned partitions."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.describe_groups(d, group_ids, deadline=deadline)
+
+    async def delete_consumer_groups(self, group_ids: Sequence[str], *,
+                                     timeout_ms: int | None = None
+                                     ) -> ResultSet[str, GroupResult]:
+        """Delete groups (and their committed offsets); a group with members fails with
+        NonEmptyGroupError."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.delete_groups(d, group_ids, deadline=deadline)
+
+    async def list_consumer_group_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None = None, *,
+        require_stable: bool = False, timeout_ms: int | None = None,
+    ) -> ResultSet[TopicPartition, CommittedOffset]:
+        """Committed offsets of ``partitions`` (or of every partition the group committed)."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.list_group_offsets(d, group_id, partitions,
+                                               require_stable=require_stable, deadline=deadline)
+
+    async def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
+        timeout_ms: int | None = None,
+    ) -> ResultSet[TopicPartition, CommittedOffset]:
+        """Commit offsets for a group that has no active members."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.alter_group_offsets(d, group_id, offsets, deadline=deadline)
+
+    async def reset_consumer_group_offsets(
+        self, group_id: str, to: OffsetSpec | int, *, topics: Sequence[str] | None = None,
+        partitions: Sequence[TopicPartition] | None = None, dry_run: bool = False,
+        timeout_ms: int | None = None,
+    ) -> ResultSet[TopicPartition, CommittedOffset]:
+        """Reset to ``OffsetSpec.EARLIEST``, ``OffsetSpec.LATEST`` or a timestamp (ms); the
+        group must have no active members (else NonEmptyGroupError)."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.reset_group_offsets(d, group_id, to, topics=topics,
+                                                partitions=partitions, dry_run=dry_run,
+                                                deadline=deadline)
+
+    async def consumer_group_lag(self, group_id: str, *,
+                                 isolation_level: str = "read_uncommitted",
+                                 timeout_ms: int | None = None) -> GroupLag:
+        """Committed vs end offset per partition, and the total."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.group_lag(d, group_id, isolation_level=isolation_level,
+                                      deadline=deadline)
+
+    # ------------------------------------------------------------------ partitions
+
+    async def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec | int], *,
+                           isolation_level: str = "read_uncommitted",
+                           timeout_ms: int | None = None
+                           ) -> ResultSet[TopicPartition, ListedOffset]:
+        """Earliest / latest / max-timestamp offsets, or the first offset at a timestamp."""
+        d, deadline = await self._ready(timeout_ms)
+        return await offsets.list_offsets(d, specs, isolation_level=isolation_level,
+                                          deadline=deadline)
+
+    async def delete_records(self, before: Mapping[TopicPartition, int], *,
+                             timeout_ms: int | None = None
+                             ) -> ResultSet[TopicPartition, DeletedRecords]:
+        """Delete every record below the given offset (-1: below the high watermark)."""
+        d, deadline = await self._ready(timeout_ms)
+        return await offsets.delete_records(d, before, deadline=deadline)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "started" if self._started else "new"
+        return f"<AsyncAdminClient {self.config.client_id} {state}>"

@@ -1,0 +1,203 @@
+"""AdminClient: the blocking face. It holds no logic: each method runs the same method of an
+:class:`sdk.admin.client.AsyncAdminClient` on a private event loop thread and waits for it.
+
+A call blocks at most its ``timeout_ms`` (the core enforces it; the wait here allows a
+little more as a safety net). :meth:`AdminClient.wakeup` interrupts calls in progress from
+another thread; they raise :class:`sdk.errors.WakeupError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from sdk.admin.client import AsyncAdminClient
+from sdk.admin.configs import ConfigChanges
+from sdk.admin.results import (
+    ClusterDescription,
+    CommittedOffset,
+    ConfigResource,
+    ConfigResourceResult,
+    CreateTopicResult,
+    DeletedRecords,
+    GroupDescription,
+    GroupLag,
+    GroupListing,
+    GroupResult,
+    ListedOffset,
+    OffsetSpec,
+    ResourceConfig,
+    ResultSet,
+    TopicDescription,
+    TopicListing,
+    TopicResult,
+)
+from sdk.admin.topics import NewPartitions
+from sdk.net import LoopThread
+from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
+
+__all__ = ["AdminClient"]
+
+T = TypeVar("T")
+_GRACE_S = 5.0  # extra wait beyond a call's own timeout before the blocking face gives up
+
+
+class AdminClient:
+    """Blocking admin client; same settings and methods as :class:`AsyncAdminClient`.
+
+    ``with AdminClient(bootstrap_servers="host:9092") as admin: admin.list_topics()``
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self._thread = LoopThread(name="kafka-sdk-admin")
+        try:
+            self._core: AsyncAdminClient = self._thread.run(self._make(config, kwargs),
+                                                            timeout=30)
+        except BaseException:
+            self._thread.stop(timeout=5)
+            raise
+        self.config = self._core.config
+
+    @staticmethod
+    async def _make(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> AsyncAdminClient:
+        return AsyncAdminClient(config, **kwargs)  # built on the loop that will run it
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout_ms: int | None) -> T:
+        ms = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        limit = ms / 1000 + _GRACE_S if isinstance(ms, int | float) and ms > 0 else None
+        return self._thread.run(coro, timeout=limit)
+
+    def wakeup(self) -> None:
+        """Interrupt blocking calls in progress (they raise WakeupError). Any thread."""
+        self._thread.interrupt()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Close the connections and stop the loop thread. Safe to call twice."""
+        if self._thread.running:
+            try:
+                self._thread.run(self._core.close(), timeout=timeout_s)
+            finally:
+                self._thread.stop(timeout=timeout_s)
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def start(self, timeout_ms: int | None = None) -> None:
+        self._run(self._core.start(timeout_ms), timeout_ms)
+
+    # ------------------------------------------------------------------ topics
+
+    def create_topics(self, new_topics: Sequence[NewTopic], *, validate_only: bool = False,
+                      timeout_ms: int | None = None) -> ResultSet[str, CreateTopicResult]:
+        return self._run(self._core.create_topics(new_topics, validate_only=validate_only,
+                                                  timeout_ms=timeout_ms), timeout_ms)
+
+    def delete_topics(self, names: Sequence[str], *,
+                      timeout_ms: int | None = None) -> ResultSet[str, TopicResult]:
+        return self._run(self._core.delete_topics(names, timeout_ms=timeout_ms), timeout_ms)
+
+    def list_topics(self, *, include_internal: bool = False,
+                    timeout_ms: int | None = None) -> dict[str, TopicListing]:
+        return self._run(self._core.list_topics(include_internal=include_internal,
+                                                timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_topics(self, names: Sequence[str] | None = None, *,
+                        timeout_ms: int | None = None) -> ResultSet[str, TopicDescription]:
+        return self._run(self._core.describe_topics(names, timeout_ms=timeout_ms), timeout_ms)
+
+    def create_partitions(self, new_partitions: Mapping[str, int | NewPartitions], *,
+                          validate_only: bool = False,
+                          timeout_ms: int | None = None) -> ResultSet[str, TopicResult]:
+        return self._run(self._core.create_partitions(new_partitions,
+                                                      validate_only=validate_only,
+                                                      timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
+        return self._run(self._core.describe_cluster(timeout_ms=timeout_ms), timeout_ms)
+
+    # ------------------------------------------------------------------ configs
+
+    def describe_configs(self, resources: Sequence[ConfigResource], *,
+                         names: Sequence[str] | None = None, include_synonyms: bool = False,
+                         include_documentation: bool = False, timeout_ms: int | None = None
+                         ) -> ResultSet[ConfigResource, ResourceConfig]:
+        return self._run(self._core.describe_configs(
+            resources, names=names, include_synonyms=include_synonyms,
+            include_documentation=include_documentation, timeout_ms=timeout_ms), timeout_ms)
+
+    def alter_configs(self, changes: ConfigChanges, *, validate_only: bool = False,
+                      timeout_ms: int | None = None
+                      ) -> ResultSet[ConfigResource, ConfigResourceResult]:
+        return self._run(self._core.alter_configs(changes, validate_only=validate_only,
+                                                  timeout_ms=timeout_ms), timeout_ms)
+
+    # ------------------------------------------------------------------ groups
+
+    def list_consumer_groups(self, *, states: Sequence[str] | None = None,
+                             types: Sequence[str] | None = None,
+                             timeout_ms: int | None = None) -> dict[str, GroupListing]:
+        return self._run(self._core.list_consumer_groups(states=states, types=types,
+                                                         timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_consumer_groups(self, group_ids: Sequence[str], *,
+                                 timeout_ms: int | None = None
+                                 ) -> ResultSet[str, GroupDescription]:
+        return self._run(self._core.describe_consumer_groups(group_ids, timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def delete_consumer_groups(self, group_ids: Sequence[str], *,
+                               timeout_ms: int | None = None) -> ResultSet[str, GroupResult]:
+        return self._run(self._core.delete_consumer_groups(group_ids, timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def list_consumer_group_offsets(self, group_id: str,
+                                    partitions: Sequence[TopicPartition] | None = None, *,
+                                    require_stable: bool = False,
+                                    timeout_ms: int | None = None
+                                    ) -> ResultSet[TopicPartition, CommittedOffset]:
+        return self._run(self._core.list_consumer_group_offsets(
+            group_id, partitions, require_stable=require_stable, timeout_ms=timeout_ms),
+            timeout_ms)
+
+    def alter_consumer_group_offsets(self, group_id: str,
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                                     *, timeout_ms: int | None = None
+                                     ) -> ResultSet[TopicPartition, CommittedOffset]:
+        return self._run(self._core.alter_consumer_group_offsets(group_id, offsets,
+                                                                 timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def reset_consumer_group_offsets(self, group_id: str, to: OffsetSpec | int, *,
+                                     topics: Sequence[str] | None = None,
+                                     partitions: Sequence[TopicPartition] | None = None,
+                                     dry_run: bool = False, timeout_ms: int | None = None
+                                     ) -> ResultSet[TopicPartition, CommittedOffset]:
+        return self._run(self._core.reset_consumer_group_offsets(
+            group_id, to, topics=topics, partitions=partitions, dry_run=dry_run,
+            timeout_ms=timeout_ms), timeout_ms)
+
+    def consumer_group_lag(self, group_id: str, *, isolation_level: str = "read_uncommitted",
+                           timeout_ms: int | None = None) -> GroupLag:
+        return self._run(self._core.consumer_group_lag(group_id, isolation_level=isolation_level,
+                                                       timeout_ms=timeout_ms), timeout_ms)
+
+    # ------------------------------------------------------------------ partitions
+
+    def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec | int], *,
+                     isolation_level: str = "read_uncommitted",
+                     timeout_ms: int | None = None) -> ResultSet[TopicPartition, ListedOffset]:
+        return self._run(self._core.list_offsets(specs, isolation_level=isolation_level,
+                                                 timeout_ms=timeout_ms), timeout_ms)
+
+    def delete_records(self, before: Mapping[TopicPartition, int], *,
+                       timeout_ms: int | None = None
+                       ) -> ResultSet[TopicPartition, DeletedRecords]:
+        return self._run(self._core.delete_records(before, timeout_ms=timeout_ms), timeout_ms)
+
+    def __repr__(self) -> str:
+        return repr(self._core).replace("AsyncAdminClient", "AdminClient", 1)

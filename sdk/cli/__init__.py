@@ -1,0 +1,95 @@
+"""``kafka-sdk`` / ``python -m sdk``: the command-line tool.
+
+Subcommands: ``topics list|describe|create|delete|alter-config``, ``produce TOPIC``,
+``consume TOPIC``, ``groups list|describe|lag|reset-offsets|delete`` and ``cluster``; run
+``kafka-sdk COMMAND --help`` for each. Tables for people, ``--json`` for scripts; errors are
+one line on stderr, and the exit code says what happened (see :mod:`sdk.cli.common`).
+
+Modules: ``parser.py`` (argparse), ``common.py`` (settings, output, exit codes),
+``admin_cmds.py`` (topics, groups, cluster), ``produce.py``, ``consume.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from sdk.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    PROG,
+    CliError,
+    Output,
+    client_settings,
+    connect_admin,
+    describe_error,
+    exit_code_for,
+)
+from sdk.cli.parser import build_parser
+from sdk.errors import KafkaError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (never raises for user mistakes)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    out = Output(args.json)
+    try:
+        return _run(args, out)
+    except CliError as exc:
+        out.err.write(f"{PROG}: error: {exc}\n")
+        return exc.exit_code
+    except KafkaError as exc:
+        out.err.write(f"{PROG}: error: {describe_error(exc)}\n")
+        return exit_code_for(exc)
+    except ValueError as exc:  # input our API rejected (e.g. a bad topic spec)
+        out.err.write(f"{PROG}: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        out.err.write(f"{PROG}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    settings = client_settings(args)
+    if args.command == "produce":
+        from sdk.cli.produce import produce
+
+        return produce(args, settings, out)
+    if args.command == "consume":
+        from sdk.cli.consume import consume
+
+        return consume(args, settings, out)
+    from sdk.cli.admin_cmds import HANDLERS
+
+    handler = HANDLERS[(args.command, getattr(args, "action", None))]
+    admin = connect_admin(settings, args.timeout_ms)
+    try:
+        return handler(args, admin, out)
+    finally:
+        admin.close()
+
+
+def _silence_stdout() -> None:
+    # The reader went away (e.g. `| head`): stop writing, and keep Python from complaining
+    # about the unflushable stdout at exit.
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

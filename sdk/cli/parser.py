@@ -1,0 +1,196 @@
+"""The argparse definition of ``kafka-sdk``: subcommands, their options, the help texts.
+
+The connection options (``--bootstrap-server``, ``--command-config``, ``-X``, ``--json``,
+``--timeout-ms``) are accepted before or after the subcommand, as Kafka's tools take them
+after the command name.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from sdk.cli.common import BOOTSTRAP_ENV, PROG
+
+__all__ = ["build_parser"]
+
+_EPILOG = f"""\
+exit codes: 0 success; 1 an operation (or one of its items) failed; 2 usage error or
+invalid setting; 3 the cluster could not be reached; 130 interrupted.
+The bootstrap servers come from --bootstrap-server, bootstrap.servers in --command-config,
+or ${BOOTSTRAP_ENV}.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (plus a pointer to --help), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
+    # Subcommand copies default to SUPPRESS so they never overwrite a top-level value.
+    default = None if top_level else argparse.SUPPRESS
+    group = parser.add_argument_group("connection and output")
+    group.add_argument("--bootstrap-server", "--bootstrap-servers", "-b",
+                       dest="bootstrap_server", metavar="HOST:PORT[,HOST:PORT]",
+                       default=default, help="brokers to connect to first")
+    group.add_argument("--command-config", metavar="FILE", default=default,
+                       help="a Kafka properties file with client settings")
+    group.add_argument("-X", "--property", metavar="KEY=VALUE", action="append",
+                       default=default, help="one client setting (repeatable)")
+    group.add_argument("--json", action="store_true",
+                       default=False if top_level else argparse.SUPPRESS,
+                       help="print JSON for scripts instead of tables")
+    group.add_argument("--timeout-ms", type=_positive_int, metavar="MS",
+                       default=30_000 if top_level else argparse.SUPPRESS,
+                       help="how long one operation may take (default 30000)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG, description="Administer, produce to and consume from Apache Kafka.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _connection_options(parser, top_level=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(parent: argparse._SubParsersAction, name: str,  # type: ignore[type-arg]
+                text: str) -> argparse.ArgumentParser:
+        sub = parent.add_parser(name, help=text, description=text, epilog=_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+        _connection_options(sub, top_level=False)
+        return sub
+
+    _topics(command, commands)
+    _produce(command(commands, "produce", "write lines from stdin or a file as records"))
+    _consume(command(commands, "consume", "print records of a topic"))
+    _groups(command, commands)
+    command(commands, "cluster", "show the cluster id, controller and brokers")
+    return parser
+
+
+def _topics(command, commands) -> None:  # type: ignore[no-untyped-def]
+    topics = commands.add_parser("topics", help="list, describe, create, delete topics; "
+                                 "change their configs")
+    actions = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = command(actions, "list", "list topics")
+    p.add_argument("--include-internal", action="store_true",
+                   help="also list internal topics such as __consumer_offsets")
+    p = command(actions, "describe", "partitions, leaders, replicas and ISR of topics")
+    p.add_argument("topics", nargs="*", metavar="TOPIC", help="topics (default: all)")
+    p.add_argument("--configs", action="store_true", help="also show each topic's configs")
+    p = command(actions, "create", "create topics")
+    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.add_argument("--partitions", type=_positive_int, default=-1,
+                   help="partition count (default: the broker's)")
+    p.add_argument("--replication-factor", type=_positive_int, default=-1,
+                   help="replicas per partition (default: the broker's)")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a topic config (repeatable)")
+    p.add_argument("--validate-only", action="store_true",
+                   help="let the broker check the request without creating anything")
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="a topic that already exists is not an error")
+    p = command(actions, "delete", "delete topics")
+    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.add_argument("--if-exists", action="store_true",
+                   help="a topic that does not exist is not an error")
+    p = command(actions, "alter-config", "set or reset configs of a topic (incrementally)")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a config (repeatable)")
+    p.add_argument("--delete", action="append", default=[], metavar="KEY",
+                   help="reset a config to its default (repeatable)")
+    p.add_argument("--validate-only", action="store_true")
+
+
+def _produce(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--file", "-f", metavar="FILE", help="read lines from FILE (default stdin)")
+    p.add_argument("--key-separator", "-K", metavar="SEP",
+                   help="each line is KEY SEP VALUE (split at the first SEP)")
+    p.add_argument("--header", "-H", action="append", default=[], metavar="KEY=VALUE",
+                   help="a header for every record (repeatable)")
+    p.add_argument("--partition", "-p", type=_non_negative_int,
+                   help="write every record to this partition")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="show a progress bar (default: when stderr is a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary line")
+
+
+def _consume(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topic", metavar="TOPIC")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true",
+                       help="start at the earliest offset (default: only new records)")
+    start.add_argument("--offset", type=_non_negative_int,
+                       help="start at this offset (of --partition, or of every partition)")
+    start.add_argument("--from-timestamp", metavar="MS|ISO-DATETIME",
+                       help="start at the first record at or after this time")
+    p.add_argument("--partition", "-p", type=_non_negative_int, action="append",
+                   help="read only this partition (repeatable; not with --group)")
+    p.add_argument("--group", "-g", metavar="GROUP",
+                   help="consume as a member of GROUP, committing offsets")
+    p.add_argument("--max-messages", "-n", type=_positive_int, metavar="N",
+                   help="stop after N records")
+    p.add_argument("--idle-timeout-ms", type=_positive_int, metavar="MS",
+                   help="stop when no record arrives for MS (default: wait forever)")
+    p.add_argument("--format", choices=("value", "json"), default="value",
+                   help="value: the raw value per line; json: one JSON object per record")
+    p.add_argument("--print-key", action="store_true",
+                   help="value format: print KEY<separator>VALUE")
+    p.add_argument("--key-separator", default="\t", metavar="SEP",
+                   help="separator for --print-key (default: tab)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary line at the end")
+
+
+def _groups(command, commands) -> None:  # type: ignore[no-untyped-def]
+    groups = commands.add_parser("groups", help="list, describe, delete consumer groups; "
+                                 "lag; reset offsets")
+    actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = command(actions, "list", "list consumer groups")
+    p.add_argument("--state", action="append", metavar="STATE",
+                   help="only groups in this state, e.g. Stable, Empty (repeatable)")
+    p = command(actions, "describe", "state, protocol and members of groups")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p = command(actions, "lag", "committed vs end offsets per partition, and the total")
+    p.add_argument("group", metavar="GROUP")
+    p = command(actions, "delete", "delete groups and their committed offsets")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p = command(actions, "reset-offsets", "move a group's offsets (the group must be empty); "
+                "a dry run unless --execute")
+    p.add_argument("group", metavar="GROUP")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-offset", type=_non_negative_int, metavar="N")
+    to.add_argument("--to-timestamp", type=_non_negative_int, metavar="MS",
+                    help="the first offset at or after this time (ms since the epoch)")
+    to.add_argument("--to-datetime", metavar="ISO-DATETIME",
+                    help="as --to-timestamp, e.g. 2024-05-01T12:00:00Z")
+    p.add_argument("--topic", action="append", metavar="TOPIC",
+                   help="reset every partition of TOPIC (repeatable; default: the "
+                        "partitions the group has committed)")
+    p.add_argument("--execute", action="store_true", help="commit the new offsets")

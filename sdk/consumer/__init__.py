@@ -1,0 +1,46 @@
+"""The consumer: AsyncConsumer (asyncio) and Consumer (blocking), plus what they take.
+
+Layout: ``config.py`` (settings), ``subscription.py`` (pure state), ``heartbeat.py`` (pure
+timing), ``assignors/`` (range, roundrobin, sticky, cooperative-sticky and the protocol
+bytes), ``partition_records.py`` (decoding fetched data), ``fetcher.py``, ``offsets.py``,
+``membership.py`` (generic group membership), ``coordinator.py`` (the consumer protocol),
+``consumer.py`` (AsyncConsumer) and ``sync.py`` (Consumer).
+"""
+
+from sdk.consumer.assignors import (
+    Assignor,
+    CooperativeStickyAssignor,
+    MemberAssignment,
+    MemberSubscription,
+    RangeAssignor,
+    RebalanceProtocol,
+    RoundRobinAssignor,
+    StickyAssignor,
+)
+from sdk.consumer.config import ConsumerConfig
+from sdk.consumer.consumer import AsyncConsumer
+from sdk.consumer.coordinator import ConsumerRebalanceListener
+from sdk.consumer.errors import (
+    CommitFailedError,
+    NoOffsetForPartitionError,
+    RecordDeserializationError,
+)
+from sdk.consumer.sync import Consumer
+
+__all__ = [
+    "Assignor",
+    "AsyncConsumer",
+    "CommitFailedError",
+    "Consumer",
+    "ConsumerConfig",
+    "ConsumerRebalanceListener",
+    "CooperativeStickyAssignor",
+    "MemberAssignment",
+    "MemberSubscription",
+    "NoOffsetForPartitionError",
+    "RangeAssignor",
+    "RebalanceProtocol",
+    "RecordDeserializationError",
+    "RoundRobinAssignor",
+    "StickyAssignor",
+]

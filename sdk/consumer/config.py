@@ -1,0 +1,188 @@
+"""ConsumerConfig: every consumer setting, named as Kafka names it, validated by pydantic.
+
+Settings come as keyword arguments with underscores (``group_id="billing"``) or as a
+``config={"group.id": "billing"}`` mapping with Kafka's dotted names, so a Java or librdkafka
+properties file works as is (values may be strings: ``"enable.auto.commit": "false"``).
+An unknown key or a bad value raises :class:`sdk.errors.ConfigError` naming the key, the
+value and what is allowed. The connection settings (bootstrap servers, timeouts, backoffs)
+and the building rules come from :class:`sdk.net.config.CommonConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, ValidationError, model_validator
+
+from sdk.consumer.assignors import ASSIGNORS, JAVA_CLASS_NAMES, Assignor
+from sdk.errors import ConfigError
+from sdk.net.config import CommonConfig, NonNegativeInt, PositiveInt
+
+Deserializer = Callable[[bytes | None], Any]
+
+
+def _string_deserializer(data: bytes | None) -> str | None:
+    return None if data is None else bytes(data).decode("utf-8")
+
+
+def _int_deserializer(size: int) -> Deserializer:
+    def deserialize(data: bytes | None) -> int | None:
+        if data is None:
+            return None
+        if len(data) != size:
+            raise ValueError(f"expected {size} bytes for an int, got {len(data)}")
+        return int.from_bytes(data, "big", signed=True)
+
+    return deserialize
+
+
+# Names a properties file may give for a deserializer; None means "leave the bytes as they are".
+_NAMED_DESERIALIZERS: dict[str, Deserializer | None] = {
+    "org.apache.kafka.common.serialization.StringDeserializer": _string_deserializer,
+    "org.apache.kafka.common.serialization.ByteArrayDeserializer": None,
+    "org.apache.kafka.common.serialization.BytesDeserializer": None,
+    "org.apache.kafka.common.serialization.IntegerDeserializer": _int_deserializer(4),
+    "org.apache.kafka.common.serialization.LongDeserializer": _int_deserializer(8),
+    "string": _string_deserializer,
+    "bytes": None,
+}
+
+_RESET_ALIASES = {  # librdkafka spellings of auto.offset.reset
+    "smallest": "earliest", "beginning": "earliest",
+    "largest": "latest", "end": "latest",
+    "error": "none",
+}
+
+
+def _to_deserializer(value: Any) -> Any:
+    if isinstance(value, str):
+        if value not in _NAMED_DESERIALIZERS:
+            raise ValueError(f"unknown deserializer name {value!r}")
+        return _NAMED_DESERIALIZERS[value]
+    if value is not None and not callable(value):
+        raise ValueError("a deserializer must be a callable taking bytes (or None)")
+    return value
+
+
+def _to_strategies(value: Any) -> Any:
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, Assignor):
+        items = [items]
+    if not isinstance(items, list | tuple) or not items:
+        raise ValueError("need at least one assignor")
+    out: list[str | Assignor] = []
+    for item in items:
+        if isinstance(item, Assignor):
+            out.append(item)
+            continue
+        name = JAVA_CLASS_NAMES.get(str(item).strip(), str(item).strip())
+        if name not in ASSIGNORS:
+            raise ValueError(f"unknown assignor {item!r}")
+        out.append(name)
+    return tuple(out)
+
+
+def _to_reset(value: Any) -> Any:
+    return _RESET_ALIASES.get(value, value) if isinstance(value, str) else value
+
+
+class ConsumerConfig(CommonConfig):
+    """Validated consumer settings (plus the connection settings of CommonConfig).
+
+    Build with :meth:`build` (``ConsumerConfig.build({"group.id": "g"}, bootstrap_servers=...)``).
+    """
+
+    # --- group membership ----------------------------------------------------------------
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    group_protocol: Literal["classic"] = "classic"
+    session_timeout_ms: PositiveInt = 45_000
+    heartbeat_interval_ms: PositiveInt = 3_000
+    max_poll_interval_ms: PositiveInt = 300_000
+    partition_assignment_strategy: Annotated[
+        tuple[str | Assignor, ...], BeforeValidator(_to_strategies)
+    ] = ("range", "cooperative-sticky")
+    client_rack: str = ""
+
+    # --- offsets and commits -------------------------------------------------------------
+    auto_offset_reset: Annotated[
+        Literal["earliest", "latest", "none"], BeforeValidator(_to_reset)
+    ] = "latest"
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: NonNegativeInt = 5_000
+    default_api_timeout_ms: PositiveInt = 60_000
+
+    # --- fetching ------------------------------------------------------------------------
+    fetch_min_bytes: PositiveInt = 1
+    fetch_max_wait_ms: NonNegativeInt = 500
+    fetch_max_bytes: PositiveInt = 52_428_800
+    max_partition_fetch_bytes: PositiveInt = 1_048_576
+    max_poll_records: PositiveInt = 500
+    isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    check_crcs: bool = True
+    exclude_internal_topics: bool = True
+    allow_auto_create_topics: bool = True
+    key_deserializer: Annotated[Deserializer | None, BeforeValidator(_to_deserializer)] = None
+    value_deserializer: Annotated[Deserializer | None, BeforeValidator(_to_deserializer)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_defaults(cls, data: Any) -> Any:
+        # As in Java: without a group there is nothing to commit to, so auto-commit is off
+        # unless the user asked for it explicitly (which the check below rejects).
+        if isinstance(data, dict) and data.get("group_id") is None:
+            data.setdefault("enable_auto_commit", False)
+        return data
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> ConsumerConfig:
+        if self.group_id is None and self.enable_auto_commit:
+            raise ConfigError(
+                "auto-commit needs a group", key="enable.auto.commit", value=True,
+                allowed="false unless group.id is set",
+            )
+        if self.group_id is None and self.group_instance_id is not None:
+            raise ConfigError(
+                "static membership needs a group", key="group.instance.id",
+                value=self.group_instance_id, allowed="unset unless group.id is set",
+            )
+        if self.group_id is not None and not self.group_id.strip():
+            raise ConfigError("empty group id", key="group.id", value=self.group_id,
+                              allowed="a non-empty string, or unset for no group")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                "heartbeats must come more often than the session times out",
+                key="heartbeat.interval.ms", value=self.heartbeat_interval_ms,
+                allowed=f"an int < session.timeout.ms ({self.session_timeout_ms})",
+            )
+        return self
+
+    @classmethod
+    def default_client_id(cls) -> str:
+        return "kafka-sdk-consumer-" + super().default_client_id().rsplit("-", 1)[-1]
+
+    @classmethod
+    def _config_error(
+        cls, exc: ValidationError, merged: dict[str, Any], given_as: dict[str, str]
+    ) -> ConfigError:
+        error = super()._config_error(exc, merged, given_as)
+        if error.allowed is None and error.key is not None:
+            name = error.key.replace(".", "_").replace("-", "_")
+            allowed = _ALLOWED.get(name)
+            if allowed is not None:
+                error.allowed = allowed if isinstance(allowed, str) else tuple(allowed)
+        return error
+
+    def assignors(self) -> list[Assignor]:
+        """Fresh assignor objects in preference order (custom instances are used as given)."""
+        return [ASSIGNORS[s]() if isinstance(s, str) else s for s in self.partition_assignment_strategy]
+
+
+_ALLOWED: dict[str, str | list[object]] = {
+    "partition_assignment_strategy": [*ASSIGNORS, *JAVA_CLASS_NAMES, "an Assignor instance"],
+    "key_deserializer": "a callable taking bytes or None, or one of " + ", ".join(_NAMED_DESERIALIZERS),
+    "value_deserializer": "a callable taking bytes or None, or one of " + ", ".join(_NAMED_DESERIALIZERS),
+    "group_id": "a non-empty string, or unset for no group",
+    "group_instance_id": "a string (needs group.id)",
+}

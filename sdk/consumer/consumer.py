@@ -1,0 +1,639 @@
+"""AsyncConsumer: the asyncio face of the consumer.
+
+It composes the parts: a :class:`NetClient` for metadata, fetches and ListOffsets; a second
+one for group traffic (its own connections, so heartbeats and a long-held JoinGroup never
+queue behind a long-polling Fetch); :class:`SubscriptionState`; the :class:`Fetcher`; and,
+with a ``group_id``, the :class:`ConsumerCoordinator`.
+
+The poll path (:meth:`AsyncConsumer.getmany`, :meth:`getone`, ``async for``) drives
+rebalances, auto-commits and position lookups (committed offsets, then
+``auto_offset_reset``); fetching and heartbeats run in the background.
+
+Records the application has not been handed yet (the rest of a batch being iterated record
+by record) are not counted as consumed: commits carry the position of the first record not
+yet handed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sdk.consumer.config import ConsumerConfig
+from sdk.consumer.coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
+from sdk.consumer.errors import NoOffsetForPartitionError
+from sdk.consumer.fetcher import Fetcher
+from sdk.consumer.offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    commit_offsets,
+    fetch_committed,
+    list_offsets,
+)
+from sdk.consumer.subscription import (
+    IsolationLevel,
+    OffsetResetStrategy,
+    SubscriptionMode,
+    SubscriptionState,
+)
+from sdk.errors import (
+    ConsumerClosedError,
+    IllegalStateError,
+    KafkaTimeoutError,
+    WakeupError,
+)
+from sdk.net import NetClient
+from sdk.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+
+log = logging.getLogger(__name__)
+
+Records = dict[TopicPartition, list[ConsumerRecord]]
+
+
+class AsyncConsumer:
+    """Consume records from Kafka with asyncio.
+
+    ``AsyncConsumer("orders", bootstrap_servers=..., group_id="billing")`` subscribes to the
+    given topics; settings are keyword arguments or a ``config={"group.id": ...}`` mapping
+    (see :class:`~sdk.consumer.config.ConsumerConfig`). Use as ``async with``, or call
+    :meth:`start` and :meth:`close`.
+    """
+
+    def __init__(self, *topics: str, config: Mapping[str, Any] | None = None,
+                 **settings: Any) -> None:
+        self.config = ConsumerConfig.build(config, **settings)
+        cfg = self.config
+        self._subs = SubscriptionState(cfg.auto_offset_reset, cfg.isolation_level)
+        self._client = NetClient(cfg, allow_auto_topic_creation=cfg.allow_auto_create_topics)
+        self._group_client: NetClient | None = NetClient(cfg) if cfg.group_id else None
+        self._fetcher = Fetcher(self._client, self._subs, cfg)
+        self._coordinator: ConsumerCoordinator | None = None
+        self._initial_topics = list(topics)
+        self._initial_listener: ConsumerRebalanceListener | None = None
+        self._pending: deque[ConsumerRecord] = deque()  # fetched, not yet handed out
+        self._background: set[asyncio.Task[Any]] = set()
+        self._positions_lock: asyncio.Lock | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
+        self._closing = False
+        self._closed = False
+        self._read_committed = cfg.isolation_level == IsolationLevel.READ_COMMITTED.value
+        self._timeout_s = cfg.default_api_timeout_ms / 1000
+        if topics:
+            for topic in topics:
+                if not isinstance(topic, str):
+                    raise TypeError(f"topics are names (str), not {topic!r}")
+            self._subs.subscribe(topics)
+
+    # ================================================================ lifecycle
+
+    async def start(self) -> None:
+        """Connect in the background and start fetching; safe to call twice."""
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+        if self._started:
+            return
+        self._started = True
+        self._loop = asyncio.get_running_loop()
+        self._positions_lock = asyncio.Lock()
+        self._wakeup = asyncio.Event()
+        await self._client.start()
+        if self._group_client is not None:
+            await self._group_client.start()
+            self._coordinator = ConsumerCoordinator(
+                self._group_client, self._client, self._subs, self._fetcher, self.config)
+            self._coordinator.listener = self._initial_listener
+            self._coordinator.offsets_provider = self._commit_view
+            self._coordinator.on_dropped = lambda gone: self._forget_pending(lambda tp: tp in gone)
+        self._client.add_listener(self._on_metadata)
+        self._sync_metadata_topics()
+        self._fetcher.start()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self, timeout_ms: int | None = None) -> None:
+        """Commit (with auto-commit), leave the group and close connections."""
+        if self._closed or self._closing:
+            return
+        if not self._started:
+            self._closed = True
+            return
+        self._closing = True  # a revoke listener may still commit while we close
+        timeout_s = self._timeout_s if timeout_ms is None else timeout_ms / 1000
+        try:
+            if self._background:
+                await asyncio.wait(self._background, timeout=timeout_s)
+            if self._coordinator is not None:
+                self._drop_pending_from_commit_view()
+                await self._coordinator.close(timeout_s)
+        finally:
+            self._closed = True
+            await self._fetcher.close()
+            if self._group_client is not None:
+                await self._group_client.close()
+            await self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+        if not self._started:
+            raise IllegalStateError("start the consumer first (await start() or async with)")
+
+    # ================================================================ subscription
+
+    def subscribe(self, topics: Iterable[str] = (), *, pattern: str | re.Pattern[str] | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
+        """Subscribe to topics, or to every topic matching ``pattern``.
+
+        With a group_id the group shares their partitions; without one this consumer reads
+        every partition of them.
+        """
+        if isinstance(topics, str):
+            topics = [topics]
+        topics = list(topics)
+        if pattern is not None and topics:
+            raise ValueError("give topics or a pattern, not both")
+        if pattern is None and not topics:
+            raise ValueError("subscribe() needs topics or a pattern (unsubscribe() to stop)")
+        if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
+            listener = _adapt_listener(listener)
+        if pattern is not None:
+            self._subs.subscribe_pattern(pattern)
+            self._client.metadata_all_topics = True
+            self._client.request_refresh()  # learn every topic now, to match the pattern
+            self._subs.match_topics(self._client.metadata.topics, self._internal_topics())
+            changed = True
+        else:
+            changed = self._subs.subscribe(topics)
+        if self._coordinator is not None:
+            self._coordinator.listener = listener
+            if changed:
+                self._coordinator.membership.request_rejoin("the subscription changed")
+        else:
+            self._initial_listener = listener
+        self._sync_metadata_topics()
+
+    def unsubscribe(self) -> None:
+        """Drop the subscription or manual assignment. A group member leaves the group (its
+        listener sees the partitions revoked first), so the others take them over now."""
+        if self._coordinator is not None and self._subs.uses_group and self._loop is not None:
+            assigned, offsets = self._subs.assigned_partitions(), self._commit_view()
+            task = self._loop.create_task(self._coordinator.leave(assigned, offsets))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        self._subs.unsubscribe()
+        self._pending.clear()
+        self._client.metadata_all_topics = False
+        self._fetcher.discard(self._fetcher_partitions())
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly these partitions, without group membership."""
+        partitions = list(partitions)
+        self._subs.assign(partitions)
+        self._forget_pending(lambda tp: not self._subs.is_assigned(tp))
+        self._sync_metadata_topics()
+        self._fetcher.wake()
+
+    def _fetcher_partitions(self) -> set[TopicPartition]:
+        return self._fetcher.known_partitions()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._subs.assigned_partitions()
+
+    def subscription(self) -> set[str]:
+        return set(self._subs.subscription)
+
+    def _sync_metadata_topics(self) -> None:
+        self._client.add_topics(self._subs.metadata_topics)
+
+    def _internal_topics(self) -> set[str]:
+        if not self.config.exclude_internal_topics:
+            return set()
+        return {name for name, info in self._client.metadata.topics.items() if info.is_internal}
+
+    def _on_metadata(self) -> None:
+        if self._subs.mode is SubscriptionMode.PATTERN:
+            if self._subs.match_topics(self._client.metadata.topics, self._internal_topics()):
+                self._sync_metadata_topics()
+                if self._coordinator is not None:
+                    self._coordinator.membership.request_rejoin("pattern matches changed")
+        if self._coordinator is not None:
+            self._coordinator.on_metadata()
+
+    # ================================================================ positions
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Consume ``partition`` from ``offset`` next."""
+        self._subs.seek(partition, offset)
+        self._forget_pending(lambda tp: tp == partition)
+        self._fetcher.wake()
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Start from the earliest offset (of all assigned partitions if none given)."""
+        self._request_reset(partitions, OffsetResetStrategy.EARLIEST)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Start after the last offset (of all assigned partitions if none given)."""
+        self._request_reset(partitions, OffsetResetStrategy.LATEST)
+
+    def _request_reset(self, partitions: tuple[TopicPartition, ...],
+                       strategy: OffsetResetStrategy) -> None:
+        targets = set(partitions) or self._subs.assigned_partitions()
+        for tp in targets:
+            self._subs.request_reset(tp, strategy)
+        self._forget_pending(lambda tp: tp in targets)
+        self._fetcher.wake()
+
+    async def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
+        """The offset of the next record to be handed out for ``partition``."""
+        self._check_open()
+        self._subs.state(partition)  # IllegalStateError if not assigned
+        await self._ensure_positions(self._timeout(timeout_ms))
+        for rec in self._pending:
+            if rec.topic == partition.topic and rec.partition == partition.partition:
+                return rec.offset
+        position = self._subs.position(partition)
+        if position is None:
+            raise KafkaTimeoutError(f"the position of {partition} is not known yet")
+        return position
+
+    async def _ensure_positions(self, timeout_s: float) -> None:
+        """Give every assigned partition a position: committed offset, else the reset policy."""
+        assert self._positions_lock is not None
+        async with self._positions_lock:
+            try:
+                await self._lookup_positions(timeout_s)
+            finally:
+                self._fetcher.wake()  # whatever was found can be fetched now
+
+    async def _lookup_positions(self, timeout_s: float) -> None:
+        missing = self._subs.missing_positions()
+        if missing:
+            committed: Mapping[TopicPartition, OffsetAndMetadata | None] = {}
+            if self._group_client is not None and self.config.group_id is not None:
+                committed = await fetch_committed(
+                    self._group_client, self.config.group_id, missing, timeout_s=timeout_s)
+            for tp in missing:
+                if not self._subs.is_assigned(tp):
+                    continue  # revoked while we waited
+                found = committed.get(tp)
+                if found is not None:
+                    self._subs.seek(tp, found.offset, found.leader_epoch)
+                else:
+                    self._subs.request_reset(tp)
+        resets = self._subs.reset_pending()
+        if not resets:
+            return
+        unresolved = [tp for tp, s in resets.items() if s is OffsetResetStrategy.NONE]
+        if unresolved:
+            raise NoOffsetForPartitionError(unresolved)
+        timestamps = {
+            tp: EARLIEST_TIMESTAMP if s is OffsetResetStrategy.EARLIEST else LATEST_TIMESTAMP
+            for tp, s in resets.items()
+        }
+        found_offsets = await list_offsets(self._client, timestamps,
+                                           read_committed=self._read_committed,
+                                           timeout_s=timeout_s)
+        for tp, strategy in resets.items():
+            result = found_offsets.get(tp)
+            if result is not None:
+                self._subs.complete_reset(tp, result.offset, strategy, result.leader_epoch)
+
+    # ================================================================ offsets
+
+    async def committed(self, partition: TopicPartition,
+                        timeout_ms: int | None = None) -> OffsetAndMetadata | None:
+        """The group's committed offset of ``partition`` (None if none)."""
+        self._check_open()
+        group_id = self._require_group("committed()")
+        assert self._group_client is not None
+        found = await fetch_committed(self._group_client, group_id, [partition],
+                                      timeout_s=self._timeout(timeout_ms))
+        return found.get(partition)
+
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition],
+                                timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return await self._offsets_at(partitions, EARLIEST_TIMESTAMP, timeout_ms)
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition],
+                          timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        """The offset after the last record (the last stable offset under read_committed)."""
+        return await self._offsets_at(partitions, LATEST_TIMESTAMP, timeout_ms)
+
+    async def _offsets_at(self, partitions: Iterable[TopicPartition], timestamp: int,
+                          timeout_ms: int | None) -> dict[TopicPartition, int]:
+        self._check_open()
+        wanted = list(partitions)
+        found = await list_offsets(self._client, dict.fromkeys(wanted, timestamp),
+                                   read_committed=self._read_committed,
+                                   timeout_s=self._timeout(timeout_ms))
+        return {tp: (v.offset if v is not None else -1) for tp, v in found.items()}
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one (ms), per partition."""
+        self._check_open()
+        for tp, ts in timestamps.items():
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"timestamps must be ints >= 0 (ms); {tp}: {ts!r}")
+        return await list_offsets(self._client, dict(timestamps),
+                                  read_committed=self._read_committed,
+                                  timeout_s=self._timeout(timeout_ms))
+
+    def lag(self, partition: TopicPartition) -> int | None:
+        """Records between the position and the end of ``partition`` as of the last fetch
+        (None before the first fetch answered)."""
+        lag = self._subs.lag(partition)
+        if lag is None:
+            return None
+        return lag + sum(1 for r in self._pending
+                         if r.topic == partition.topic and r.partition == partition.partition)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        return self._subs.state(partition).high_watermark
+
+    # ================================================================ commits
+
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                     timeout_ms: int | None = None) -> None:
+        """Commit ``offsets`` (default: what has been handed to the application), waiting.
+
+        Values may be OffsetAndMetadata (with metadata) or plain offsets: the offset of the
+        next record to read, as in Kafka.
+        """
+        self._check_open()
+        self._require_group("commit()")
+        wanted = self._commit_view() if offsets is None else _as_offsets(offsets)
+        if self._coordinator is not None:
+            await self._coordinator.commit(wanted, self._timeout(timeout_ms))
+            return
+        assert self._group_client is not None and self.config.group_id is not None
+        await commit_offsets(self._group_client, self.config.group_id, wanted,
+                             timeout_s=self._timeout(timeout_ms))
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                     callback: CommitCallback | None = None) -> asyncio.Future[None]:
+        """Commit without waiting; ``callback(offsets, error_or_None)`` runs when done (plain
+        or async). Returns a future that completes with the commit."""
+        self._check_open()
+        self._require_group("commit_async()")
+        wanted = self._commit_view() if offsets is None else _as_offsets(offsets)
+        assert self._coordinator is not None
+        return self._coordinator.commit_async(wanted, callback)
+
+    def _commit_view(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        offsets = self._subs.consumed_offsets()
+        for rec in self._pending:  # not handed out yet: commit up to the first of them
+            tp = TopicPartition(rec.topic, rec.partition)
+            current = offsets.get(tp)
+            if current is not None and rec.offset < current.offset:
+                offsets[tp] = OffsetAndMetadata(rec.offset, "", rec.leader_epoch)
+        return offsets
+
+    def _drop_pending_from_commit_view(self) -> None:
+        # Before a final commit: rewind positions to the first record never handed out.
+        for tp, om in self._commit_view().items():
+            if self._subs.is_assigned(tp) and self._subs.position(tp) != om.offset:
+                self._subs.advance(tp, om.offset, om.leader_epoch)
+        self._pending.clear()
+
+    def _require_group(self, what: str) -> str:
+        if self.config.group_id is None:
+            raise IllegalStateError(f"{what} needs a group_id")
+        return self.config.group_id
+
+    # ================================================================ consuming
+
+    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Records:
+        """Records by partition: what is ready now, else what arrives within ``timeout_ms``."""
+        self._check_open()
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit < 1:
+            raise ValueError(f"max_records must be >= 1, not {limit}")
+        if self._pending:
+            if self._coordinator is not None:
+                self._coordinator.membership.polled()
+            return self._from_pending(limit)
+        return await self._poll(timeout_ms / 1000, limit)
+
+    async def getone(self) -> ConsumerRecord:
+        """The next record (waits as long as it takes)."""
+        self._check_open()
+        while True:
+            record = self.take_pending()
+            if record is not None:
+                return record
+            await self.fill_pending(1.0)
+
+    def take_pending(self) -> ConsumerRecord | None:
+        """The next record already fetched for iteration, or None (never waits).
+
+        The blocking face calls this from the application thread, record by record: a
+        deque pop is atomic, and the loop thread only touches the deque inside calls the
+        application thread is blocked on.
+        """
+        if not self._pending:
+            return None
+        if self._coordinator is not None:
+            self._coordinator.membership.polled()
+        return self._pending.popleft()
+
+    async def fill_pending(self, timeout_s: float) -> None:
+        """Poll into the iteration buffer (used by the blocking face's iteration)."""
+        self._check_open()
+        if not self._pending:
+            batch = await self._poll(timeout_s, self.config.max_poll_records)
+            for records in batch.values():
+                self._pending.extend(records)
+
+    def __aiter__(self) -> AsyncConsumer:
+        return self
+
+    async def __anext__(self) -> ConsumerRecord:
+        if self._closed:
+            raise StopAsyncIteration
+        return await self.getone()
+
+    def _from_pending(self, limit: int) -> Records:
+        out: Records = {}
+        for _ in range(min(limit, len(self._pending))):
+            rec = self._pending.popleft()
+            out.setdefault(TopicPartition(rec.topic, rec.partition), []).append(rec)
+        return out
+
+    def _forget_pending(self, drop: Any) -> None:
+        if self._pending:
+            self._pending = deque(
+                r for r in self._pending if not drop(TopicPartition(r.topic, r.partition)))
+
+    def wakeup(self) -> None:
+        """Make the current (or next) getmany/getone raise WakeupError. Loop-thread only;
+        the blocking Consumer calls it through its loop."""
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _raise_if_woken(self) -> None:
+        if self._wakeup is not None and self._wakeup.is_set():
+            self._wakeup.clear()
+            raise WakeupError("the consumer was woken up")
+
+    async def _poll(self, timeout_s: float, limit: int) -> Records:
+        assert self._loop is not None and self._wakeup is not None
+        loop = self._loop
+        deadline = loop.time() + max(timeout_s, 0.0)
+        coordinator = self._coordinator
+        while True:
+            self._raise_if_woken()
+            remaining = max(0.0, deadline - loop.time())
+            if coordinator is None and self._subs.uses_group:
+                await self._assign_without_group(remaining)
+            if coordinator is not None and not self._subs.uses_group:
+                coordinator.maybe_auto_commit()  # manual assignment with a group id
+            if coordinator is not None and self._subs.uses_group:
+                coordinator.membership.polled()
+                # Cooperative members keep consuming what they own while the group
+                # rebalances; eager ones own nothing until it settles.
+                keep_consuming = coordinator.consumes_while_rebalancing()
+                stable = await coordinator.membership.ensure_active_group(
+                    0.0 if keep_consuming else remaining)
+                error = coordinator.take_listener_error()
+                if error is not None:
+                    raise error
+                if stable:
+                    coordinator.maybe_auto_commit()
+                elif not keep_consuming:
+                    if loop.time() >= deadline:
+                        return {}
+                    continue
+            if self._subs.missing_positions() or self._subs.reset_pending():
+                try:
+                    await self._ensure_positions(max(remaining, 1.0))
+                except KafkaTimeoutError as exc:
+                    log.info("looking up positions: %s", exc)
+            records = self._fetcher.fetched_records(limit)
+            if records:
+                return records
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return {}
+            await self._wait_for_something(remaining)
+
+    async def _assign_without_group(self, timeout_s: float) -> None:
+        """Without a group_id, a topic subscription means every partition of those topics."""
+        wanted: set[TopicPartition] = set()
+        for topic in self._subs.subscription:
+            ids = self._client.metadata.partitions_for(topic)
+            if ids is None:
+                try:
+                    info = await self._client.wait_for_topic(topic, max(timeout_s, 0.001))
+                except KafkaTimeoutError:
+                    continue
+                ids = info.partition_ids
+            wanted.update(TopicPartition(topic, p) for p in ids)
+        if wanted != self._subs.assigned_partitions():
+            self._subs.assign_from_group(wanted)
+            self._forget_pending(lambda tp: tp not in wanted)
+            self._fetcher.wake()
+
+    async def _wait_for_something(self, timeout_s: float) -> None:
+        assert self._wakeup is not None
+        waits = [self._fetcher.wait_for_data(timeout_s), self._wakeup.wait()]
+        if self._coordinator is not None:
+            waits.append(self._coordinator.membership.changed.wait())
+        tasks = [asyncio.ensure_future(w) for w in waits]
+        try:
+            await asyncio.wait(tasks, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(BaseException):
+                    await task
+
+    def _timeout(self, timeout_ms: int | None) -> float:
+        return self._timeout_s if timeout_ms is None else timeout_ms / 1000
+
+    # ================================================================ pausing
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching these partitions (keeping their positions) until resumed."""
+        self._subs.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._subs.resume(partitions)
+        self._fetcher.wake()
+
+    def paused(self) -> set[TopicPartition]:
+        return self._subs.paused()
+
+    # ================================================================ metadata
+
+    async def topics(self, timeout_ms: int | None = None) -> set[str]:
+        """Every topic in the cluster."""
+        self._check_open()
+        previous = self._client.metadata_all_topics
+        self._client.metadata_all_topics = True
+        try:
+            metadata = await self._client.refresh_metadata(timeout_s=self._timeout(timeout_ms))
+        finally:
+            self._client.metadata_all_topics = previous
+        return set(metadata.topics)
+
+    async def partitions_for_topic(self, topic: str, timeout_ms: int | None = None) -> set[int]:
+        self._check_open()
+        info = await self._client.wait_for_topic(topic, self._timeout(timeout_ms))
+        return set(info.partition_ids)
+
+
+def _as_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata | int]) -> dict[TopicPartition, OffsetAndMetadata]:
+    out = {}
+    for tp, value in offsets.items():
+        if not isinstance(tp, TopicPartition):
+            raise TypeError(f"commit keys are TopicPartition objects, not {tp!r}")
+        if isinstance(value, OffsetAndMetadata):
+            out[tp] = value
+        elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[tp] = OffsetAndMetadata(value)
+        else:
+            raise ValueError(f"commit offset for {tp} must be an int >= 0 or OffsetAndMetadata, "
+                             f"not {value!r}")
+    return out
+
+
+class _FunctionListener(ConsumerRebalanceListener):
+    """Wraps an object that has only some of the listener methods."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
+        fn = getattr(self._target, "on_partitions_revoked", None)
+        return fn(revoked) if fn is not None else None
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
+        fn = getattr(self._target, "on_partitions_assigned", None)
+        return fn(assigned) if fn is not None else None
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
+        fn = getattr(self._target, "on_partitions_lost", None)
+        return fn(lost) if fn is not None else self.on_partitions_revoked(lost)
+
+
+def _adapt_listener(listener: Any) -> ConsumerRebalanceListener:
+    if not any(hasattr(listener, m) for m in
+               ("on_partitions_revoked", "on_partitions_assigned", "on_partitions_lost")):
+        raise TypeError("a listener needs on_partitions_revoked / on_partitions_assigned / "
+                        "on_partitions_lost methods")
+    return _FunctionListener(listener)

@@ -1,0 +1,259 @@
+"""Consumer: the blocking face. It runs an :class:`AsyncConsumer` on a private event loop
+thread and holds no consumer logic of its own.
+
+* ``poll(timeout_ms, max_records)`` returns ``dict[TopicPartition, list[ConsumerRecord]]``;
+  ``for rec in consumer`` yields records one by one. Ctrl-C during iteration ends the loop
+  cleanly (the records not yet yielded are not counted as consumed).
+* ``wakeup()`` from any thread makes the poll in progress (or the next one) raise
+  :class:`sdk.errors.WakeupError`.
+* Rebalance listeners with plain methods run on a worker thread, not on the event loop, so
+  they may call blocking methods of this consumer (e.g. ``commit()`` in
+  ``on_partitions_revoked``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import re
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from sdk.consumer.consumer import AsyncConsumer, Records
+from sdk.consumer.coordinator import CommitCallback, ConsumerRebalanceListener
+from sdk.errors import ConsumerClosedError
+from sdk.net import LoopThread
+from sdk.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_MARGIN_S = 5.0  # extra time for a blocking wait beyond the operation's own timeout
+
+
+async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    return fn(*args, **kwargs)
+
+
+class _ThreadedListener(ConsumerRebalanceListener):
+    """Runs a listener's plain methods on a worker thread (blocking calls inside are fine)."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    async def _run(self, name: str, partitions: set[TopicPartition]) -> Any:
+        fn = getattr(self._target, name, None)
+        if fn is None:
+            if name == "on_partitions_lost":
+                return await self._run("on_partitions_revoked", partitions)
+            return None
+        if inspect.iscoroutinefunction(fn):
+            return await fn(partitions)
+        return await asyncio.to_thread(fn, partitions)
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
+        return await self._run("on_partitions_revoked", revoked)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
+        return await self._run("on_partitions_assigned", assigned)
+
+    async def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
+        return await self._run("on_partitions_lost", lost)
+
+
+class Consumer:
+    """Consume records from Kafka, blocking. Same settings as :class:`AsyncConsumer`.
+
+    ``Consumer("orders", bootstrap_servers=..., group_id="billing")``; a context manager.
+    """
+
+    def __init__(self, *topics: str, config: Mapping[str, Any] | None = None,
+                 **settings: Any) -> None:
+        self._core = AsyncConsumer(*topics, config=config, **settings)  # validates first
+        self._thread = LoopThread(name="kafka-sdk-consumer")
+        self._closed = False
+        try:
+            self._run(self._core.start(), self._core.config.request_timeout_ms / 1000)
+        except BaseException:
+            self._thread.stop(timeout=5)
+            raise
+
+    @property
+    def config(self) -> Any:
+        return self._core.config
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        if self._closed:
+            coro.close()
+            raise ConsumerClosedError("the consumer is closed")
+        return self._thread.run(coro, timeout_s)
+
+    def _do(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a plain core method on the loop thread (the core is not thread-safe)."""
+        return self._run(_call(fn, *args, **kwargs), None)
+
+    @staticmethod
+    def _limit(timeout_ms: int | None, default_s: float) -> float:
+        return (default_s if timeout_ms is None else timeout_ms / 1000) + _MARGIN_S
+
+    # ------------------------------------------------------------------ consuming
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Records:
+        """Records by partition: ready ones, else what arrives within ``timeout_ms``."""
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+        future = self._thread.submit(self._core.getmany(timeout_ms, max_records))
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. Ctrl-C: do not leave the poll running on the loop
+            raise
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return self
+
+    def __next__(self) -> ConsumerRecord:
+        core = self._core
+        try:
+            while True:
+                if self._closed:
+                    raise StopIteration
+                record = core.take_pending()  # thread-safe: see AsyncConsumer.take_pending
+                if record is not None:
+                    return record
+                future = self._thread.submit(core.fill_pending(1.0))
+                try:
+                    future.result()
+                except BaseException:
+                    future.cancel()
+                    raise
+        except KeyboardInterrupt:
+            log.info("consumer iteration interrupted (Ctrl-C)")
+            raise StopIteration from None
+
+    def wakeup(self) -> None:
+        """Make the poll in progress (or the next one) raise WakeupError. Any thread."""
+        if not self._closed:
+            self._thread.call_soon(self._core.wakeup)
+
+    # ------------------------------------------------------------------ subscription
+
+    def subscribe(self, topics: Iterable[str] = (), *, pattern: str | re.Pattern[str] | None = None,
+                  listener: Any = None) -> None:
+        wrapped = _ThreadedListener(listener) if listener is not None else None
+        self._do(self._core.subscribe, topics, pattern=pattern, listener=wrapped)
+
+    def unsubscribe(self) -> None:
+        self._do(self._core.unsubscribe)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._do(self._core.assign, list(partitions))
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._do(self._core.assignment)
+
+    def subscription(self) -> set[str]:
+        return self._do(self._core.subscription)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._do(self._core.pause, *partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._do(self._core.resume, *partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._do(self._core.paused)
+
+    # ------------------------------------------------------------------ positions
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self._do(self._core.seek, partition, offset)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._do(self._core.seek_to_beginning, *partitions)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._do(self._core.seek_to_end, *partitions)
+
+    def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
+        return self._run(self._core.position(partition, timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    def committed(self, partition: TopicPartition,
+                  timeout_ms: int | None = None) -> OffsetAndMetadata | None:
+        return self._run(self._core.committed(partition, timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition],
+                          timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return self._run(self._core.beginning_offsets(list(partitions), timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    def end_offsets(self, partitions: Iterable[TopicPartition],
+                    timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return self._run(self._core.end_offsets(list(partitions), timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
+                          timeout_ms: int | None = None) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        return self._run(self._core.offsets_for_times(dict(timestamps), timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    def lag(self, partition: TopicPartition) -> int | None:
+        return self._do(self._core.lag, partition)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        return self._do(self._core.highwater, partition)
+
+    def topics(self, timeout_ms: int | None = None) -> set[str]:
+        return self._run(self._core.topics(timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    def partitions_for_topic(self, topic: str, timeout_ms: int | None = None) -> set[int]:
+        return self._run(self._core.partitions_for_topic(topic, timeout_ms),
+                         self._limit(timeout_ms, self._core._timeout_s))
+
+    # ------------------------------------------------------------------ commits
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+               timeout_ms: int | None = None) -> None:
+        """Commit ``offsets`` (default: everything handed out so far) and wait."""
+        self._run(self._core.commit(offsets, timeout_ms),
+                  self._limit(timeout_ms, self._core._timeout_s))
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                     callback: CommitCallback | None = None) -> concurrent.futures.Future[None]:
+        """Commit without waiting. ``callback(offsets, error_or_None)`` runs on the
+        consumer's loop thread: keep it short and do not call blocking methods in it."""
+        async def start() -> None:
+            await self._core.commit_async(offsets, callback)
+
+        return self._thread.submit(start())
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Commit (with auto-commit), leave the group, close connections. Safe twice."""
+        if self._closed:
+            return
+        try:
+            self._run(self._core.close(timeout_ms),
+                      self._limit(timeout_ms, self._core._timeout_s))
+        finally:
+            self._closed = True
+            self._thread.stop(timeout=5)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Consumer group={self._core.config.group_id!r} {state}>"

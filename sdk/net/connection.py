@@ -1,0 +1,406 @@
+"""One asyncio TCP connection to one broker: handshake, pipelined requests, timeouts.
+
+:class:`BrokerConnection` is opened with :meth:`BrokerConnection.open`, which connects and
+runs the ApiVersions handshake (v3, falling back to v0 for brokers older than Kafka 2.4), so
+an open connection knows the version range of every API the broker supports.
+
+Requests are pipelined: :meth:`BrokerConnection.send_nowait` writes the request at once and
+returns an asyncio future for its response (or None when no response is expected: Produce
+with acks=0). Responses arrive in request order and are matched by correlation id (the
+sans-IO :class:`sdk.protocol.framing.ClientFraming` does the matching and drops a stray reply
+to an acks=0 request, which tansu sends). :meth:`BrokerConnection.send` is the awaitable
+form. ``in_flight`` counts requests still waiting for a response, for in-flight limits.
+
+Failure handling: a request that gets no response within its timeout closes the connection
+(responses come in order, so everything behind it is stuck too) and fails with
+:class:`RequestTimeoutError`; a closed or broken connection fails every waiting request with
+:class:`sdk.errors.KafkaConnectionError` (retriable, invalid-metadata: the broker may have
+handed its leaderships on). ``on_close`` callbacks let the owner (the network client) forget
+the connection. Nothing here retries; that is the caller's policy.
+
+All methods must be called on the event loop that opened the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sdk.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    MalformedDataError,
+    UnsupportedVersionError,
+)
+from sdk.protocol.framing import ClientFraming
+from sdk.protocol.message import Message
+from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from sdk.protocol.versions import our_versions, pick_version, ranges_from_response
+
+__all__ = ["BrokerConnection", "RequestTimeoutError", "SOFTWARE_NAME", "SOFTWARE_VERSION"]
+
+log = logging.getLogger(__name__)
+
+SOFTWARE_NAME = "kafka-sdk"
+SOFTWARE_VERSION = "0.1.0"
+_HANDSHAKE_VERSION = 3  # first flexible ApiVersions (KIP-511); v0 is the fallback
+_OUR_VERSIONS = our_versions()
+
+
+class RequestTimeoutError(KafkaConnectionError, KafkaTimeoutError):
+    """No response arrived within the request timeout; the connection was closed.
+
+    Retriable (the request may be sent again on a new connection) and a TimeoutError.
+    """
+
+
+class _Protocol(asyncio.Protocol):
+    """Hands transport events to the connection; kept apart so the connection has no
+    asyncio-callback methods in its public surface."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: BrokerConnection) -> None:
+        self._conn = conn
+
+    def data_received(self, data: bytes) -> None:
+        self._conn._on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._conn._on_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._conn._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._conn._on_resume_writing()
+
+
+class BrokerConnection:
+    """A connected, handshaken connection to one broker. Create with :meth:`open`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        node_id: int,
+        client_id: str | None,
+        request_timeout_s: float,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.request_timeout_s = request_timeout_s
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self.close_reason: BaseException | None = None
+        self.last_used = time.monotonic()
+        self._framing = ClientFraming(client_id)
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._waiters: dict[int, tuple[asyncio.Future[Any], asyncio.TimerHandle | None]] = {}
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._closed = False
+        self._close_callbacks: list[Callable[[BrokerConnection], None]] = []
+        self._versions_cache: dict[tuple[int, int | None], int] = {}
+        self._handshake_version = 0
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    async def open(
+        cls,
+        host: str,
+        port: int,
+        *,
+        node_id: int,
+        client_id: str | None,
+        request_timeout_s: float,
+        connect_timeout_s: float,
+    ) -> BrokerConnection:
+        """Connect and run the ApiVersions handshake within ``connect_timeout_s``.
+
+        Raises KafkaConnectionError (also for a timeout) when the broker cannot be reached
+        or does not answer the handshake sensibly.
+        """
+        try:
+            return await asyncio.wait_for(
+                cls._open(host, port, node_id=node_id, client_id=client_id,
+                          request_timeout_s=request_timeout_s),
+                connect_timeout_s,
+            )
+        except TimeoutError as exc:
+            raise KafkaConnectionError(
+                f"connecting to {host}:{port} (node {node_id}) took over {connect_timeout_s:g} s",
+                cause=exc,
+            ) from exc
+
+    @classmethod
+    async def _open(cls, host: str, port: int, *, node_id: int, client_id: str | None,
+                    request_timeout_s: float) -> BrokerConnection:
+        conn = cls(host, port, node_id=node_id, client_id=client_id,
+                   request_timeout_s=request_timeout_s)
+        await conn._connect_socket()
+        version = _HANDSHAKE_VERSION
+        try:
+            versions = await conn._handshake(version)
+        except KafkaConnectionError as exc:
+            # Brokers before Kafka 2.4 answer an ApiVersions version they do not know with a
+            # v0 body that does not decode as v3: retry the handshake with v0.
+            if not isinstance(exc.__cause__, MalformedDataError):
+                raise
+            conn.close()
+            conn = cls(host, port, node_id=node_id, client_id=client_id,
+                       request_timeout_s=request_timeout_s)
+            await conn._connect_socket()
+            version = 0
+            versions = await conn._handshake(version)
+        conn.api_versions = versions
+        conn._handshake_version = version
+        return conn
+
+    async def _connect_socket(self) -> None:
+        try:
+            transport, _ = await self._loop.create_connection(
+                lambda: _Protocol(self), self.host, self.port
+            )
+        except OSError as exc:
+            raise KafkaConnectionError(
+                f"cannot connect to {self.host}:{self.port} (node {self.node_id}): {exc}",
+                cause=exc,
+            ) from exc
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    async def _handshake(self, version: int) -> dict[int, tuple[int, int]]:
+        request = ApiVersionsRequest(client_software_name=SOFTWARE_NAME,
+                                     client_software_version=SOFTWARE_VERSION)
+        response = await self.send(request, version=version)
+        assert isinstance(response, ApiVersionsResponse)
+        if response.error_code == 35 and version > 0:
+            # UNSUPPORTED_VERSION with a readable body: the broker lists what it supports.
+            self.close()
+            raise KafkaConnectionError(
+                f"broker {self.host}:{self.port} rejected ApiVersions v{version}",
+                cause=MalformedDataError("ApiVersions version not supported"),
+            )
+        if response.error_code:
+            self.close()
+            raise KafkaConnectionError(
+                f"ApiVersions handshake with {self.host}:{self.port} failed with error code "
+                f"{response.error_code}"
+            )
+        return ranges_from_response(response.api_keys)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and still waiting for their response."""
+        return len(self._waiters)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def add_close_callback(self, callback: Callable[[BrokerConnection], None]) -> None:
+        """Call ``callback(conn)`` once when the connection closes (at once if it is closed)."""
+        if self._closed:
+            self._loop.call_soon(callback, self)
+        else:
+            self._close_callbacks.append(callback)
+
+    def version_for(self, api_key: int, *, min_version: int = 0,
+                    max_version: int | None = None) -> int:
+        """The highest version of ``api_key`` both sides support (at most ``max_version``).
+
+        Raises UnsupportedVersionError when there is none, or when it is below
+        ``min_version`` (e.g. Produce needs v3+ to carry v2 record batches).
+        """
+        cache_key = (api_key, max_version)
+        version = self._versions_cache.get(cache_key)
+        if version is None:
+            version = pick_version(api_key, self.api_versions, _OUR_VERSIONS, max_version)
+            self._versions_cache[cache_key] = version
+        if version < min_version:
+            raise UnsupportedVersionError(
+                f"broker {self.address} supports API key {api_key} only up to v{version}; "
+                f"v{min_version}+ is needed"
+            )
+        return version
+
+    # ------------------------------------------------------------------ requests
+
+    def send_nowait(
+        self,
+        request: Message,
+        version: int | None = None,
+        *,
+        expect_response: bool = True,
+        timeout_s: float | None = None,
+    ) -> asyncio.Future[Any] | None:
+        """Write ``request`` now; return a future for the response (None without one).
+
+        ``version`` defaults to the highest common version. ``timeout_s`` defaults to the
+        connection's request timeout. Raises KafkaConnectionError if the connection is closed.
+        The future fails with KafkaConnectionError / RequestTimeoutError as described above.
+        """
+        if self._closed or self._transport is None:
+            raise KafkaConnectionError(
+                f"connection to {self.address} (node {self.node_id}) is closed",
+                cause=self.close_reason,
+            )
+        if version is None:
+            version = self.version_for(request.API_KEY)
+        cid, data = self._framing.encode_request(request, version,
+                                                 expect_response=expect_response)
+        self._transport.write(data)
+        self.last_used = time.monotonic()
+        if not expect_response:
+            return None
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        timer = self._loop.call_at(self._loop.time() + timeout, self._on_timeout, cid, timeout)
+        self._waiters[cid] = (fut, timer)
+        return fut
+
+    async def send(
+        self,
+        request: Message,
+        version: int | None = None,
+        *,
+        expect_response: bool = True,
+        timeout_s: float | None = None,
+    ) -> Any:
+        """Send ``request`` and await its response (None when ``expect_response`` is False)."""
+        if self._write_paused:
+            await self.wait_writable()
+        fut = self.send_nowait(request, version, expect_response=expect_response,
+                               timeout_s=timeout_s)
+        if fut is None:
+            return None
+        return await fut
+
+    async def barrier(self, timeout_s: float | None = None) -> None:
+        """Round trip a cheap request (ApiVersions). A broker handles one connection's
+        requests in order, so when this returns it has read every request written before,
+        including those without a response (acks=0 Produce)."""
+        if self._write_paused:
+            await self.wait_writable()
+        await self.barrier_nowait(timeout_s)
+
+    def barrier_nowait(self, timeout_s: float | None = None) -> asyncio.Future[Any]:
+        """Write a barrier request now; the returned future resolves with its answer.
+
+        Besides proving the broker read what came before, its answer lets the framing
+        forget the acks=0 requests before it (which a broker never answers)."""
+        request = ApiVersionsRequest(client_software_name=SOFTWARE_NAME,
+                                     client_software_version=SOFTWARE_VERSION)
+        fut = self.send_nowait(request, self._handshake_version, timeout_s=timeout_s)
+        assert fut is not None
+        return fut
+
+    async def wait_writable(self) -> None:
+        """Wait while the socket's write buffer is above its high-water mark."""
+        while self._write_paused and not self._closed:
+            fut: asyncio.Future[None] = self._loop.create_future()
+            self._drain_waiters.append(fut)
+            await fut
+
+    @property
+    def write_paused(self) -> bool:
+        return self._write_paused
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, reason: BaseException | None = None) -> None:
+        """Close now; waiting requests fail with KafkaConnectionError (chained to ``reason``)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.close_reason = reason
+        if self._transport is not None:
+            self._transport.close()
+        self._fail_waiters(reason)
+        for fut in self._drain_waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._drain_waiters.clear()
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # a broken owner callback must not stop the others
+                log.exception("close callback of connection to %s failed", self.address)
+
+    def _fail_waiters(self, reason: BaseException | None) -> None:
+        if not self._waiters:
+            return
+        waiters, self._waiters = self._waiters, {}
+        for fut, timer in waiters.values():  # in send order, so owners see failures in order
+            if timer is not None:
+                timer.cancel()
+            if fut.done():
+                continue
+            if isinstance(reason, KafkaConnectionError):
+                fut.set_exception(reason)
+            else:
+                text = f"connection to {self.address} (node {self.node_id}) closed"
+                if reason is not None:
+                    text += f": {reason}"
+                fut.set_exception(KafkaConnectionError(text, cause=reason))
+
+    # ------------------------------------------------------------------ transport events
+
+    def _on_data(self, data: bytes) -> None:
+        try:
+            responses = self._framing.feed(data)
+        except KafkaError as exc:
+            log.warning("closing connection to %s: undecodable response: %s", self.address, exc)
+            self.close(exc)
+            return
+        waiters = self._waiters
+        for cid, response in responses:
+            entry = waiters.pop(cid, None)
+            if entry is None:
+                continue  # the caller gave up (timeout) and the id was forgotten
+            fut, timer = entry
+            if timer is not None:
+                timer.cancel()
+            if not fut.done():  # the awaiting task may have been cancelled
+                fut.set_result(response)
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        if not self._closed:
+            self.close(exc or ConnectionResetError("the broker closed the connection"))
+
+    def _on_resume_writing(self) -> None:
+        self._write_paused = False
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _on_timeout(self, cid: int, timeout: float) -> None:
+        entry = self._waiters.get(cid)
+        if entry is None:
+            return
+        self._framing.forget(cid)
+        error = RequestTimeoutError(
+            f"no response from {self.address} (node {self.node_id}) within {timeout:g} s"
+        )
+        log.warning("%s; closing the connection", error)
+        self.close(error)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self.in_flight} in flight"
+        return f"<BrokerConnection node={self.node_id} {self.address} {state}>"

@@ -1,0 +1,640 @@
+"""Per-partition batch queues, filled by ``send`` and drained by the sender.
+
+:class:`RecordAccumulator` keeps one :class:`PartitionQueue` per partition: a deque of
+batches waiting to be sent, the last of which may still be *open* (accepting records), plus
+the retry list and sequence state the sender owns. ``append`` encodes each record straight
+into the open batch's buffer; when the record does not fit (``batch_size``),
+the batch is closed and a new one opened. A batch becomes ready to send when it is closed
+(full), when its ``linger_ms`` expired, or while a flush or close is in progress.
+
+With compression, ``batch_size`` counts *estimated compressed* bytes: a batch may hold
+``batch_size / ratio`` uncompressed bytes, the ratio being estimated per topic from the
+batches built so far (:meth:`RecordAccumulator.observe_compression`), as Java does.
+
+Memory: every batch reserves its uncompressed limit (at least ``batch_size``, or the record
+size) of ``buffer_memory`` in
+a :class:`BufferPool` when it opens, released when it completes. When the pool is
+exhausted ``append`` returns the number of bytes it needs instead of a future; the caller
+waits for them (blocking thread: ``BufferPool.reserve_blocking``; event loop:
+``BufferPool.reserve_async``), up to ``max_block_ms``, and calls ``append`` again with the
+reservation.
+
+Thread-safety: ``append``/``append_many`` may run on any thread (the blocking Producer
+appends from its callers' threads), everything else on the producer's event loop. The
+shared structures (``batches``/``open`` of each queue, the incomplete-batch set) are
+guarded by one lock, held for a few microseconds per record. The partitioner runs under the
+same lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from sdk.errors import KafkaTimeoutError, MessageTooLargeError, ProducerClosedError
+from sdk.net.metadata import ClusterMetadata, TopicInfo
+from sdk.producer.batch import ProducerBatch, RecordFuture
+from sdk.producer.partitioner import (
+    DefaultPartitioner,
+    Partitioner,
+    UniformStickyPartitioner,
+)
+from sdk.records.builder import RecordBatchBuilder
+from sdk.records.compression import Compression
+
+__all__ = ["BufferPool", "NeedMemory", "PartitionQueue", "RecordAccumulator",
+           "record_size_bound"]
+
+_time_ns = time.time_ns
+# Compression ratio estimate steps and safety factor (the values Java's producer uses).
+_RATIO_BETTER_STEP = 0.005
+_RATIO_WORSE_STEP = 0.05
+_RATIO_SAFETY = 1.05
+
+BATCH_OVERHEAD = 61  # v2 batch header
+# Worst-case framing of one record besides key, value and headers: length (5), attributes
+# (1), timestamp delta (10), offset delta (5), key/value lengths (5 + 5), header count (5).
+RECORD_OVERHEAD_BOUND = 36
+
+
+def record_size_bound(key: bytes | None, value: bytes | None,
+                      headers: Sequence[tuple[str, bytes | None]] | None) -> int:
+    """An upper bound of a record's encoded size (exact sizes need the batch's deltas)."""
+    size = RECORD_OVERHEAD_BOUND
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    if headers:
+        for hkey, hvalue in headers:
+            size += 10 + len(hkey) * 4 + (len(hvalue) if hvalue is not None else 0)
+    return size
+
+
+class BufferPool:
+    """``buffer_memory`` accounting: reserve bytes before opening a batch, release after."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._available = total
+        self._cond = threading.Condition(threading.Lock())
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._async_waiters: list[asyncio.Future[None]] = []
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    @property
+    def available(self) -> int:
+        return self._available
+
+    def try_reserve(self, n: int) -> bool:
+        with self._cond:
+            if self._available >= n:
+                self._available -= n
+                return True
+            return False
+
+    def reserve_blocking(self, n: int, timeout_s: float) -> None:
+        """Block the calling thread (never the event loop's) until ``n`` bytes are free."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._available < n:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._timeout(n, timeout_s)
+                self._cond.wait(remaining)
+            self._available -= n
+
+    async def reserve_async(self, n: int, timeout_s: float) -> None:
+        """Await (on the producer's loop) until ``n`` bytes are free."""
+        deadline = time.monotonic() + timeout_s
+        loop = asyncio.get_running_loop()
+        while not self.try_reserve(n):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout(n, timeout_s)
+            fut: asyncio.Future[None] = loop.create_future()
+            with self._cond:
+                self._async_waiters.append(fut)
+            try:
+                await asyncio.wait_for(fut, remaining)
+            except TimeoutError:
+                pass
+            finally:
+                with self._cond:
+                    if fut in self._async_waiters:
+                        self._async_waiters.remove(fut)
+
+    def release(self, n: int) -> None:
+        if n <= 0:
+            return
+        with self._cond:
+            self._available += n
+            self._cond.notify_all()
+            waiters, self._async_waiters = self._async_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                loop = fut.get_loop()
+                if self._loop is loop and _on_loop(loop):
+                    fut.set_result(None)
+                else:
+                    loop.call_soon_threadsafe(_resolve, fut)
+
+    def _timeout(self, n: int, timeout_s: float) -> KafkaTimeoutError:
+        return KafkaTimeoutError(
+            f"send blocked for {timeout_s * 1000:.0f} ms (max_block_ms): buffer_memory={self.total} "
+            f"bytes are all taken by unsent batches and {n} more are needed (the brokers are "
+            f"slower than the sends, or unreachable)"
+        )
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class NeedMemory(NamedTuple):
+    """``append`` could not open a batch: reserve ``nbytes``, then retry on ``partition``."""
+
+    nbytes: int
+    partition: int
+
+
+class PartitionQueue:
+    """Batches of one partition. ``batches`` and ``open`` are shared (under the lock); the
+    rest belongs to the sender on the loop thread."""
+
+    __slots__ = (
+        "batches",
+        "in_flight",
+        "last_acked_sequence",
+        "next_sequence",
+        "open",
+        "partition",
+        "retries",
+        "topic",
+    )
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.batches: deque[ProducerBatch] = deque()  # never sent, oldest first
+        self.open: ProducerBatch | None = None  # accepting records; also in `batches`
+        self.retries: list[ProducerBatch] = []  # to resend, in sequence / creation order
+        self.in_flight: list[ProducerBatch] = []  # sent, awaiting their response, in order
+        self.next_sequence = 0
+        self.last_acked_sequence = -1
+
+    def has_work(self) -> bool:
+        return bool(self.batches or self.retries)
+
+    def __repr__(self) -> str:
+        return (f"<PartitionQueue {self.topic}-{self.partition} {len(self.batches)} queued "
+                f"{len(self.retries)} retrying {len(self.in_flight)} in flight>")
+
+
+class RecordAccumulator:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_s: float,
+        delivery_timeout_s: float,
+        compression: str,
+        pool: BufferPool,
+        partitioner: Partitioner,
+        wake_sender: Callable[[], None],
+        record_limit: int,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_s = linger_s
+        self.delivery_timeout_s = delivery_timeout_s
+        self.compression = Compression.parse(compression)
+        self.pool = pool
+        self.partitioner = partitioner
+        self.lock = threading.Lock()
+        self.queues: dict[str, dict[int, PartitionQueue]] = {}
+        self.incomplete: set[ProducerBatch] = set()
+        self.flushing = 0
+        self.closed = False
+        self.record_limit = record_limit
+        self._ratios: dict[str, float] = {}  # compressed / uncompressed, per topic
+        self._max_uncompressed = max(batch_size, record_limit)
+        # The built-in partitioners stick to one partition per batch for keyless records:
+        # bulk appends then ask them once per batch instead of once per record.
+        self._sticky = isinstance(partitioner, (DefaultPartitioner, UniformStickyPartitioner))
+        self.metadata: ClusterMetadata = ClusterMetadata()  # the network client's, once started
+        self._wake_sender = wake_sender
+
+    # ================================================================== appending
+
+    def append(
+        self,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        timestamp: int | None,
+        on_delivery: Callable[..., Any] | None,
+        reserved: int = 0,
+    ) -> RecordFuture | NeedMemory | None:
+        """Append one serialized record: its future, or why it could not be appended.
+
+        None: the topic's partitions are not known yet (nothing was done). NeedMemory: the
+        pool is exhausted; reserve ``nbytes`` and call again with ``reserved`` and the
+        ``partition`` already chosen. ``timestamp`` None means now. Raises
+        MessageTooLargeError, ProducerClosedError, or ValueError for a partition the topic
+        does not have. This is the per-record hot path: keep it lean.
+        """
+        info = self.metadata.topics.get(topic)
+        if info is None or info.error_code or not info.partition_ids:
+            self._give_back(reserved)
+            return None
+        vlen = 0 if value is None else len(value)
+        klen = -1 if key is None else len(key)
+        if headers:
+            size = record_size_bound(key, value, headers)
+        else:
+            size = RECORD_OVERHEAD_BOUND + vlen + (klen if klen > 0 else 0)
+        if size > self.record_limit:
+            self._give_back(reserved)
+            raise self._too_large(size)
+        if timestamp is None:
+            timestamp = _time_ns() // 1_000_000
+        with self.lock:
+            if self.closed:
+                self._give_back(reserved)
+                raise ProducerClosedError("the producer is closed; no more records are accepted")
+            if partition is None:
+                partition = self.partitioner.partition(
+                    topic, key, int(vlen * self._ratios[topic]) if topic in self._ratios else vlen,
+                    info.partition_ids, info.available_ids)
+            queues = self.queues.get(topic)
+            pq = queues.get(partition) if queues is not None else None
+            if pq is None:
+                pq = self._new_queue(topic, partition, info.partitions)
+            batch = pq.open
+            if batch is not None:
+                room = batch.room - size
+                if room < 0 and batch.count:  # the bound is loose: check the real size
+                    room = batch.limit - batch.builder.size_in_bytes() - size  # type: ignore[union-attr]
+                    if room < 0:
+                        batch = None
+            if batch is None:
+                limit = self.batch_limit(topic)
+                need = size + BATCH_OVERHEAD
+                if need < limit:
+                    need = limit
+                if reserved >= need:
+                    self._give_back(reserved - need)
+                elif reserved or not self.pool.try_reserve(need):
+                    self._give_back(reserved)
+                    return NeedMemory(need, partition)
+                batch = self._open_batch(pq, need, limit)
+                room = limit - BATCH_OVERHEAD - size
+            elif reserved:
+                self._give_back(reserved)
+            batch.room = room
+            index = batch.builder.append(None, timestamp, key, value, headers or ())  # type: ignore[union-attr]
+            batch.count += 1
+            fut = RecordFuture(batch, index, timestamp, klen, vlen if value is not None else -1)
+            if on_delivery is not None:
+                if batch.callbacks is None:
+                    batch.callbacks = []
+                batch.callbacks.append((fut, on_delivery, True))
+            return fut
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int | None,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        start: int,
+        parts: list[list[Any]],
+        timestamp: int,
+        reserved: int = 0,
+        plain: bool = False,
+    ) -> tuple[int, NeedMemory | None]:
+        """Append ``values[start:]`` (with ``keys``, or no keys) under one lock hold.
+
+        ``plain`` promises that no value is None; without keys it enables a tight loop that
+        fills one batch at a time (and consults a sticky partitioner once per batch).
+
+        Extends ``parts`` with ``[batch, first offset delta, count, timestamp]`` segments
+        (the BulkFuture's). Returns ``(len(values), None)`` when all were appended, or
+        ``(i, NeedMemory)`` when record ``i`` needs memory first: reserve it and call again
+        from ``i`` with ``reserved`` and ``partition=need.partition`` for that record.
+        Raises like :meth:`append`; None as the second item with ``i == -1``: the topic's
+        partitions are not known yet.
+        """
+        info = self.metadata.topics.get(topic)
+        if info is None or info.error_code or not info.partition_ids:
+            self._give_back(reserved)
+            return -1, None
+        if plain and keys is None and (partition is not None or self._sticky):
+            return self._append_run(topic, info, partition, values, start, parts, timestamp,
+                                    reserved)
+        ids, avail = info.partition_ids, info.available_ids
+        choose = self.partitioner.partition
+        limit = self.record_limit
+        scale = self._ratios.get(topic, 1.0)  # partitioners count estimated wire bytes
+        first_partition = partition if partition is not None and keys is None else None
+        n = len(values)
+        i = start
+        seg_batch: ProducerBatch | None = None
+        seg_first = seg_last = 0
+        with self.lock:
+            if self.closed:
+                self._give_back(reserved)
+                raise ProducerClosedError("the producer is closed; no more records are accepted")
+            queues = self.queues.get(topic)
+            if queues is None:
+                queues = self.queues[topic] = {}
+            try:
+                while i < n:
+                    value = values[i]
+                    key = keys[i] if keys is not None else None
+                    vlen = 0 if value is None else len(value)
+                    size = RECORD_OVERHEAD_BOUND + vlen + (len(key) if key else 0)
+                    if size > limit:
+                        raise self._too_large(size, i)
+                    if partition is not None:
+                        p = partition
+                    elif first_partition is not None:
+                        p, first_partition = first_partition, None
+                    else:
+                        p = choose(topic, key, int(vlen * scale), ids, avail)
+                    pq = queues.get(p)
+                    if pq is None:
+                        pq = self._new_queue(topic, p, info.partitions)
+                    batch = pq.open
+                    if batch is not None:
+                        room = batch.room - size
+                        if room < 0 and batch.count:
+                            room = batch.limit - batch.builder.size_in_bytes() - size  # type: ignore[union-attr]
+                            if room < 0:
+                                batch = None
+                    if batch is None:
+                        batch_limit = self.batch_limit(topic)
+                        need = max(batch_limit, size + BATCH_OVERHEAD)
+                        if reserved >= need:
+                            self._give_back(reserved - need)
+                            reserved = 0
+                        elif reserved or not self.pool.try_reserve(need):
+                            self._give_back(reserved)
+                            reserved = 0
+                            return i, NeedMemory(need, p)
+                        batch = self._open_batch(pq, need, batch_limit)
+                        room = batch_limit - BATCH_OVERHEAD - size
+                    batch.room = room
+                    index = batch.builder.append(None, timestamp, key, value, ())  # type: ignore[union-attr]
+                    batch.count += 1
+                    if batch is not seg_batch:
+                        if seg_batch is not None:
+                            parts.append([seg_batch, seg_first, seg_last - seg_first + 1,
+                                          timestamp])
+                        seg_batch, seg_first = batch, index
+                    seg_last = index
+                    i += 1
+            finally:
+                if seg_batch is not None:
+                    parts.append([seg_batch, seg_first, seg_last - seg_first + 1, timestamp])
+        self._give_back(reserved)
+        return n, None
+
+    def _append_run(self, topic: str, info: TopicInfo, partition: int | None,
+                    values: list[bytes], start: int, parts: list[list[Any]], timestamp: int,
+                    reserved: int) -> tuple[int, NeedMemory | None]:
+        """append_many for keyless, non-null values: batch by batch, in a tight loop.
+
+        Without an explicit partition the (sticky) partitioner picks one per batch and is
+        told when a batch filled (``on_new_batch``), which is when Java's built-in
+        partitioner moves on too.
+        """
+        limit = self.record_limit
+        partitioner = self.partitioner
+        scale = self._ratios.get(topic, 1.0)  # partitioners count estimated wire bytes
+        n = len(values)
+        i = start
+        p = partition
+        switched = False
+        with self.lock:
+            if self.closed:
+                self._give_back(reserved)
+                raise ProducerClosedError("the producer is closed; no more records are accepted")
+            queues = self.queues.get(topic)
+            if queues is None:
+                queues = self.queues[topic] = {}
+            while i < n:
+                if p is None:
+                    p = partitioner.partition(topic, None, int(len(values[i]) * scale),
+                                              info.partition_ids, info.available_ids)
+                pq = queues.get(p)
+                if pq is None:
+                    pq = self._new_queue(topic, p, info.partitions)
+                size = RECORD_OVERHEAD_BOUND + len(values[i])
+                if size > limit:
+                    self._give_back(reserved)
+                    raise self._too_large(size, i)
+                batch = pq.open
+                room = 0
+                if batch is not None:
+                    room = batch.room
+                    if size > room and batch.count:
+                        room = batch.limit - batch.builder.size_in_bytes()  # type: ignore[union-attr]
+                        if size > room:
+                            if partition is None and not switched:
+                                # Sticky: this batch is full, move on (once: the next
+                                # partition's batch may be full too, then open a new one).
+                                partitioner.on_new_batch(topic, p)
+                                p, switched = None, True
+                                continue
+                            batch = None
+                if batch is None:
+                    batch_limit = self.batch_limit(topic)
+                    need = max(batch_limit, size + BATCH_OVERHEAD)
+                    if reserved >= need:
+                        self._give_back(reserved - need)
+                        reserved = 0
+                    elif reserved or not self.pool.try_reserve(need):
+                        self._give_back(reserved)
+                        return i, NeedMemory(need, p)
+                    batch = self._open_batch(pq, need, batch_limit)
+                    room = batch_limit - BATCH_OVERHEAD
+                builder = batch.builder
+                assert builder is not None
+                add = builder.append
+                first = batch.count
+                j = i
+                while j < n:
+                    value = values[j]
+                    size = RECORD_OVERHEAD_BOUND + len(value)
+                    if size > room and (j > i or batch.count):
+                        room = batch.limit - builder.size_in_bytes()  # the bound is loose
+                        if size > room:
+                            break
+                    if size > limit:
+                        batch.count = first + (j - i)
+                        batch.room = room
+                        parts.append([batch, first, j - i, timestamp])
+                        raise self._too_large(size, j)
+                    add(None, timestamp, None, value, ())
+                    room -= size
+                    j += 1
+                batch.count = first + (j - i)
+                batch.room = room
+                parts.append([batch, first, j - i, timestamp])
+                switched = False
+                if partition is None:
+                    if j < n:  # the batch is full: move on, as the partitioner would
+                        partitioner.on_new_batch(topic, p)
+                        p, switched = None, True
+                    elif j - i > 1:
+                        # The run ended with room left: tell the partitioner how many bytes
+                        # went to its sticky partition (it counted the first record only),
+                        # so it still moves on after batch_size bytes over several calls.
+                        partitioner.partition(topic, None,
+                                              int(sum(map(len, values[i + 1:j])) * scale),
+                                              info.partition_ids, info.available_ids)
+                i = j
+        self._give_back(reserved)
+        return n, None
+
+    def _too_large(self, size: int, index: int | None = None) -> MessageTooLargeError:
+        which = "record" if index is None else f"record {index}"
+        return MessageTooLargeError(
+            f"{which} of about {size} bytes is larger than max_request_size / buffer_memory "
+            f"allow ({self.record_limit + BATCH_OVERHEAD} bytes for a batch of one)"
+        )
+
+    def _new_queue(self, topic: str, partition: int, known: Mapping[int, Any]) -> PartitionQueue:
+        if partition not in known:
+            if type(partition) is not int:
+                raise TypeError(f"partition must be an int, not {partition!r}")
+            raise ValueError(f"topic {topic!r} has partitions 0..{max(known)}; "
+                             f"{partition} is not one of them")
+        pq = PartitionQueue(topic, partition)
+        self.queues.setdefault(topic, {})[partition] = pq
+        return pq
+
+    def _open_batch(self, pq: PartitionQueue, reserved: int, limit: int) -> ProducerBatch:
+        now = time.monotonic()
+        builder = RecordBatchBuilder(self.compression)
+        batch = ProducerBatch(pq, builder, now, now + self.delivery_timeout_s, reserved)
+        batch.limit = limit
+        pq.open = batch
+        pq.batches.append(batch)
+        self.incomplete.add(batch)
+        # A closed batch is ready now, and a new linger deadline may be sooner than the
+        # sender's sleep: either way the sender must look again.
+        self._wake_sender()
+        return batch
+
+    def _give_back(self, n: int) -> None:
+        if n > 0:
+            self.pool.release(n)
+
+    # ================================================================== for the sender
+
+    def is_ready(self, pq: PartitionQueue, now: float) -> bool:
+        """Whether the oldest unsent batch of ``pq`` should be sent now (call under lock)."""
+        head = pq.batches[0]
+        return (
+            head is not pq.open
+            or now >= head.created + self.linger_s
+            or self.flushing > 0
+            or self.closed
+            or head.builder is None
+            or head.builder.size_in_bytes() >= head.limit
+        )
+
+    # ------------------------------------------------------------------ compression estimate
+
+    def batch_limit(self, topic: str) -> int:
+        """Uncompressed bytes a new batch of ``topic`` may hold: ``batch_size`` of estimated
+        *compressed* bytes, as Java does, so compressible data makes full-sized batches."""
+        if not self.compression:
+            return self.batch_size
+        ratio = self._ratios.get(topic, 1.0) * _RATIO_SAFETY
+        if ratio >= 1.0:
+            return self.batch_size
+        return min(int(self.batch_size / ratio), self._max_uncompressed)
+
+    def observe_compression(self, topic: str, uncompressed: int, compressed: int) -> None:
+        """Update the topic's compression ratio estimate from a built batch (Java's rule:
+        improve slowly, deteriorate quickly)."""
+        if uncompressed <= 0:
+            return
+        observed = compressed / uncompressed
+        current = self._ratios.get(topic, 1.0)
+        if observed > current:
+            self._ratios[topic] = max(current + _RATIO_WORSE_STEP, observed)
+        elif observed < current:
+            self._ratios[topic] = max(current - _RATIO_BETTER_STEP, observed)
+
+    def estimated_size(self, batch: ProducerBatch) -> int:
+        """Expected size on the wire of an unsent batch (its compressed size estimate)."""
+        builder = batch.builder
+        if builder is None:
+            return len(batch.payload) if batch.payload is not None else 0
+        raw = builder.size_in_bytes()
+        if not self.compression:
+            return raw
+        return int(raw * min(1.0, self._ratios.get(batch.topic, 1.0) * _RATIO_SAFETY))
+
+    def pop_head(self, pq: PartitionQueue) -> ProducerBatch:
+        """Take the oldest unsent batch out of the queue, closing it if open (under lock)."""
+        batch = pq.batches.popleft()
+        if batch is pq.open:
+            pq.open = None
+        return batch
+
+    def next_linger_deadline(self, pq: PartitionQueue) -> float:
+        head = pq.batches[0]
+        return head.created + self.linger_s
+
+    def finished(self, batch: ProducerBatch) -> None:
+        """Bookkeeping after a batch completed or failed: memory and the incomplete set."""
+        with self.lock:
+            self.incomplete.discard(batch)
+        self.pool.release(batch.reserved)
+        batch.reserved = 0
+
+    def snapshot_incomplete(self) -> list[ProducerBatch]:
+        with self.lock:
+            return list(self.incomplete)
+
+    def all_queues(self) -> list[PartitionQueue]:
+        with self.lock:
+            return [pq for queues in self.queues.values() for pq in queues.values()]
+
+    def expire_unsent(self, now: float) -> list[ProducerBatch]:
+        """Remove and return never-sent batches whose delivery deadline passed."""
+        expired: list[ProducerBatch] = []
+        with self.lock:
+            for queues in self.queues.values():
+                for pq in queues.values():
+                    while pq.batches and pq.batches[0].deadline <= now:
+                        expired.append(self.pop_head(pq))
+        return expired
+
+    def close(self) -> None:
+        """Refuse further records; open batches become ready."""
+        with self.lock:
+            self.closed = True

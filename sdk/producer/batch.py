@@ -1,0 +1,347 @@
+"""A producer batch and the light per-record futures that point at it.
+
+One :class:`ProducerBatch` holds the records of one partition as an open
+:class:`sdk.records.builder.RecordBatchBuilder` (records are encoded as they are appended),
+then the built bytes while it is sent and retried. Its completion (offset or error) is what
+every record future reads, Java style: a :class:`RecordFuture` is four fields (batch, offset
+delta, timestamp, sizes), not an ``asyncio.Future`` or ``concurrent.futures.Future`` per
+record, which would cost more than encoding the record.
+
+``RecordFuture`` has the interface of ``concurrent.futures.Future`` (``result``,
+``exception``, ``done``, ``add_done_callback``, ``cancel``...) and is awaitable on the
+producer's event loop (``meta = await fut``). :class:`BulkFuture` does the same for the
+records of one ``send_many`` call.
+
+Threading: a batch completes on the producer's event loop thread; blocking waiters use the
+batch's ``threading.Event``; callbacks registered after completion run at once in the
+registering thread, before it on the loop thread (delivery callbacks must be quick and must
+not block on the producer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from sdk.errors import KafkaTimeoutError
+from sdk.records.builder import RecordBatchBuilder
+from sdk.types import RecordMetadata
+
+if TYPE_CHECKING:
+    from sdk.producer.accumulator import PartitionQueue
+
+__all__ = ["BulkFuture", "DeliveryCallback", "ProducerBatch", "RecordFuture"]
+
+log = logging.getLogger(__name__)
+
+DeliveryCallback = Callable[[BaseException | None, RecordMetadata], Any]
+"""``on_delivery(err, metadata)``: err is None on success; metadata.offset is -1 on failure."""
+
+# Guards callback lists against a registration racing the completion (rare, cheap).
+_CALLBACKS_LOCK = threading.Lock()
+
+
+class ProducerBatch:
+    """The records of one partition sent together; see the module docstring."""
+
+    __slots__ = (
+        "_aio_future",
+        "attempts",
+        "base_offset",
+        "base_sequence",
+        "builder",
+        "callbacks",
+        "count",
+        "created",
+        "deadline",
+        "done",
+        "error",
+        "event",
+        "in_flight",
+        "last_error",
+        "limit",
+        "log_append_time",
+        "outcome_unknown",
+        "partition",
+        "payload",
+        "payload_state",
+        "producer_epoch",
+        "producer_id",
+        "queue",
+        "reserved",
+        "retry_at",
+        "room",
+        "topic",
+    )
+
+    def __init__(self, queue: PartitionQueue, builder: RecordBatchBuilder, created: float,
+                 deadline: float, reserved: int) -> None:
+        self.queue = queue
+        self.topic = queue.topic
+        self.partition = queue.partition
+        self.builder: RecordBatchBuilder | None = builder
+        self.created = created
+        self.deadline = deadline
+        self.reserved = reserved
+        self.limit = 0  # uncompressed bytes this batch may hold (see RecordAccumulator)
+        self.room = 0  # bytes left under `limit` by a (loose) upper bound
+        self.count = 0
+        self.callbacks: list[tuple[Any, Callable[..., Any], bool]] | None = None
+        self.done = False
+        self.error: BaseException | None = None
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.event = threading.Event()
+        self._aio_future: asyncio.Future[None] | None = None
+        # Sending state (owned by the sender, on the loop thread).
+        self.payload: bytes | None = None
+        self.payload_state: tuple[int, int, int] | None = None  # (pid, epoch, seq) encoded
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.in_flight = False
+        self.outcome_unknown = False  # an attempt ended without a definite answer
+        self.last_error: BaseException | None = None
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+
+    # ------------------------------------------------------------------ completion
+
+    def complete(self, base_offset: int, log_append_time: int = -1) -> None:
+        self._finish(base_offset, log_append_time, None)
+
+    def fail(self, error: BaseException) -> None:
+        self._finish(-1, -1, error)
+
+    def _finish(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
+        if self.done:
+            return
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.error = error
+        self.builder = None
+        self.payload = None
+        with _CALLBACKS_LOCK:
+            self.done = True
+            callbacks, self.callbacks = self.callbacks, None
+        self.event.set()
+        fut = self._aio_future
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+        if callbacks:
+            for record_future, fn, is_delivery in callbacks:
+                _run_callback(record_future, fn, is_delivery)
+
+    def add_callback(self, record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
+        """Run ``fn`` when the batch completes (at once if it has)."""
+        with _CALLBACKS_LOCK:
+            if not self.done:
+                if self.callbacks is None:
+                    self.callbacks = []
+                self.callbacks.append((record_future, fn, is_delivery))
+                return
+        _run_callback(record_future, fn, is_delivery)
+
+    def wait(self, timeout: float | None) -> None:
+        if not self.done and not self.event.wait(timeout):
+            raise KafkaTimeoutError(f"record not acknowledged within {timeout:g} s")
+
+    def aio_wait(self) -> asyncio.Future[None]:
+        """A future of the running loop that resolves when the batch completes."""
+        fut = self._aio_future
+        if fut is None:
+            fut = self._aio_future = asyncio.get_running_loop().create_future()
+            if self.done:
+                fut.set_result(None)
+        return fut
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else ("in flight" if self.in_flight else "pending")
+        return f"<ProducerBatch {self.topic}-{self.partition} {self.count} records {state}>"
+
+
+def _run_callback(record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
+    try:
+        if is_delivery:
+            fn(record_future.exception(0), record_future.metadata())
+        else:
+            fn(record_future)
+    except Exception:  # a user's callback must not break delivery of the others
+        log.exception("producer callback %r raised", fn)
+
+
+class RecordFuture:
+    """The outcome of one sent record: a light, awaitable ``concurrent.futures.Future`` look-alike."""
+
+    __slots__ = ("_batch", "_index", "_key_size", "_timestamp", "_value_size")
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int,
+                 value_size: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+        self._key_size = key_size
+        self._value_size = value_size
+
+    @property
+    def topic(self) -> str:
+        return self._batch.topic
+
+    @property
+    def partition(self) -> int:
+        return self._batch.partition
+
+    def done(self) -> bool:
+        return self._batch.done
+
+    def running(self) -> bool:
+        return not self._batch.done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        """Records cannot be taken back once handed to the producer: always False."""
+        return False
+
+    def metadata(self) -> RecordMetadata:
+        """Metadata of the completed record (offset -1 if it failed or acks=0)."""
+        b = self._batch
+        offset = b.base_offset + self._index if b.base_offset >= 0 else -1
+        ts = b.log_append_time if b.log_append_time >= 0 else self._timestamp
+        return RecordMetadata(b.topic, b.partition, offset, ts, self._key_size, self._value_size)
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """Wait up to ``timeout`` seconds; the metadata, or raise the delivery error.
+
+        Raises KafkaTimeoutError (a TimeoutError) when the record is still in flight.
+        """
+        b = self._batch
+        if not b.done:
+            b.wait(timeout)
+        if b.error is not None:
+            raise b.error
+        return self.metadata()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        b = self._batch
+        if not b.done:
+            b.wait(timeout)
+        return b.error
+
+    def add_done_callback(self, fn: Callable[[RecordFuture], Any]) -> None:
+        """``fn(future)`` when the record completes (runs at once if it has)."""
+        self._batch.add_callback(self, fn, False)
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        b = self._batch
+        if not b.done:
+            # shield: a cancelled awaiter must not cancel the batch's shared future.
+            yield from asyncio.shield(b.aio_wait()).__await__()
+        if b.error is not None:
+            raise b.error
+        return self.metadata()
+
+    def __repr__(self) -> str:
+        b = self._batch
+        state = "failed" if b.error is not None else ("done" if b.done else "pending")
+        return f"<RecordFuture {b.topic}-{b.partition} {state}>"
+
+
+class BulkFuture:
+    """The outcome of the records of one ``send_many`` call, in the order given.
+
+    ``result()`` returns their RecordMetadata list, or raises the first delivery error;
+    ``errors()`` lists ``(index, error)`` for every failed record.
+    """
+
+    __slots__ = ("_parts", "_topic")
+
+    def __init__(self, topic: str, parts: list[list[Any]]) -> None:
+        self._topic = topic
+        self._parts = parts  # (batch, first offset delta, record count, timestamp)
+
+    def __len__(self) -> int:
+        return sum(n for _, _, n, _ in self._parts)
+
+    def done(self) -> bool:
+        return all(b.done for b, _, _, _ in self._parts)
+
+    def cancel(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return not self.done()
+
+    def _wait(self, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for b, _, _, _ in self._parts:
+            if not b.done:
+                b.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        self._wait(timeout)
+        out: list[tuple[int, BaseException]] = []
+        i = 0
+        for b, _, n, _ in self._parts:
+            if b.error is not None:
+                out.extend((i + k, b.error) for k in range(n))
+            i += n
+        return out
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return next((b.error for b, _, _, _ in self._parts if b.error is not None), None)
+
+    def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        self._wait(timeout)
+        return self._collect()
+
+    def _collect(self) -> list[RecordMetadata]:
+        out: list[RecordMetadata] = []
+        for b, first, n, ts in self._parts:
+            if b.error is not None:
+                raise b.error
+            stamp = b.log_append_time if b.log_append_time >= 0 else ts
+            if b.base_offset >= 0:
+                base = b.base_offset + first
+                out.extend(RecordMetadata(b.topic, b.partition, base + k, stamp)
+                           for k in range(n))
+            else:
+                out.extend(RecordMetadata(b.topic, b.partition, -1, stamp) for _ in range(n))
+        return out
+
+    def add_done_callback(self, fn: Callable[[BulkFuture], Any]) -> None:
+        """``fn(bulk_future)`` once every record has completed."""
+        pending = [b for b, _, _, _ in self._parts]
+        remaining = [len(pending)]
+        lock = threading.Lock()
+
+        def one_done(_: Any) -> None:
+            with lock:
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                try:
+                    fn(self)
+                except Exception:
+                    log.exception("producer callback %r raised", fn)
+
+        if not pending:
+            fn(self)
+            return
+        for b in pending:
+            b.add_callback(None, one_done, False)
+
+    def __await__(self) -> Generator[Any, None, list[RecordMetadata]]:
+        for b, _, _, _ in self._parts:
+            if not b.done:
+                yield from asyncio.shield(b.aio_wait()).__await__()
+        return self._collect()

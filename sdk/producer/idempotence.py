@@ -1,0 +1,128 @@
+"""Idempotent producing: the producer id and epoch, and when a batch may fail.
+
+The broker keeps, per producer id and partition, the sequence number it expects next and
+the last five batches it appended. Every batch carries ``(producer id, epoch, base
+sequence)``; sequences count records per partition. A resent batch that was already written
+is recognised as a duplicate and acknowledged again instead of being appended twice, and a
+batch whose sequence is ahead of what the broker expects is refused
+(OUT_OF_ORDER_SEQUENCE_NUMBER) instead of being appended out of order. So the producer may
+resend freely under the same producer id and epoch: retries never duplicate or reorder.
+
+The sender (``sdk.producer.sender``) applies these rules:
+
+* A batch gets its sequence when it is first sent (drained) and keeps it across retries.
+  At most ``max_in_flight_requests_per_connection`` (<= 5) batches of one partition are in
+  flight. After a failed attempt a partition sends only its retried batches, lowest
+  sequence first and one at a time, before any new batch.
+* OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is *not* the next one the broker should see
+  (an earlier batch of the partition is being retried) is a consequence of that earlier
+  failure: the batch is retried after it. For the next expected batch, and for
+  UNKNOWN_PRODUCER_ID / INVALID_PRODUCER_EPOCH, the broker has lost or replaced our state:
+  the batch (definitely not written) is kept and the producer id is reset (below).
+
+When can a batch fail under idempotence?  (DESIGN.md, "When can a batch fail?")
+
+A batch gets its sequence numbers when it is first sent. Its outcome is *unknown* once an
+attempt ended without an answer (the connection broke or the request timed out); it stays
+unknown until an attempt succeeds. A batch fails only in these cases:
+
+1. **Never sent**: ``delivery_timeout_ms`` passed before it could be sent (no leader,
+   broker unreachable, no producer id yet, stuck behind a retry) -> DeliveryTimeoutError.
+   It was not written and holds no sequence numbers; nothing else is affected.
+2. **Sent, outcome known, refused for good**: the broker answered with a non-retriable
+   error (e.g. MESSAGE_TOO_LARGE, INVALID_RECORD, TOPIC_AUTHORIZATION_FAILED) -> that
+   error; or with retriable errors until ``retries`` attempts were used up -> the last
+   error; or until ``delivery_timeout_ms`` passed -> DeliveryTimeoutError chained to it.
+   It was definitely not written: the partition's later batches get their sequence
+   numbers moved down by its record count and carry on.
+3. **Sent, outcome unknown**, and then failed as in 2 (typically by
+   ``delivery_timeout_ms`` -> DeliveryTimeoutError): the records *may* have been written.
+   The broker's expected sequence can no longer be known, so the producer id is reset (5).
+4. **Waiting for a retry with an unknown outcome when the producer id is reset** -> its
+   last error (e.g. KafkaConnectionError): resending it under a new producer id could
+   write it twice, so it is failed instead.
+5. **The reset itself** (after 3, or when the broker lost or replaced our producer state:
+   OUT_OF_ORDER_SEQUENCE_NUMBER for the very next expected batch, UNKNOWN_PRODUCER_ID,
+   INVALID_PRODUCER_EPOCH) fails nothing else: the sender waits until no request is in
+   flight, applies 4, fetches a new producer id, restarts every partition's sequences at
+   0 and resends the batches known not to be written, in their order, before new ones.
+6. **Closing**: ``close(timeout)`` fails what is still unacknowledged at the timeout with
+   ProducerClosedError (the outcome of batches in flight at that moment is unknown).
+
+Nothing else fails a batch: a retriable error (leader moved, broker restarting, connection
+lost, not enough replicas) is retried with the same sequence until the delivery timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from sdk.errors import KafkaError, raise_for_code
+from sdk.net.client import NetClient
+from sdk.net.retry import Backoff
+from sdk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+
+__all__ = ["SEQUENCE_MASK", "ProducerIdManager"]
+
+log = logging.getLogger(__name__)
+
+SEQUENCE_MASK = 0x7FFFFFFF  # sequences wrap at 2**31 on the wire; kept unbounded in memory
+# Idempotent (non-transactional) producers still send a timeout; Java uses its default.
+_TRANSACTION_TIMEOUT_MS = 60_000
+
+
+class ProducerIdManager:
+    """Holds the producer id and epoch and obtains them with InitProducerId."""
+
+    def __init__(self, client: NetClient, *, backoff_ms: int, backoff_max_ms: int,
+                 request_timeout_s: float) -> None:
+        self._client = client
+        self.producer_id = -1
+        self.epoch = -1
+        self.reset_requested = False
+        self.last_error: BaseException | None = None
+        self.retry_at = 0.0
+        self._failures = 0
+        self._backoff = Backoff(backoff_ms, backoff_max_ms)
+        self._timeout_s = request_timeout_s
+
+    @property
+    def has_id(self) -> bool:
+        return self.producer_id >= 0 and not self.reset_requested
+
+    def request_reset(self, reason: str) -> None:
+        if not self.reset_requested:
+            log.warning("resetting the idempotent producer id %s: %s", self.producer_id, reason)
+        self.reset_requested = True
+
+    def clear(self) -> None:
+        """Forget the id (after the sender applied a reset); a new one is fetched next."""
+        self.producer_id = -1
+        self.epoch = -1
+        self.reset_requested = False
+
+    async def obtain(self) -> None:
+        """InitProducerId with retries (within the request timeout); on failure the error is
+        kept in ``last_error`` and ``retry_at`` set for the next try."""
+        request = InitProducerIdRequest(transactional_id=None,
+                                        transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS)
+
+        def check(response: InitProducerIdResponse) -> None:
+            raise_for_code(response.error_code, "InitProducerId")
+
+        try:
+            response = await self._client.call(request, check=check, timeout_s=self._timeout_s)
+        except KafkaError as exc:
+            self.last_error = exc
+            self._failures += 1
+            self.retry_at = time.monotonic() + self._backoff.delay(self._failures)
+            log.info("InitProducerId failed (%s); next try in %.3f s", exc,
+                     self.retry_at - time.monotonic())
+            return
+        self.producer_id = response.producer_id
+        self.epoch = response.producer_epoch
+        self.last_error = None
+        self._failures = 0
+        self.retry_at = 0.0
+        log.debug("idempotent producer id %s epoch %s", self.producer_id, self.epoch)

@@ -1,0 +1,421 @@
+"""AsyncProducer: the producer's async core and its asyncio face.
+
+::
+
+    async with AsyncProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as ap:
+        meta = await ap.send_and_wait("orders", b"v", key=b"k")   # RecordMetadata
+        fut = await ap.send("orders", b"v")      # enqueued; `await fut` for the metadata
+        bulk = await ap.send_many("orders", [b"a", (b"key", b"b")])
+        await ap.flush()
+
+``send`` validates and serializes the record, picks its partition and encodes it into the
+partition's open batch (``sdk.producer.accumulator``); it only awaits when the topic's
+metadata is not known yet or ``buffer_memory`` is exhausted, both bounded by
+``max_block_ms`` (then KafkaTimeoutError). The returned :class:`RecordFuture` completes
+when the broker acknowledges the record's batch; errors arrive there (or in the
+``on_delivery(err, metadata)`` callback), except bad input and oversized records
+(MessageTooLargeError), which ``send`` raises at once.
+
+:meth:`AsyncProducer.send_threadsafe` and :meth:`AsyncProducer.send_many_threadsafe` are
+the same calls for other threads (the blocking ``Producer`` uses them): they append under
+the accumulator's lock without a round trip to the event loop, and block the calling thread
+for metadata or memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from sdk.errors import IllegalStateError, KafkaTimeoutError, ProducerClosedError
+from sdk.net.client import NetClient
+from sdk.producer.accumulator import BATCH_OVERHEAD, BufferPool, RecordAccumulator
+from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
+from sdk.producer.config import ProducerConfig
+from sdk.producer.idempotence import ProducerIdManager
+from sdk.producer.partitioner import make_partitioner
+from sdk.producer.sender import Sender
+from sdk.types import RecordMetadata
+
+__all__ = ["AsyncProducer"]
+
+Headers = Sequence[tuple[str, "bytes | None"]]
+_BULK_CHUNK = 1024  # records appended per lock hold in send_many
+_BYTES_LIKE = (bytearray, memoryview)
+
+
+class AsyncProducer:
+    """The asyncio producer. Settings as keyword arguments and/or a dotted-name mapping
+    (see :class:`sdk.producer.config.ProducerConfig`); invalid ones raise ConfigError."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        cfg = self.config = ProducerConfig.build(config, **kwargs)
+        self._partitioner = make_partitioner(cfg.partitioner, batch_size=max(cfg.batch_size, 1),
+                                             ignore_keys=cfg.partitioner_ignore_keys)
+        self._pool = BufferPool(cfg.buffer_memory)
+        self._raw = cfg.key_serializer is None and cfg.value_serializer is None
+        self._acc = RecordAccumulator(
+            batch_size=cfg.batch_size,
+            linger_s=cfg.linger_ms / 1000,
+            delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
+            compression=cfg.compression_type,
+            pool=self._pool,
+            partitioner=self._partitioner,
+            wake_sender=self._wake_sender,
+            record_limit=min(cfg.max_request_size, cfg.buffer_memory) - BATCH_OVERHEAD,
+        )
+        self._key_serializer = cfg.key_serializer
+        self._value_serializer = cfg.value_serializer
+        self._max_block_s = cfg.max_block_ms / 1000
+        self._client: NetClient | None = None
+        self._sender: Sender | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    # ================================================================== lifecycle
+
+    async def start(self) -> None:
+        """Start the network client and the sender. Does not wait for a broker."""
+        if self._client is not None:
+            return
+        if self._closed:
+            raise ProducerClosedError("the producer is closed")
+        cfg = self.config
+        self._loop = asyncio.get_running_loop()
+        self._pool.bind(self._loop)
+        client = self._client = NetClient(cfg, allow_auto_topic_creation=True)
+        self._acc.metadata = client.metadata
+        await client.start()
+        ids = None
+        if cfg.enable_idempotence:
+            ids = ProducerIdManager(client, backoff_ms=cfg.retry_backoff_ms,
+                                    backoff_max_ms=cfg.retry_backoff_max_ms,
+                                    request_timeout_s=cfg.request_timeout_ms / 1000)
+        self._sender = Sender(client=client, accumulator=self._acc, config=cfg,
+                              producer_ids=ids)
+        self._sender.start()
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _wake_sender(self) -> None:
+        sender = self._sender
+        if sender is not None:
+            sender.wake()
+
+    @property
+    def client(self) -> NetClient:
+        """The network client (metadata, connections); available after ``start``."""
+        if self._client is None:
+            raise IllegalStateError("the producer is not started (use `async with` or start())")
+        return self._client
+
+    # ================================================================== sending
+
+    def _prepare(
+        self, topic: str, value: Any, key: Any, headers: Headers | None, timestamp_ms: int | None
+    ) -> tuple[bytes | None, bytes | None, Headers | None, int | None]:
+        """Validate and serialize one record (the general path)."""
+        if self._closed:
+            raise ProducerClosedError("the producer is closed; no more records are accepted")
+        if type(topic) is not str or not topic:
+            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        if self._client is None:
+            raise IllegalStateError("the producer is not started (use `async with` or start())")
+        if self._key_serializer is not None and key is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None and value is not None:
+            value = self._value_serializer(value)
+        if key is not None and type(key) is not bytes:
+            key = _to_bytes(key, "key")
+        if value is not None and type(value) is not bytes:
+            value = _to_bytes(value, "value")
+        if headers:
+            headers = _check_headers(headers)
+        if timestamp_ms is not None and (type(timestamp_ms) is not int or timestamp_ms < 0):
+            raise ValueError(f"timestamp_ms must be an int >= 0 (ms since the epoch), "
+                             f"not {timestamp_ms!r}")
+        return key, value, headers, timestamp_ms
+
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> RecordFuture:
+        """Enqueue a record; returns its future (``await fut`` gives RecordMetadata)."""
+        if (self._raw and type(value) is bytes and headers is None and timestamp_ms is None
+                and (key is None or type(key) is bytes)):
+            result = self._acc.append(topic, partition, key, value, None, None, on_delivery)
+            if type(result) is RecordFuture:
+                return result
+            if result is not None:  # NeedMemory: the partition is chosen already
+                partition = result.partition  # type: ignore[union-attr]
+        key, value, headers, ts = self._prepare(topic, value, key, headers, timestamp_ms)
+        deadline = time.monotonic() + self._max_block_s
+        reserved = 0
+        while True:
+            result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
+                                      reserved)
+            reserved = 0
+            if type(result) is RecordFuture:
+                return result
+            if result is None:
+                await self.client.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+                continue
+            partition = result.partition  # type: ignore[union-attr]
+            await self._pool.reserve_async(result.nbytes,  # type: ignore[union-attr]
+                                           max(0.0, deadline - time.monotonic()))
+            reserved = result.nbytes  # type: ignore[union-attr]
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordMetadata:
+        """Send one record and wait for its acknowledgement."""
+        fut = await self.send(topic, value, key, headers, partition, timestamp_ms)
+        return await fut
+
+    async def send_many(self, topic: str, records: Iterable[Any], *, partition: int | None = None,
+                        timestamp_ms: int | None = None) -> BulkFuture:
+        """Enqueue many records at once: each item is a value or a ``(key, value)`` tuple.
+
+        Faster than a ``send`` per record (one lock hold per chunk, no per-record future).
+        Returns a :class:`BulkFuture` (``await`` it for the list of RecordMetadata).
+        """
+        deadline = time.monotonic() + self._max_block_s
+        parts: list[list[Any]] = []
+        for ts, keys, values, plain in self._chunks(topic, records, timestamp_ms):
+            i, reserved, first = 0, 0, partition
+            while i < len(values):
+                i, need = self._acc.append_many(topic, first, keys, values, i, parts, ts,
+                                                reserved, plain)
+                reserved, first = 0, partition
+                if i < 0:  # the topic's metadata is not known yet
+                    await self.client.wait_for_topic(topic,
+                                                     max(0.0, deadline - time.monotonic()))
+                    i = 0
+                elif need is not None:
+                    await self._pool.reserve_async(need.nbytes,
+                                                   max(0.0, deadline - time.monotonic()))
+                    reserved, first = need.nbytes, need.partition
+            await asyncio.sleep(0)  # let the sender drain between chunks
+        return BulkFuture(topic, parts)
+
+    def _chunks(self, topic: str, records: Iterable[Any], timestamp_ms: int | None
+                ) -> Iterator[tuple[int, list[bytes | None] | None, list[bytes | None], bool]]:
+        """Serialized records in chunks: ``(timestamp, keys or None, values, no None values)``."""
+        self._prepare(topic, None, None, None, timestamp_ms)  # validates topic and timestamp
+        raw = self._raw
+        values: list[bytes | None] = []
+        keys: list[bytes | None] | None = None
+        plain = True
+        for record in records:
+            if raw and type(record) is bytes:
+                values.append(record)
+                if keys is not None:
+                    keys.append(None)
+            else:
+                if type(record) is tuple:
+                    if len(record) != 2:
+                        raise ValueError(
+                            f"send_many items are values or (key, value), not {record!r}")
+                    key, value = record
+                else:
+                    key, value = None, record
+                key, value, _, _ = self._prepare(topic, value, key, None, None)
+                if key is not None and keys is None:
+                    keys = [None] * len(values)
+                if keys is not None:
+                    keys.append(key)
+                if value is None:
+                    plain = False
+                values.append(value)
+            if len(values) >= _BULK_CHUNK:
+                yield self._now_or(timestamp_ms), keys, values, plain
+                values, keys, plain = [], None, True
+        if values:
+            yield self._now_or(timestamp_ms), keys, values, plain
+
+    @staticmethod
+    def _now_or(timestamp_ms: int | None) -> int:
+        return timestamp_ms if timestamp_ms is not None else time.time_ns() // 1_000_000
+
+    # ------------------------------------------------------------------ from other threads
+
+    def send_threadsafe(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> RecordFuture:
+        """:meth:`send` for a thread other than the producer's event loop (may block up to
+        ``max_block_ms`` for metadata or buffer memory)."""
+        if (self._raw and type(value) is bytes and headers is None and timestamp_ms is None
+                and (key is None or type(key) is bytes)):
+            result = self._acc.append(topic, partition, key, value, None, None, on_delivery)
+            if type(result) is RecordFuture:
+                return result
+            if result is not None:
+                partition = result.partition  # type: ignore[union-attr]
+        key, value, headers, ts = self._prepare(topic, value, key, headers, timestamp_ms)
+        deadline = time.monotonic() + self._max_block_s
+        reserved = 0
+        while True:
+            result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
+                                      reserved)
+            reserved = 0
+            if type(result) is RecordFuture:
+                return result
+            self._check_not_loop_thread()
+            if result is None:
+                self._wait_for_topic_blocking(topic, deadline)
+                continue
+            partition = result.partition  # type: ignore[union-attr]
+            self._pool.reserve_blocking(result.nbytes,  # type: ignore[union-attr]
+                                        max(0.0, deadline - time.monotonic()))
+            reserved = result.nbytes  # type: ignore[union-attr]
+
+    def send_many_threadsafe(self, topic: str, records: Iterable[Any], *,
+                             partition: int | None = None,
+                             timestamp_ms: int | None = None) -> BulkFuture:
+        """:meth:`send_many` for a thread other than the producer's event loop.
+
+        The records are appended on the loop thread while the caller waits: one thread
+        does all the work, instead of two taking turns with the GIL. ``records`` is
+        therefore iterated on the loop thread.
+        """
+        self._check_not_loop_thread()
+        assert self._loop is not None
+        fut = asyncio.run_coroutine_threadsafe(
+            self.send_many(topic, records, partition=partition, timestamp_ms=timestamp_ms),
+            self._loop)
+        return fut.result()  # send_many bounds its own waits by max_block_ms
+
+    def _wait_for_topic_blocking(self, topic: str, deadline: float) -> None:
+        assert self._loop is not None
+        remaining = max(0.0, deadline - time.monotonic())
+        fut = asyncio.run_coroutine_threadsafe(self.client.wait_for_topic(topic, remaining),
+                                               self._loop)
+        try:
+            fut.result(remaining + 5.0)  # wait_for_topic enforces `remaining` itself
+        except TimeoutError:
+            if fut.done():
+                raise
+            fut.cancel()
+            raise KafkaTimeoutError(
+                f"metadata for topic {topic!r} not available within max_block_ms") from None
+
+    def _check_not_loop_thread(self) -> None:
+        loop = self._loop
+        if loop is None:
+            raise IllegalStateError("the producer is not started")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if running is loop:
+            raise IllegalStateError("this call would block the producer's own event loop; "
+                                    "use `await producer.send(...)` there")
+
+    # ================================================================== flush, close
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything enqueued so far at once (ignoring linger) and wait until each of
+        those records is acknowledged or failed (with acks=0: until the brokers have read
+        them). KafkaTimeoutError after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        await self._flush_batches(timeout, deadline)
+        if self.config.acks == 0 and self._sender is not None:
+            await self._sender.settle(
+                None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    async def _flush_batches(self, timeout: float | None, deadline: float | None) -> None:
+        batches = self._acc.snapshot_incomplete()
+        if not batches:
+            return
+        with self._acc.lock:
+            self._acc.flushing += 1
+        self._wake_sender()
+        try:
+            for batch in batches:
+                if batch.done:
+                    continue
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    await asyncio.wait_for(asyncio.shield(batch.aio_wait()), remaining)
+                except TimeoutError:
+                    pending = sum(1 for b in batches if not b.done)
+                    raise KafkaTimeoutError(
+                        f"flush did not finish within {timeout:g} s; {pending} batch(es) "
+                        "still unacknowledged") from None
+        finally:
+            with self._acc.lock:
+                self._acc.flushing -= 1
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Stop accepting records, deliver what is pending for up to ``timeout`` seconds
+        (None: until each record is acknowledged or its delivery timeout passes), fail the
+        rest with ProducerClosedError, and close the connections. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._acc.close()
+        if self._sender is not None:
+            await self._sender.stop(timeout)
+        if self._client is not None:
+            await self._client.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """The partition ids of ``topic`` (waits for its metadata up to max_block_ms)."""
+        info = await self.client.wait_for_topic(
+            topic, self._max_block_s if timeout is None else timeout)
+        return list(info.partition_ids)
+
+
+def _to_bytes(data: Any, what: str) -> bytes:
+    if isinstance(data, _BYTES_LIKE):
+        return bytes(data)
+    if isinstance(data, bytes):
+        return data
+    raise TypeError(
+        f"record {what} must be bytes (or bytearray/memoryview) or None, not "
+        f"{type(data).__name__}; configure a {what}_serializer to send other types"
+    )
+
+
+def _check_headers(headers: Headers) -> list[tuple[str, bytes | None]]:
+    out: list[tuple[str, bytes | None]] = []
+    for item in headers:
+        if type(item) is not tuple or len(item) != 2:
+            raise TypeError(f"each header must be a (str, bytes | None) tuple, not {item!r}")
+        hkey, hvalue = item
+        if type(hkey) is not str:
+            raise TypeError(f"header keys must be str, not {hkey!r}")
+        if hvalue is not None and type(hvalue) is not bytes:
+            hvalue = _to_bytes(hvalue, "header value")
+        out.append((hkey, hvalue))
+    return out

@@ -1,0 +1,91 @@
+"""Producer: the blocking face. It runs an AsyncProducer on a private event loop thread.
+
+::
+
+    with Producer(bootstrap_servers="127.0.0.1:9092", acks="all", linger_ms=5) as p:
+        meta = p.send("orders", b"v", key=b"k").result(timeout=10)      # synchronous
+        p.send("orders", b"v", on_delivery=lambda err, meta: ...)         # callback
+        p.send("orders", b"v")                                            # fire and forget
+        p.flush(timeout=30)
+
+Safe to share between threads. ``send`` appends on the calling thread (through
+``AsyncProducer.send_threadsafe``) and returns a light future with the interface of
+``concurrent.futures.Future``; delivery callbacks run on the producer's loop thread and must
+not block on the producer. No producer logic lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sdk.net.loop_thread import LoopThread
+from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
+from sdk.producer.config import ProducerConfig
+from sdk.producer.producer import AsyncProducer, Headers
+
+__all__ = ["Producer"]
+
+
+class Producer:
+    """The blocking producer; settings as for :class:`AsyncProducer`."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        self._core = AsyncProducer(config, **kwargs)  # validates the settings first
+        self._thread = LoopThread(name=f"{self._core.config.client_id}-loop")
+        try:
+            self._thread.run(self._core.start(), timeout=30)
+        except BaseException:
+            self._thread.stop(timeout=5)
+            raise
+
+    @property
+    def config(self) -> ProducerConfig:
+        return self._core.config
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> RecordFuture:
+        """Enqueue a record; returns its future (``.result(timeout)`` -> RecordMetadata)."""
+        return self._core.send_threadsafe(topic, value, key, headers, partition, timestamp_ms,
+                                          on_delivery)
+
+    def send_many(self, topic: str, records: Iterable[Any], *, partition: int | None = None,
+                  timestamp_ms: int | None = None) -> BulkFuture:
+        """Enqueue many values or ``(key, value)`` tuples; one future for all of them."""
+        return self._core.send_many_threadsafe(topic, records, partition=partition,
+                                               timestamp_ms=timestamp_ms)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything now and wait for the acknowledgements (KafkaTimeoutError after
+        ``timeout`` seconds)."""
+        self._thread.run(self._core.flush(timeout))
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        return self._thread.run(self._core.partitions_for(topic, timeout))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Deliver what is pending for up to ``timeout`` seconds, fail the rest, stop."""
+        if not self._thread.running:
+            return
+        try:
+            self._thread.run(self._core.close(timeout))
+        finally:
+            self._thread.stop(timeout=5)
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

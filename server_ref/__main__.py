@@ -1,0 +1,86 @@
+"""``python -m server_ref``: run one reference broker until SIGTERM or SIGINT.
+
+Prints one line once it serves, ``server_ref ready bootstrap_servers=HOST:PORT
+data_dir=DIR``, which scripts and tests wait for (``--port 0`` picks a free port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from sdk.errors import ConfigError, KafkaError
+from server_ref.broker import Broker
+from server_ref.config import BrokerConfig
+from server_ref.server import start_broker, stop_broker
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m server_ref",
+                                     description="Kafka-protocol reference broker")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=9092, help="port (0: any free port)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="where logs and state live (default: a new temporary directory)")
+    parser.add_argument("--advertised-host", default=None,
+                        help="host name given to clients in metadata (default: --host)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker config with Kafka's name, e.g. num.partitions=3 "
+                             "(repeatable)")
+    parser.add_argument("--fsync", action="store_true",
+                        help="fsync every append before acknowledging it")
+    parser.add_argument("--no-zero-copy", action="store_true",
+                        help="copy fetch data instead of using sendfile")
+    parser.add_argument("--brokers", type=int, default=1,
+                        help="number of brokers (only 1 is implemented)")
+    parser.add_argument("--log-level", default="WARNING",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser.parse_args(argv)
+
+
+async def serve(config: BrokerConfig, data_dir: Path) -> None:
+    broker = Broker(config, data_dir)
+    server = await start_broker(broker, config.host, config.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"server_ref ready bootstrap_servers={broker.host}:{broker.port} "
+          f"data_dir={data_dir}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await stop_broker(broker, server)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.brokers != 1:
+        print("error: only --brokers 1 is implemented", file=sys.stderr)
+        return 2
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="server_ref-"))
+    try:
+        config = BrokerConfig.from_properties(
+            args.config, host=args.host, port=args.port, data_dir=data_dir,
+            advertised_host=args.advertised_host, fsync=args.fsync,
+            zero_copy=not args.no_zero_copy)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(config, data_dir))
+    except (KafkaError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,393 @@
+"""Broker and topic configuration: Kafka's property names, types, defaults and validation.
+
+Two tables drive everything: ``BROKER_CONFIGS`` (settable with ``--config key=value`` or
+``BrokerConfig.from_properties``; the ones marked dynamic also through AlterConfigs on the
+broker resource) and ``TOPIC_CONFIGS`` (per-topic overrides, each falling back to the broker
+key named in ``broker_default``). A value arrives as text (from the wire or the command line)
+and is parsed and checked here, so CreateTopics, AlterConfigs and the CLI reject the same
+things with the same INVALID_CONFIG message.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sdk.errors import ConfigError, InvalidConfigError
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "TOPIC_CONFIGS",
+    "BrokerConfig",
+    "ConfigDef",
+    "ConfigSource",
+    "ConfigType",
+    "parse_config_value",
+    "write_json_atomically",
+]
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+class ConfigType(enum.IntEnum):
+    """DescribeConfigs v3+ ``config_type`` numbers."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs ``config_source`` numbers."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: Any
+    doc: str
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] | None = None  # for STRING, and for each element of a LIST
+    broker_default: str | None = None  # topic configs: the broker key that supplies the default
+    dynamic: bool = False  # broker configs: alterable at run time
+
+    def render(self, value: Any) -> str:
+        """The value as Kafka prints it in DescribeConfigs."""
+        if self.type is ConfigType.BOOLEAN:
+            return "true" if value else "false"
+        if self.type is ConfigType.LIST:
+            return ",".join(value)
+        return str(value)
+
+
+def parse_config_value(definition: ConfigDef, text: str | None) -> Any:
+    """Parse and check one value; raises ``InvalidConfigError`` naming the key and the rule."""
+    name = definition.name
+    if text is None:
+        raise InvalidConfigError(f"Null value not supported for topic configs: {name}")
+    text = text.strip()
+    kind = definition.type
+    if kind is ConfigType.BOOLEAN:
+        lowered = text.lower()
+        if lowered not in ("true", "false"):
+            raise InvalidConfigError(
+                f"Invalid value {text} for configuration {name}: Expected value to be either "
+                "true or false"
+            )
+        return lowered == "true"
+    if kind in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT):
+        try:
+            number = int(text)
+        except ValueError:
+            raise InvalidConfigError(
+                f"Invalid value {text} for configuration {name}: Not a number of type "
+                f"{kind.name}"
+            ) from None
+        limit = INT_MAX if kind is ConfigType.INT else LONG_MAX
+        if not -limit - 1 <= number <= limit:
+            raise InvalidConfigError(
+                f"Invalid value {text} for configuration {name}: out of range for {kind.name}"
+            )
+        if definition.minimum is not None and number < definition.minimum:
+            raise InvalidConfigError(
+                f"Invalid value {number} for configuration {name}: Value must be at least "
+                f"{definition.minimum}"
+            )
+        if definition.maximum is not None and number > definition.maximum:
+            raise InvalidConfigError(
+                f"Invalid value {number} for configuration {name}: Value must be no more than "
+                f"{definition.maximum}"
+            )
+        return number
+    if kind is ConfigType.LIST:
+        items = tuple(part.strip() for part in text.split(",") if part.strip())
+        if definition.choices is not None:
+            for item in items:
+                if item not in definition.choices:
+                    raise InvalidConfigError(
+                        f"Invalid value {text} for configuration {name}: String must be one "
+                        f"of: {', '.join(definition.choices)}"
+                    )
+        if not items:
+            raise InvalidConfigError(f"Invalid value for configuration {name}: empty list")
+        return items
+    if definition.choices is not None and text not in definition.choices:
+        raise InvalidConfigError(
+            f"Invalid value {text} for configuration {name}: String must be one of: "
+            f"{', '.join(definition.choices)}"
+        )
+    return text
+
+
+def _defs(*items: ConfigDef) -> dict[str, ConfigDef]:
+    return {item.name: item for item in items}
+
+
+_B, _I, _L, _S, _LIST = (ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG,
+                         ConfigType.STRING, ConfigType.LIST)
+_WEEK_MS = 7 * 24 * 3600 * 1000
+_DAY_MS = 24 * 3600 * 1000
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("delete", "compact")
+
+# Broker configs. Those with a topic counterpart are the topic defaults and are dynamic, as
+# in Kafka (cluster-wide defaults can change without a restart).
+BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("node.id", _I, 0, "This broker's id", minimum=0),
+    ConfigDef("num.partitions", _I, 1, "Partitions of an auto-created topic", minimum=1),
+    ConfigDef("default.replication.factor", _I, 1, "Replication factor of auto-created topics",
+              minimum=1),
+    ConfigDef("auto.create.topics.enable", _B, True,
+              "Create a topic when a client asks for its metadata or produces to it"),
+    ConfigDef("delete.topic.enable", _B, True, "Allow DeleteTopics"),
+    ConfigDef("message.max.bytes", _I, 1048588, "Largest record batch accepted", minimum=0,
+              dynamic=True),
+    ConfigDef("socket.request.max.bytes", _I, 104857600, "Largest request frame accepted",
+              minimum=1),
+    ConfigDef("log.retention.ms", _L, _WEEK_MS, "Default retention.ms", minimum=-1,
+              dynamic=True),
+    ConfigDef("log.retention.bytes", _L, -1, "Default retention.bytes", dynamic=True),
+    ConfigDef("log.segment.bytes", _I, 1 << 30, "Default segment.bytes", minimum=14,
+              dynamic=True),
+    ConfigDef("log.roll.ms", _L, _WEEK_MS, "Default segment.ms", minimum=1, dynamic=True),
+    ConfigDef("log.cleanup.policy", _LIST, ("delete",), "Default cleanup.policy",
+              choices=CLEANUP_POLICIES, dynamic=True),
+    ConfigDef("log.cleaner.delete.retention.ms", _L, _DAY_MS, "Default delete.retention.ms",
+              minimum=0, dynamic=True),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", _L, 0, "Default min.compaction.lag.ms",
+              minimum=0, dynamic=True),
+    ConfigDef("log.cleaner.max.compaction.lag.ms", _L, LONG_MAX,
+              "Default max.compaction.lag.ms", minimum=1, dynamic=True),
+    ConfigDef("log.cleaner.backoff.ms", _L, 15000, "Pause between compaction passes",
+              minimum=0),
+    ConfigDef("log.index.size.max.bytes", _I, 10 * 1024 * 1024,
+              "Default segment.index.bytes", minimum=8, dynamic=True),
+    ConfigDef("log.index.interval.bytes", _I, 4096, "Default index.interval.bytes", minimum=0,
+              dynamic=True),
+    ConfigDef("log.flush.interval.messages", _L, LONG_MAX, "Default flush.messages",
+              minimum=1, dynamic=True),
+    ConfigDef("log.flush.interval.ms", _L, LONG_MAX, "Default flush.ms", minimum=0,
+              dynamic=True),
+    ConfigDef("log.message.timestamp.type", _S, "CreateTime",
+              "Default message.timestamp.type", choices=TIMESTAMP_TYPES, dynamic=True),
+    ConfigDef("log.message.timestamp.before.max.ms", _L, LONG_MAX,
+              "Default message.timestamp.before.max.ms", minimum=0, dynamic=True),
+    ConfigDef("log.message.timestamp.after.max.ms", _L, LONG_MAX,
+              "Default message.timestamp.after.max.ms", minimum=0, dynamic=True),
+    ConfigDef("log.retention.check.interval.ms", _L, 300000,
+              "How often retention is applied", minimum=1),
+    ConfigDef("compression.type", _S, "producer", "Default compression.type",
+              choices=COMPRESSION_TYPES, dynamic=True),
+    ConfigDef("min.insync.replicas", _I, 1, "Default min.insync.replicas", minimum=1,
+              dynamic=True),
+    ConfigDef("unclean.leader.election.enable", _B, False,
+              "Default unclean.leader.election.enable", dynamic=True),
+    ConfigDef("offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets",
+              minimum=1),
+    ConfigDef("offsets.topic.segment.bytes", _I, 100 * 1024 * 1024,
+              "segment.bytes of __consumer_offsets", minimum=14),
+    ConfigDef("offsets.retention.minutes", _I, 10080, "How long committed offsets of an "
+              "empty group are kept", minimum=1),
+    ConfigDef("group.initial.rebalance.delay.ms", _I, 3000,
+              "Wait for more members before the first rebalance of a group", minimum=0),
+    ConfigDef("group.min.session.timeout.ms", _I, 6000, "Smallest session timeout allowed",
+              minimum=0),
+    ConfigDef("group.max.session.timeout.ms", _I, 1800000, "Largest session timeout allowed",
+              minimum=0),
+    ConfigDef("group.max.size", _I, INT_MAX, "Members allowed in one group", minimum=1),
+    ConfigDef("fetch.max.bytes", _I, 57671680, "Cap on a fetch response's records",
+              minimum=0),
+    ConfigDef("max.incremental.fetch.session.cache.slots", _I, 1000,
+              "Fetch sessions (KIP-227) kept at once", minimum=0),
+    ConfigDef("producer.id.expiration.ms", _I, 86400000,
+              "Idle time after which a producer's de-duplication state is dropped", minimum=1),
+)
+
+# Topic configs: what CreateTopics and AlterConfigs accept for a topic.
+TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("cleanup.policy", _LIST, ("delete",), "delete, compact or both",
+              choices=CLEANUP_POLICIES, broker_default="log.cleanup.policy"),
+    ConfigDef("compression.type", _S, "producer", "Codec batches are stored with",
+              choices=COMPRESSION_TYPES, broker_default="compression.type"),
+    ConfigDef("delete.retention.ms", _L, _DAY_MS, "How long tombstones survive compaction",
+              minimum=0, broker_default="log.cleaner.delete.retention.ms"),
+    ConfigDef("flush.messages", _L, LONG_MAX, "fsync after this many messages", minimum=1,
+              broker_default="log.flush.interval.messages"),
+    ConfigDef("flush.ms", _L, LONG_MAX, "fsync at least this often", minimum=0,
+              broker_default="log.flush.interval.ms"),
+    ConfigDef("index.interval.bytes", _I, 4096, "Bytes between offset index entries",
+              minimum=0, broker_default="log.index.interval.bytes"),
+    ConfigDef("max.compaction.lag.ms", _L, LONG_MAX,
+              "Longest a record stays uncompacted", minimum=1,
+              broker_default="log.cleaner.max.compaction.lag.ms"),
+    ConfigDef("max.message.bytes", _I, 1048588, "Largest record batch accepted", minimum=0,
+              broker_default="message.max.bytes"),
+    ConfigDef("message.timestamp.type", _S, "CreateTime", "CreateTime or LogAppendTime",
+              choices=TIMESTAMP_TYPES, broker_default="log.message.timestamp.type"),
+    ConfigDef("message.timestamp.before.max.ms", _L, LONG_MAX,
+              "How far in the past a CreateTime timestamp may be", minimum=0,
+              broker_default="log.message.timestamp.before.max.ms"),
+    ConfigDef("message.timestamp.after.max.ms", _L, LONG_MAX,
+              "How far in the future a CreateTime timestamp may be", minimum=0,
+              broker_default="log.message.timestamp.after.max.ms"),
+    ConfigDef("min.compaction.lag.ms", _L, 0, "Shortest a record stays uncompacted",
+              minimum=0, broker_default="log.cleaner.min.compaction.lag.ms"),
+    ConfigDef("min.insync.replicas", _I, 1, "Replicas that must have an acks=all write",
+              minimum=1, broker_default="min.insync.replicas"),
+    ConfigDef("retention.bytes", _L, -1, "Size a partition is trimmed to (-1: no limit)",
+              broker_default="log.retention.bytes"),
+    ConfigDef("retention.ms", _L, _WEEK_MS, "Age at which segments are deleted (-1: never)",
+              minimum=-1, broker_default="log.retention.ms"),
+    ConfigDef("segment.bytes", _I, 1 << 30, "Size at which a segment is rolled", minimum=14,
+              broker_default="log.segment.bytes"),
+    ConfigDef("segment.index.bytes", _I, 10 * 1024 * 1024,
+              "Size of a segment's offset index; a full index rolls the segment", minimum=8,
+              broker_default="log.index.size.max.bytes"),
+    ConfigDef("segment.ms", _L, _WEEK_MS, "Age at which a segment is rolled", minimum=1,
+              broker_default="log.roll.ms"),
+    ConfigDef("unclean.leader.election.enable", _B, False,
+              "Allow an out-of-sync replica to lead (no effect with one replica)",
+              broker_default="unclean.leader.election.enable"),
+)
+
+# Kafka's older spellings of the retention default, accepted on the command line.
+_RETENTION_ALIASES = {"log.retention.hours": 3600 * 1000, "log.retention.minutes": 60 * 1000}
+
+
+@dataclass
+class BrokerConfig:
+    """Everything a broker is started with.
+
+    ``properties`` holds the Kafka-named settings parsed through ``BROKER_CONFIGS``;
+    ``static_keys`` remembers which were given explicitly (DescribeConfigs reports them as
+    STATIC_BROKER_CONFIG) and ``dynamic_keys`` which were altered at run time.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 9092
+    data_dir: Path | None = None
+    advertised_host: str | None = None
+    fsync: bool = False  # flush every append before acknowledging (log.flush.interval.messages=1)
+    zero_copy: bool = True  # send large fetch responses with sendfile where the OS allows
+    cluster_id: str | None = None  # None: generated once and kept in the data dir
+    properties: dict[str, Any] = field(default_factory=dict)
+    static_keys: set[str] = field(default_factory=set)
+    dynamic_keys: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        given = dict(self.properties)
+        self.properties = {name: d.default for name, d in BROKER_CONFIGS.items()}
+        for name, value in given.items():
+            try:
+                self._set(name, value, static=True)
+            except InvalidConfigError as exc:
+                raise ConfigError(exc.message or str(exc), key=name, value=value) from None
+        if self.fsync and "log.flush.interval.messages" not in given:
+            self.properties["log.flush.interval.messages"] = 1
+            self.static_keys.add("log.flush.interval.messages")
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any] | Iterable[str] = (),
+                        **kwargs: Any) -> BrokerConfig:
+        """Build from ``{"num.partitions": "3"}`` or ``["num.partitions=3", ...]``."""
+        if isinstance(properties, Mapping):
+            items = dict(properties)
+        else:
+            items = {}
+            for entry in properties:
+                key, sep, value = entry.partition("=")
+                if not sep:
+                    raise InvalidConfigError(f"expected key=value, got {entry!r}")
+                items[key.strip()] = value
+        return cls(properties=items, **kwargs)
+
+    def _set(self, name: str, value: Any, *, static: bool) -> None:
+        if name in _RETENTION_ALIASES:
+            number = parse_config_value(BROKER_CONFIGS["log.retention.ms"], str(value))
+            value, name = str(number * _RETENTION_ALIASES[name]), "log.retention.ms"
+        definition = BROKER_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidConfigError(
+                f"unknown broker config {name!r}; known: {', '.join(sorted(BROKER_CONFIGS))}"
+            )
+        if not isinstance(value, str):
+            value = definition.render(value) if not isinstance(value, (list, tuple)) \
+                else ",".join(value)
+        self.properties[name] = parse_config_value(definition, value)
+        (self.static_keys if static else self.dynamic_keys).add(name)
+
+    def get(self, name: str) -> Any:
+        return self.properties[name]
+
+    def alter(self, name: str, value: str | None) -> None:
+        """Set (or with None, reset to its default) a dynamic broker config."""
+        definition = BROKER_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidConfigError(f"Unknown broker config {name}")
+        if not definition.dynamic:
+            raise InvalidConfigError(
+                f"Cannot update these configs dynamically: {{{name}}}"
+            )
+        if value is None:
+            self.properties[name] = definition.default
+            self.dynamic_keys.discard(name)
+            return
+        self._set(name, value, static=False)
+
+    def source_of(self, name: str) -> ConfigSource:
+        if name in self.dynamic_keys:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self.static_keys:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DEFAULT_CONFIG
+
+    @property
+    def node_id(self) -> int:
+        return int(self.properties["node.id"])
+
+    @property
+    def advertised(self) -> str:
+        return self.advertised_host or self.host
+
+    def topic_default(self, topic_key: str) -> Any:
+        """The broker-wide default of a topic config."""
+        definition = TOPIC_CONFIGS[topic_key]
+        if definition.broker_default is None:
+            return definition.default
+        return self.properties[definition.broker_default]
+
+
+def write_json_atomically(path: Path, data: Any) -> None:
+    """Write, fsync and rename, so a crash leaves either the old file or the new one."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,282 @@
+"""The group coordinator: the entry point the broker and the handlers use.
+
+It owns the registry of groups and its journal (:mod:`~server_ref.groups.store`), runs the
+rebalance protocol through :mod:`~server_ref.groups.membership`, committed offsets through
+:mod:`~server_ref.groups.offsets`, and answers the group admin APIs itself. Everything runs
+on the broker's event loop, the single owner of all state (no locks); timers are
+``loop.call_later`` handles, all cancelled by :meth:`GroupCoordinator.close`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from sdk import errors
+from server_ref.groups.config import GroupConfig
+from server_ref.groups.group import Group, GroupState
+from server_ref.groups.journal import GroupJournal
+from server_ref.groups.membership import Membership
+from server_ref.groups.offsets import OffsetManager
+from server_ref.groups.results import (
+    NO_ERROR,
+    GroupDescription,
+    GroupListing,
+    JoinResult,
+    LeaveResult,
+    LeavingMember,
+    MemberDescription,
+    OffsetFetchResult,
+    OffsetToCommit,
+    Partition,
+    Protocol,
+    SyncResult,
+)
+from server_ref.groups.store import GroupStore
+from server_ref.groups.timers import Timers
+
+log = logging.getLogger(__name__)
+
+_OFFSET_EXPIRY = ("offset-expiry",)
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupCoordinator:
+    """Coordinator of every group on this broker (rules: membership.py and offsets.py).
+
+    ``journal`` persists offsets and group metadata (``__consumer_offsets``); call
+    :meth:`load` once before serving and :meth:`close` at shutdown. ``now_ms`` is the clock
+    for stored timestamps and retention (timers use the event loop's clock).
+    """
+
+    def __init__(self, journal: GroupJournal, config: GroupConfig | None = None, *,
+                 now_ms: Callable[[], int] | None = None) -> None:
+        self.config = config or GroupConfig()
+        self._now_ms = now_ms or _wall_clock_ms
+        self._store = GroupStore(journal, self.config, self._now_ms)
+        self.offsets = OffsetManager(self._store)
+        self._timers = Timers()
+        self._loaded = False
+        self._closed = False
+        self._membership = Membership(self._store, self.config, self._timers, self._now_ms,
+                                      self._check_available)
+
+    # ================================================================== lifecycle
+
+    def load(self) -> None:
+        """Replay the journal. Reloaded members must heartbeat within their session."""
+        self._membership.resume(self._store.load())
+        self._loaded = True
+        self._schedule_offset_expiry()
+        log.info("group coordinator loaded %d groups", len(self._store.groups))
+
+    def close(self) -> None:
+        """Cancel every timer and answer parked requests with NOT_COORDINATOR."""
+        if self._closed:
+            return
+        self._closed = True
+        self._timers.close()
+        self._membership.close()
+
+    async def start(self) -> None:
+        """``load()`` from the event loop (the broker's start hook)."""
+        if not self._loaded:
+            self.load()
+
+    async def stop(self) -> None:
+        """``close()`` (the broker's stop hook)."""
+        self.close()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded and not self._closed
+
+    def group(self, group_id: str) -> Group | None:
+        """The live group (for inspection; treat it as read-only)."""
+        return self._store.get(group_id)
+
+    def _check_available(self) -> None:
+        if self._closed:
+            raise errors.NotCoordinatorError("the coordinator is shut down")
+        if not self._loaded:
+            raise errors.CoordinatorLoadInProgressError("the group journal is not loaded yet")
+        self._timers.arm_deferred()
+
+    # ================================================================== membership
+
+    async def join_group(
+        self, group_id: str, member_id: str, *, protocol_type: str,
+        protocols: Sequence[Protocol], session_timeout_ms: int, rebalance_timeout_ms: int = -1,
+        group_instance_id: str | None = None, client_id: str = "", client_host: str = "",
+        require_known_member_id: bool = False, supports_skip_assignment: bool = False,
+        reason: str | None = None,
+    ) -> JoinResult:
+        """JoinGroup; returns when the rebalance this join takes part in completes.
+
+        ``require_known_member_id`` is JoinGroup v4+ (MEMBER_ID_REQUIRED for a first join
+        without ``group_instance_id``); ``supports_skip_assignment`` is v9+.
+        """
+        return await self._membership.join_group(
+            group_id, member_id, protocol_type=protocol_type, protocols=protocols,
+            session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            group_instance_id=group_instance_id, client_id=client_id, client_host=client_host,
+            require_known_member_id=require_known_member_id,
+            supports_skip_assignment=supports_skip_assignment, reason=reason)
+
+    async def sync_group(
+        self, group_id: str, member_id: str, generation_id: int, *,
+        assignments: Mapping[str, bytes] | None = None, group_instance_id: str | None = None,
+        protocol_type: str | None = None, protocol_name: str | None = None,
+    ) -> SyncResult:
+        """SyncGroup; a follower's waits until the leader's brings the assignment."""
+        return await self._membership.sync_group(
+            group_id, member_id, generation_id, assignments=assignments,
+            group_instance_id=group_instance_id, protocol_type=protocol_type,
+            protocol_name=protocol_name)
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int,
+                  group_instance_id: str | None = None) -> int:
+        """Heartbeat; returns the error code (REBALANCE_IN_PROGRESS asks to rejoin)."""
+        return self._membership.heartbeat(group_id, member_id, generation_id,
+                                          group_instance_id)
+
+    def leave_group(self, group_id: str, members: Sequence[LeavingMember]) -> LeaveResult:
+        """LeaveGroup for one member (v0-v2) or a batch (v3+, by member or instance id)."""
+        return self._membership.leave_group(group_id, members)
+
+    # ================================================================== group admin
+
+    def list_groups(self, states: Iterable[str] = (),
+                    types: Iterable[str] = ()) -> tuple[int, list[GroupListing]]:
+        """ListGroups: (error, groups), filtered by state and type names (case-insensitive)."""
+        try:
+            self._check_available()
+        except errors.BrokerResponseError as exc:
+            return exc.errno, []
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "classic" not in wanted_types:
+            return NO_ERROR, []
+        listed = [
+            GroupListing(g.group_id, g.protocol_type or "", g.state.value)
+            for g in self._store.all_groups()
+            if g.state is not GroupState.DEAD
+            and (not wanted_states or g.state.value.lower() in wanted_states)
+        ]
+        return NO_ERROR, listed
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """DescribeGroups for one group; an unknown group is reported as Dead."""
+        try:
+            self._check_available()
+            if not group_id:
+                raise errors.InvalidGroupIdError("the group id is empty")
+        except errors.BrokerResponseError as exc:
+            return GroupDescription(group_id, GroupState.DEAD.value, error=exc.errno)
+        group = self._store.get(group_id)
+        if group is None:
+            return GroupDescription(group_id, GroupState.DEAD.value)
+        stable = group.state is GroupState.STABLE and group.protocol_name is not None
+        members = tuple(
+            MemberDescription(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
+                m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return GroupDescription(group_id, group.state.value, group.protocol_type or "",
+                                (group.protocol_name or "") if stable else "", members)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """DeleteGroups: each group's error; only a group without members can go."""
+        results: dict[str, int] = {}
+        for group_id in group_ids:
+            try:
+                self._check_available()
+                if not group_id:
+                    raise errors.InvalidGroupIdError("the group id is empty")
+                group = self._store.get(group_id)
+                if group is None or group.state is GroupState.DEAD:
+                    raise errors.GroupIdNotFoundError(f"group {group_id} does not exist")
+                if group.state is not GroupState.EMPTY:
+                    raise errors.NonEmptyGroupError(f"group {group_id} is {group.state.value}")
+                self._membership.forget(group)
+                self._store.delete_group(group)
+            except errors.BrokerResponseError as exc:
+                results[group_id] = exc.errno
+                continue
+            log.info("group %s deleted", group_id)
+            results[group_id] = NO_ERROR
+        return results
+
+    # ================================================================== offsets
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[Partition, OffsetToCommit], *,
+                       generation_id: int = -1, member_id: str = "",
+                       group_instance_id: str | None = None,
+                       retention_ms: int = -1) -> dict[Partition, int]:
+        """OffsetCommit; each partition's error (GROUP_ID_NOT_FOUND for a member commit to
+        a group that does not exist)."""
+        try:
+            self._check_available()
+        except errors.BrokerResponseError as exc:
+            return dict.fromkeys(offsets, exc.errno)
+        return self.offsets.commit(group_id, offsets, generation_id=generation_id,
+                                   member_id=member_id, group_instance_id=group_instance_id,
+                                   retention_ms=retention_ms)
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[Partition] | None, *,
+                      require_stable: bool = False) -> OffsetFetchResult:
+        """OffsetFetch for one group; ``partitions=None`` means every committed partition."""
+        try:
+            self._check_available()
+        except errors.BrokerResponseError as exc:
+            return OffsetFetchResult(error=exc.errno)
+        return self.offsets.fetch(group_id, partitions, require_stable=require_stable)
+
+    def delete_offsets(self, group_id: str,
+                       partitions: Iterable[Partition]) -> tuple[int, dict[Partition, int]]:
+        """OffsetDelete: (group error, per-partition errors)."""
+        try:
+            self._check_available()
+        except errors.BrokerResponseError as exc:
+            return exc.errno, {}
+        return self.offsets.delete(group_id, partitions)
+
+    def stage_transactional_offsets(
+        self, group_id: str, producer_id: int, offsets: Mapping[Partition, OffsetToCommit], *,
+        generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None,
+    ) -> dict[Partition, int]:
+        """TxnOffsetCommit: hold offsets until :meth:`complete_transaction`."""
+        try:
+            self._check_available()
+        except errors.BrokerResponseError as exc:
+            return dict.fromkeys(offsets, exc.errno)
+        return self.offsets.stage_transactional(
+            group_id, producer_id, offsets, generation_id=generation_id, member_id=member_id,
+            group_instance_id=group_instance_id)
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> None:
+        """A transaction marker reached the group: apply or drop the producer's offsets."""
+        self._check_available()
+        self.offsets.complete_transaction(producer_id, committed)
+
+    def expire_offsets(self) -> int:
+        """Apply offset retention now (it also runs every offsets.retention.check.interval)."""
+        self._check_available()
+        return self.offsets.expire()
+
+    def _schedule_offset_expiry(self) -> None:
+        self._timers.schedule(_OFFSET_EXPIRY, self.config.offsets_retention_check_interval_ms,
+                              self._run_offset_expiry)
+
+    def _run_offset_expiry(self) -> None:
+        try:
+            self.offsets.expire()
+        finally:
+            self._schedule_offset_expiry()

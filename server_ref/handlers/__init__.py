@@ -1,0 +1,54 @@
+"""Request handlers: one module per API family, registered by API key and version range.
+
+A handler receives the request context and the decoded request and returns the response
+message (or awaits for it: JoinGroup and long-poll Fetch do). It runs on the broker's event
+loop, which owns all state, so it must not await while an invariant is half-updated.
+Returning ``None`` means "send no response" (Produce with acks=0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sdk.protocol.message import Message
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+
+HandlerResult = Message | None | Awaitable[Message | None]
+Handler = Callable[["RequestContext", Any], HandlerResult]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    broker: Broker
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str  # "host:port" of the client, for logs
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    api_key: int
+    min_version: int
+    max_version: int
+    handler: Handler
+
+
+REGISTRY: dict[int, Registration] = {}
+
+
+def handles(api_key: int, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
+    """Register ``handler`` for an API key; ApiVersions advertises exactly these ranges."""
+
+    def register(handler: Handler) -> Handler:
+        if api_key in REGISTRY:
+            raise RuntimeError(f"API key {api_key} registered twice")
+        REGISTRY[api_key] = Registration(api_key, min_version, max_version, handler)
+        return handler
+
+    return register

@@ -1,0 +1,83 @@
+"""DescribeCluster; InitProducerId and DescribeProducers for idempotent producers.
+
+Transactions are not supported: an InitProducerId naming a transactional id is refused with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (fatal, not retried, in every client), and the
+transaction APIs are not advertised.
+"""
+
+from __future__ import annotations
+
+from sdk.errors import (
+    InvalidRequestError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
+from sdk.protocol.messages.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+from sdk.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
+from sdk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from server_ref.handlers import RequestContext, handles
+from server_ref.handlers.metadata import CLUSTER_OPERATIONS, UNREQUESTED_OPERATIONS
+
+BROKER_ENDPOINT = 1
+
+
+@handles(60, 0, 1)
+def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
+                     ) -> DescribeClusterResponse:
+    b = ctx.broker
+    if ctx.api_version >= 1 and req.endpoint_type != BROKER_ENDPOINT:
+        return DescribeClusterResponse(
+            error_code=InvalidRequestError.errno, endpoint_type=req.endpoint_type,
+            error_message=f"endpoint type {req.endpoint_type} is not served by this broker")
+    return DescribeClusterResponse(
+        cluster_id=b.cluster_id, controller_id=b.node_id, endpoint_type=BROKER_ENDPOINT,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=b.node_id, host=b.host, port=b.port, rack=None)],
+        cluster_authorized_operations=(
+            CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+            else UNREQUESTED_OPERATIONS))
+
+
+@handles(22, 0, 5)
+def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest
+                     ) -> InitProducerIdResponse:
+    if req.transactional_id:  # null, or "" from lenient clients: an idempotent producer
+        return InitProducerIdResponse(error_code=TransactionalIdAuthorizationFailedError.errno,
+                                      producer_id=-1, producer_epoch=-1)
+    allocator = ctx.broker.producer_ids
+    assert allocator is not None
+    # As Kafka does for idempotent producers: always a fresh id (even when the request
+    # names the current one to bump its epoch), with epoch 0.
+    return InitProducerIdResponse(producer_id=allocator.allocate(), producer_epoch=0)
+
+
+@handles(61, 0, 0)
+def describe_producers(ctx: RequestContext, req: DescribeProducersRequest
+                       ) -> DescribeProducersResponse:
+    """The idempotent producers a partition remembers. ``last_timestamp`` is when the
+    broker last appended for the producer; no transactions, so no coordinator epoch."""
+    topics = []
+    for topic in req.topics:
+        results = []
+        for index in topic.partition_indexes:
+            result = DescribeProducersResponse.PartitionResponse(partition_index=index)
+            partition = ctx.broker.topics.partition(topic.name, index)
+            if partition is None:
+                result.error_code = UnknownTopicOrPartitionError.errno
+            else:
+                result.active_producers = [
+                    DescribeProducersResponse.ProducerState(
+                        producer_id=pid, producer_epoch=entry.epoch,
+                        last_sequence=entry.last_sequence, last_timestamp=entry.last_seen_ms,
+                        coordinator_epoch=-1, current_txn_start_offset=-1)
+                    for pid, entry in sorted(partition.producers.entries.items())]
+            results.append(result)
+        topics.append(DescribeProducersResponse.TopicResponse(name=topic.name,
+                                                              partitions=results))
+    return DescribeProducersResponse(topics=topics)

@@ -1,0 +1,257 @@
+"""Fetch: read stored batches for consumers, long-polling until ``min_bytes`` are there.
+
+Limits as Kafka applies them: each partition gets at most its ``partition_max_bytes`` and
+the response at most ``max_bytes`` (capped by the broker's ``fetch.max.bytes``), except that
+the first partition with data always returns at least one whole batch, so a consumer
+progresses past a batch larger than its limits (KIP-74). A partition whose next batch does
+not fit in what is left of the response is answered without records this time.
+
+When fewer than ``min_bytes`` are available and ``max_wait_ms`` allows, the handler waits
+for appends to any requested partition (the partitions wake their waiters) and reads again.
+Records of at least ``ZERO_COPY_MIN_BYTES`` are left in the segment files and sent with
+sendfile (see fetch_encoding); smaller ones are copied into the response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+from sdk.errors import (
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from sdk.protocol.messages.fetch import FetchRequest, FetchResponse
+from sdk.protocol.primitives import ZERO_UUID
+from server_ref.handlers import RequestContext, handles
+from server_ref.handlers.fetch_encoding import FileRecords, zero_copy_available
+from server_ref.handlers.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
+
+__all__ = ["ZERO_COPY_MIN_BYTES", "fetch"]
+
+ZERO_COPY_MIN_BYTES = 64 * 1024
+LEADER_EPOCH = 0
+TOPIC_IDS_VERSION = 13
+READ_COMMITTED = 1
+_ZERO_COPY = zero_copy_available()
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What one request reads: partitions in order, and the session bookkeeping."""
+
+    partitions: list[SessionPartition]
+    uses_topic_ids: bool
+    session_id: int = 0
+    incremental: bool = False
+    session_partitions: dict[tuple[object, int], SessionPartition] = field(default_factory=dict)
+
+
+@handles(1, 4, 17)
+def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse | Awaitable[FetchResponse]:
+    try:
+        plan = _plan(ctx, req)
+    except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
+        return FetchResponse(error_code=exc.errno, session_id=0)
+    if req.max_wait_ms <= 0 or req.min_bytes <= 0:
+        return _respond(ctx, req, plan)
+    available, has_error = _available(ctx, req, plan)
+    if has_error or available >= req.min_bytes:
+        return _respond(ctx, req, plan)
+    return _long_poll(ctx, req, plan)
+
+
+async def _long_poll(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchResponse:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + req.max_wait_ms / 1000
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        waiter: asyncio.Future[None] = loop.create_future()
+        watched = [p for p in (_resolve(ctx, sp)[1] for sp in plan.partitions)
+                   if p is not None]
+        for partition in watched:
+            partition.waiters.append(waiter)  # type: ignore[attr-defined]
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            break
+        finally:
+            for partition in watched:  # idle partitions must not collect stale waiters
+                with contextlib.suppress(ValueError):
+                    partition.waiters.remove(waiter)  # type: ignore[attr-defined]
+        available, has_error = _available(ctx, req, plan)
+        if has_error or available >= req.min_bytes:
+            break
+    return _respond(ctx, req, plan)
+
+
+# ---------------------------------------------------------------------------- sessions
+
+
+def _key(sp_topic: str, topic_id: uuid.UUID, partition: int, by_id: bool) -> tuple[object, int]:
+    return (topic_id if by_id else sp_topic), partition
+
+
+def _requested(req: FetchRequest, by_id: bool) -> list[SessionPartition]:
+    out = []
+    for topic in req.topics:
+        for p in topic.partitions:
+            out.append(SessionPartition(topic.topic, topic.topic_id if by_id else ZERO_UUID,
+                                        p.partition, p.fetch_offset, p.partition_max_bytes,
+                                        p.current_leader_epoch))
+    return out
+
+
+def _plan(ctx: RequestContext, req: FetchRequest) -> _Plan:
+    by_id = ctx.api_version >= TOPIC_IDS_VERSION
+    cache = ctx.broker.fetch_sessions
+    if ctx.api_version < 7:
+        return _Plan(_requested(req, by_id), by_id)
+    if req.session_id == 0:
+        plan = _Plan(_requested(req, by_id), by_id)
+        if req.session_epoch == INITIAL_EPOCH:
+            session = cache.create(by_id)
+            if session is not None:
+                for sp in plan.partitions:
+                    session.partitions[_key(sp.topic, sp.topic_id, sp.partition, by_id)] = sp
+                plan.session_id = session.session_id
+        return plan
+    if req.session_epoch == FINAL_EPOCH:
+        cache.remove(req.session_id)
+        return _Plan(_requested(req, by_id), by_id)
+    session = cache.lookup(req.session_id, req.session_epoch)
+    session.bump()
+    for sp in _requested(req, by_id):
+        key = _key(sp.topic, sp.topic_id, sp.partition, by_id)
+        old = session.partitions.get(key)
+        if old is not None:
+            old.fetch_offset = sp.fetch_offset
+            old.max_bytes = sp.max_bytes
+            old.current_leader_epoch = sp.current_leader_epoch
+        else:
+            session.partitions[key] = sp
+    for forgotten in req.forgotten_topics_data:
+        for index in forgotten.partitions:
+            session.partitions.pop(
+                _key(forgotten.topic, forgotten.topic_id, index, by_id), None)
+    return _Plan(list(session.partitions.values()), by_id, session.session_id, True)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def _resolve(ctx: RequestContext, sp: SessionPartition) -> tuple[str | None, object]:
+    """(topic name or None, Partition or None) for a session partition."""
+    topics = ctx.broker.topics
+    topic = topics.by_id(sp.topic_id) if sp.topic_id != ZERO_UUID else topics.get(sp.topic)
+    if topic is None:
+        return None, None
+    if not 0 <= sp.partition < len(topic.partitions):
+        return topic.name, None
+    return topic.name, topic.partitions[sp.partition]
+
+
+def _error_for(ctx: RequestContext, sp: SessionPartition, by_id: bool) -> int:
+    name, partition = _resolve(ctx, sp)
+    if name is None and by_id:
+        return UnknownTopicIdError.errno
+    if partition is None:
+        return UnknownTopicOrPartitionError.errno
+    if sp.current_leader_epoch > LEADER_EPOCH:
+        return UnknownLeaderEpochError.errno
+    return 0
+
+
+def _available(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> tuple[int, bool]:
+    """Bytes a read would return now (within limits), and whether any partition errs."""
+    total = 0
+    budget = _budget(ctx, req)
+    for sp in plan.partitions:
+        if _error_for(ctx, sp, plan.uses_topic_ids):
+            return total, True
+        partition = _resolve(ctx, sp)[1]
+        plog = partition.log  # type: ignore[attr-defined]
+        if sp.fetch_offset < plog.log_start_offset or sp.fetch_offset > plog.log_end_offset:
+            return total, True
+        if sp.fetch_offset < plog.log_end_offset:
+            total += plog.read(sp.fetch_offset, min(sp.max_bytes, budget)).size
+            if total >= req.min_bytes:
+                return total, False
+    return total, False
+
+
+def _budget(ctx: RequestContext, req: FetchRequest) -> int:
+    cap = int(ctx.broker.config.get("fetch.max.bytes"))
+    if ctx.api_version < 3:
+        return cap
+    return max(0, min(req.max_bytes, cap))
+
+
+def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchResponse:
+    by_id = plan.uses_topic_ids
+    budget = _budget(ctx, req)
+    total = 0
+    read_committed = req.isolation_level == READ_COMMITTED
+    zero_copy = ctx.broker.config.zero_copy
+    topics: dict[object, FetchResponse.FetchableTopicResponse] = {}
+    for sp in plan.partitions:
+        data = FetchResponse.PartitionData(partition_index=sp.partition, high_watermark=-1,
+                                           last_stable_offset=-1, log_start_offset=-1,
+                                           aborted_transactions=[] if read_committed else None,
+                                           records=b"")
+        code = _error_for(ctx, sp, by_id)
+        if code:
+            data.error_code = code
+        else:
+            partition = _resolve(ctx, sp)[1]
+            plog = partition.log  # type: ignore[attr-defined]
+            hw = plog.log_end_offset
+            data.high_watermark = data.last_stable_offset = hw
+            data.log_start_offset = plog.log_start_offset
+            remaining = budget - total
+            if sp.fetch_offset != hw and (remaining > 0 or total == 0):
+                limit = min(sp.max_bytes, remaining)
+                try:
+                    chunk = plog.read(sp.fetch_offset, limit)
+                except OffsetOutOfRangeError:
+                    data.error_code = OffsetOutOfRangeError.errno
+                else:
+                    if chunk.size and (total == 0 or chunk.size <= limit):
+                        data.records = _records(chunk, zero_copy)
+                        total += chunk.size
+        if plan.incremental and not _changed(sp, data):
+            continue
+        sp.last_high_watermark = data.high_watermark
+        sp.last_log_start = data.log_start_offset
+        key = sp.topic_id if by_id else sp.topic
+        entry = topics.get(key)
+        if entry is None:
+            entry = topics[key] = FetchResponse.FetchableTopicResponse(
+                topic=sp.topic, topic_id=sp.topic_id)
+        entry.partitions.append(data)
+    return FetchResponse(session_id=plan.session_id, responses=list(topics.values()))
+
+
+def _changed(sp: SessionPartition, data: FetchResponse.PartitionData) -> bool:
+    return bool(data.records) or data.error_code != 0 or \
+        data.high_watermark != sp.last_high_watermark or \
+        data.log_start_offset != sp.last_log_start
+
+
+def _records(chunk: object, zero_copy: bool) -> bytes | FileRecords:
+    size = chunk.size  # type: ignore[attr-defined]
+    if zero_copy and _ZERO_COPY and size >= ZERO_COPY_MIN_BYTES:
+        try:
+            return FileRecords.reopen(chunk.chunks, size)  # type: ignore[attr-defined]
+        except OSError:
+            pass
+    return chunk.to_bytes()  # type: ignore[attr-defined]

@@ -1,0 +1,98 @@
+"""ListOffsets and OffsetForLeaderEpoch: offsets by position, by time, and by leader epoch.
+
+Every partition has leader epoch 0 on this single broker (every stored batch carries it), so
+OffsetForLeaderEpoch answers epoch 0 with the log end offset and a newer epoch with
+"undefined", and a current leader epoch above 0 is UNKNOWN_LEADER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from sdk.errors import (
+    OffsetNotAvailableError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from sdk.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from sdk.protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+from server_ref.handlers import RequestContext, handles
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+LEADER_EPOCH = 0
+
+PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+@handles(2, 1, 10)
+def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
+    topics = []
+    for topic in req.topics:
+        results = [_one(ctx, topic.name, p) for p in topic.partitions]
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name,
+                                                                   partitions=results))
+    return ListOffsetsResponse(topics=topics)
+
+
+def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsPartition
+         ) -> PartitionResult:
+    result = PartitionResult(partition_index=p.partition_index)
+    partition = ctx.broker.topics.partition(topic, p.partition_index)
+    if partition is None:
+        result.error_code = UnknownTopicOrPartitionError.errno
+        return result
+    if p.current_leader_epoch > LEADER_EPOCH:
+        result.error_code = UnknownLeaderEpochError.errno
+        return result
+    plog = partition.log
+    ts = p.timestamp
+    result.leader_epoch = LEADER_EPOCH
+    if ts == LATEST:
+        result.offset = plog.log_end_offset
+    elif ts in (EARLIEST, EARLIEST_LOCAL):
+        result.offset = plog.log_start_offset
+    elif ts == MAX_TIMESTAMP:
+        found = plog.max_timestamp()
+        if found is not None:
+            result.offset, result.timestamp = found
+        else:
+            result.leader_epoch = -1
+    elif ts == LATEST_TIERED:
+        result.leader_epoch = -1  # no tiered storage: nothing was ever uploaded
+    elif ts >= 0:
+        found = plog.offset_for_timestamp(ts)
+        if found is not None:
+            result.offset, result.timestamp = found
+        else:
+            result.leader_epoch = -1
+    else:
+        result.error_code = OffsetNotAvailableError.errno
+        result.leader_epoch = -1
+    return result
+
+
+@handles(23, 0, 4)
+def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest
+                            ) -> OffsetForLeaderEpochResponse:
+    topics = []
+    for topic in req.topics:
+        results = []
+        for p in topic.partitions:
+            r = OffsetForLeaderEpochResponse.EpochEndOffset(partition=p.partition)
+            partition = ctx.broker.topics.partition(topic.topic, p.partition)
+            if partition is None:
+                r.error_code = UnknownTopicOrPartitionError.errno
+            elif p.current_leader_epoch > LEADER_EPOCH:
+                r.error_code = UnknownLeaderEpochError.errno
+            elif 0 <= p.leader_epoch <= LEADER_EPOCH:
+                r.leader_epoch = LEADER_EPOCH
+                r.end_offset = partition.log.log_end_offset
+            results.append(r)
+        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+            topic=topic.topic, partitions=results))
+    return OffsetForLeaderEpochResponse(topics=topics)

@@ -1,0 +1,318 @@
+"""Produce: validate each partition's record batch, de-duplicate, append, acknowledge.
+
+Checks, in Kafka's order and with its error codes: the topic and partition exist and are
+not internal (UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION); exactly one v2 batch
+per partition (INVALID_RECORD); its declared size matches the bytes (CORRUPT_MESSAGE); it
+fits ``max.message.bytes`` (MESSAGE_TOO_LARGE); its CRC-32C matches (CORRUPT_MESSAGE); it
+is not a control batch and its record count agrees with its last offset delta
+(INVALID_RECORD); its records region parses into exactly that many records with offset
+deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD); on a compacted topic every record has a key, and CreateTime timestamps
+respect ``message.timestamp.before/after.max.ms`` (INVALID_RECORD / INVALID_TIMESTAMP, with
+the offending record's index). A batch is stored as sent, only its base offset and leader
+epoch patched (and, for a topic with another ``compression.type``, recompressed).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from sdk.errors import (
+    CorruptMessageError,
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    InvalidTimestampError,
+    InvalidTopicError,
+    InvalidTxnStateError,
+    KafkaError,
+    KafkaStorageError,
+    MalformedDataError,
+    MessageTooLargeError,
+    NotEnoughReplicasError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
+from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from sdk.records.builder import RecordBatchBuilder
+from sdk.records.compression import Compression, decompress
+from sdk.records.header import (
+    BATCH_HEADER,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    batch_crc,
+)
+from sdk.records.reader import RecordBatch
+from server_ref.config import LONG_MAX
+from server_ref.handlers import RequestContext, handles
+from server_ref.producer_state import AppendedBatch, last_sequence_of
+from server_ref.topics import Partition, Topic, validate_topic_name
+
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+LEADER_EPOCH = 0
+_INT32 = struct.Struct(">i")
+MIN_RECORD_BODY = 6  # attributes, timestamp delta, offset delta, key, value, header count
+_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP,
+           "snappy": Compression.SNAPPY, "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+
+
+class _RecordError(KafkaError):
+    """A record-level failure: carries the record's index inside the batch (v8+ responses)."""
+
+    def __init__(self, error: KafkaError, index: int) -> None:
+        super().__init__(str(error.message or error))
+        self.error = error
+        self.index = index
+
+
+@handles(0, 3, 11)
+def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+    broker = ctx.broker
+    failure: KafkaError | None = None
+    if req.acks not in (0, 1, -1):
+        failure = InvalidRequiredAcksError(f"acks must be 0, 1 or -1, not {req.acks}")
+    elif req.transactional_id is not None:
+        failure = TransactionalIdAuthorizationFailedError(
+            "transactions are not supported by this broker")
+    now = broker.now_ms()
+    responses = []
+    for topic_data in req.topic_data:
+        topic = broker.topics.get(topic_data.name)
+        parts = []
+        for data in topic_data.partition_data:
+            if failure is not None:
+                parts.append(_error(data.index, failure))
+            else:
+                parts.append(_produce_partition(ctx, topic, topic_data.name, data, req.acks,
+                                                now))
+        responses.append(ProduceResponse.TopicProduceResponse(name=topic_data.name,
+                                                              partition_responses=parts))
+    if req.acks == 0:
+        return None
+    return ProduceResponse(responses=responses)
+
+
+def _error(index: int, exc: KafkaError) -> PartitionResponse:
+    record_errors = []
+    if isinstance(exc, _RecordError):
+        record_errors = [ProduceResponse.BatchIndexAndErrorMessage(
+            batch_index=exc.index, batch_index_error_message=exc.message)]
+        exc = exc.error
+    code = getattr(exc, "errno", CorruptMessageError.errno)
+    return PartitionResponse(index=index, error_code=code, base_offset=-1,
+                             log_start_offset=-1, record_errors=record_errors,
+                             error_message=exc.message)
+
+
+def _find_partition(topic: Topic | None, name: str, index: int) -> Partition:
+    if topic is None:
+        validate_topic_name(name)
+        raise UnknownTopicOrPartitionError(f"topic {name} does not exist")
+    if topic.is_internal:
+        raise InvalidTopicError(f"cannot append to internal topic {name}")
+    if not 0 <= index < len(topic.partitions):
+        raise UnknownTopicOrPartitionError(f"topic {name} has no partition {index}")
+    return topic.partitions[index]
+
+
+def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
+                       data: ProduceRequest.PartitionProduceData, acks: int,
+                       now: int) -> PartitionResponse:
+    broker = ctx.broker
+    try:
+        partition = _find_partition(topic, name, data.index)
+        assert topic is not None
+        cfg = broker.config
+        buf = _check_batch(data.records, int(topic.config_value("max.message.bytes", cfg)))
+        header = BATCH_HEADER.unpack_from(buf, 0)
+        _check_records(topic, partition, buf, header, now, ctx)
+        if acks == -1 and int(topic.config_value("min.insync.replicas", cfg)) > 1:
+            raise NotEnoughReplicasError(
+                f"min.insync.replicas of {name} is "
+                f"{topic.config_value('min.insync.replicas', cfg)}; this broker has 1 replica")
+        target = topic.config_value("compression.type", cfg)
+        if target != "producer" and (header[5] & COMPRESSION_MASK) != _CODECS[target]:
+            buf = _recompress(buf, _CODECS[target])
+        return _append(partition, buf, header, now)
+    except KafkaError as exc:
+        return _error(data.index, exc)
+
+
+def _check_batch(records: bytes | None, max_message_bytes: int) -> bytearray:
+    if not records:
+        raise InvalidRecordError("Produce requests must have at least one record batch "
+                                 "per partition")
+    size = len(records)
+    if size < RECORD_BATCH_OVERHEAD:
+        if size >= 17 and records[16] in (0, 1):
+            raise InvalidRecordError("only record batches with magic 2 are accepted")
+        raise CorruptMessageError(f"record batch of {size} bytes is shorter than its header")
+    magic = records[16]
+    if magic != 2:
+        if magic in (0, 1):
+            raise InvalidRecordError(
+                f"Produce requests are only allowed to contain record batches with magic "
+                f"version 2, not {magic}")
+        raise CorruptMessageError(f"record batch has unknown magic {magic}")
+    (length,) = _INT32.unpack_from(records, 8)
+    declared = length + LOG_OVERHEAD
+    if declared < RECORD_BATCH_OVERHEAD or declared > size:
+        raise CorruptMessageError(
+            f"record batch declares {declared} bytes but {size} were sent")
+    if declared < size:
+        raise InvalidRecordError("Produce requests are only allowed to contain exactly one "
+                                 "record batch per partition")
+    if size > max_message_bytes:
+        raise MessageTooLargeError(
+            f"record batch of {size} bytes exceeds max.message.bytes ({max_message_bytes})")
+    buf = bytearray(records)
+    (stored_crc,) = struct.unpack_from(">I", buf, 17)
+    if batch_crc(buf, 0, size) != stored_crc:
+        raise CorruptMessageError("record batch CRC-32C does not match its contents")
+    return buf
+
+
+def _check_records(topic: Topic, partition: Partition, buf: bytearray, header: tuple[Any, ...],
+                   now: int, ctx: RequestContext) -> None:
+    attributes, last_delta, count = header[5], header[6], header[12]
+    producer_id, epoch, base_seq = header[9], header[10], header[11]
+    if attributes & CONTROL_MASK:
+        raise InvalidRecordError("clients may not send control batches")
+    if attributes & TRANSACTIONAL_MASK:
+        raise InvalidTxnStateError("transactions are not supported by this broker")
+    if attributes & COMPRESSION_MASK > Compression.ZSTD:
+        raise InvalidRecordError(f"unknown compression codec {attributes & COMPRESSION_MASK}")
+    if count <= 0 or count != last_delta + 1:
+        raise InvalidRecordError(
+            f"record count {count} does not match last offset delta {last_delta}")
+    if producer_id >= 0 and (epoch < 0 or base_seq < 0):
+        raise InvalidRecordError("idempotent batch without producer epoch or base sequence")
+    _walk_records(buf, attributes & COMPRESSION_MASK, count)
+    cfg = ctx.broker.config
+    compacted = topic.is_compacted(cfg)
+    before = int(topic.config_value("message.timestamp.before.max.ms", cfg))
+    after = int(topic.config_value("message.timestamp.after.max.ms", cfg))
+    check_time = (not attributes & TIMESTAMP_TYPE_MASK and
+                  topic.config_value("message.timestamp.type", cfg) == "CreateTime" and
+                  (before < LONG_MAX or after < LONG_MAX))
+    if not compacted and not check_time:
+        return
+    try:
+        records = RecordBatch(buf, 0).records()
+    except MalformedDataError as exc:
+        raise CorruptMessageError(f"records cannot be decoded: {exc}") from None
+    for i, record in enumerate(records):
+        if compacted and record.key is None:
+            raise _RecordError(InvalidRecordError(
+                f"Compacted topic cannot accept message without key in topic partition "
+                f"{partition.name}."), i)
+        if check_time and not (now - before <= record.timestamp <= now + after):
+            raise _RecordError(InvalidTimestampError(
+                f"Timestamp {record.timestamp} of message with offset {i} is out of range. "
+                f"The timestamp should be within [{now - before}, {now + after}]"), i)
+
+
+def _varint_raw(data: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned varint of up to 10 bytes (zig-zag undone by the caller)."""
+    z = shift = 0
+    while pos < end and shift < 70:
+        b = data[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            return z, pos
+        shift += 7
+    raise CorruptMessageError("a record's varint is truncated or too long")
+
+
+def _walk_records(buf: bytearray, codec: int, count: int) -> None:
+    """Kafka checks the records inside a batch, not only its CRC: each length prefix must
+    end exactly where the next record starts and offset deltas must run 0, 1, 2, ... This
+    walk reads three varints per record instead of decoding it; one- and two-byte varints
+    (nearly all of them) are decoded inline, as this runs for every record produced."""
+    if codec:
+        try:
+            data: bytes | bytearray = decompress(codec, bytes(buf[RECORD_BATCH_OVERHEAD:]))
+        except MalformedDataError as exc:
+            raise CorruptMessageError(f"records cannot be decompressed: {exc}") from None
+        pos, end = 0, len(data)
+    else:
+        data, pos, end = buf, RECORD_BATCH_OVERHEAD, len(buf)
+    expected = 0
+    try:
+        for expected in range(count):
+            b = data[pos]
+            if b < 0x80:
+                z, pos = b, pos + 1
+            elif data[pos + 1] < 0x80:
+                z, pos = (b & 0x7F) | (data[pos + 1] << 7), pos + 2
+            else:
+                z, pos = _varint_raw(data, pos, end)
+            length = (z >> 1) ^ -(z & 1)
+            if length < MIN_RECORD_BODY or pos + length > end:
+                raise CorruptMessageError(f"record {expected} declares {length} bytes; "
+                                          f"{end - pos} remain in the batch")
+            at = pos + 1  # skip the attributes byte, then the timestamp delta's varint
+            while data[at] >= 0x80:
+                at += 1
+            b = data[at + 1]  # the offset delta, compared in its zig-zag form
+            if b < 0x80:
+                z = b
+            elif data[at + 2] < 0x80:
+                z = (b & 0x7F) | (data[at + 2] << 7)
+            else:
+                z = _varint_raw(data, at + 1, pos + length)[0]
+            if z != expected << 1:
+                raise _RecordError(InvalidRecordError(
+                    f"record {expected} has offset delta {(z >> 1) ^ -(z & 1)}; deltas must "
+                    "be consecutive from 0"), expected)
+            pos += length
+    except IndexError:
+        raise CorruptMessageError(f"records end inside record {expected}") from None
+    if pos != end:
+        raise CorruptMessageError(f"{end - pos} bytes follow the last of {count} records")
+
+
+def _recompress(buf: bytearray, codec: Compression) -> bytearray:
+    """Rebuild a batch with the topic's codec, keeping producer state and record fields."""
+    batch = RecordBatch(buf, 0)
+    try:
+        records = batch.records()
+    except MalformedDataError as exc:
+        raise CorruptMessageError(f"records cannot be decoded: {exc}") from None
+    builder = RecordBatchBuilder(codec, producer_id=batch.producer_id,
+                                 producer_epoch=batch.producer_epoch,
+                                 base_sequence=batch.base_sequence)
+    for record in records:
+        builder.append(record.offset - batch.base_offset, record.timestamp, record.key,
+                       record.value, record.headers)
+    return bytearray(builder.build())
+
+
+def _append(partition: Partition, buf: bytearray, header: tuple[Any, ...],
+            now: int) -> PartitionResponse:
+    producer_id, epoch, base_seq, last_delta = header[9], header[10], header[11], header[6]
+    plog = partition.log
+    last_seq = -1
+    if producer_id >= 0:
+        last_seq = last_sequence_of(base_seq, last_delta)
+        duplicate = partition.producers.check(producer_id, epoch, base_seq, last_seq)
+        if duplicate is not None:
+            return PartitionResponse(index=partition.index, base_offset=duplicate.first_offset,
+                                     log_append_time_ms=duplicate.log_append_time_ms,
+                                     log_start_offset=plog.log_start_offset)
+    try:
+        info = plog.append(buf, now_ms=now, leader_epoch=LEADER_EPOCH)
+    except OSError as exc:
+        raise KafkaStorageError(f"writing to {partition.name} failed: {exc}") from exc
+    if producer_id >= 0:
+        partition.producers.record(producer_id, epoch, AppendedBatch(
+            base_seq, last_seq, info.first_offset, info.last_offset, info.log_append_time_ms),
+            now)
+    partition.notify_appended()
+    return PartitionResponse(index=partition.index, base_offset=info.first_offset,
+                             log_append_time_ms=info.log_append_time_ms,
+                             log_start_offset=plog.log_start_offset)

@@ -1,0 +1,67 @@
+"""DeleteRecords (move a partition's log start offset forward) and DescribeLogDirs."""
+
+from __future__ import annotations
+
+import shutil
+
+from sdk.errors import KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from sdk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from sdk.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
+from server_ref.handlers import RequestContext, handles
+
+HIGH_WATERMARK = -1
+
+
+@handles(21, 0, 2)
+def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    topics = []
+    for topic in req.topics:
+        results = []
+        for p in topic.partitions:
+            result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                partition_index=p.partition_index, low_watermark=-1)
+            partition = ctx.broker.topics.partition(topic.name, p.partition_index)
+            if partition is None:
+                result.error_code = UnknownTopicOrPartitionError.errno
+            elif p.offset < HIGH_WATERMARK or p.offset > partition.log.log_end_offset:
+                result.error_code = OffsetOutOfRangeError.errno
+            else:
+                try:
+                    result.low_watermark = partition.log.delete_records(p.offset)
+                except KafkaError as exc:
+                    result.error_code = getattr(exc, "errno", OffsetOutOfRangeError.errno)
+                else:
+                    partition.notify_appended()  # long polls re-check their offsets
+            results.append(result)
+        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name,
+                                                                     partitions=results))
+    return DeleteRecordsResponse(topics=topics)
+
+
+@handles(35, 1, 4)
+def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest
+                      ) -> DescribeLogDirsResponse:
+    """The single data directory, with the size of each requested (null: every) partition."""
+    broker = ctx.broker
+    wanted: dict[str, list[int] | None]
+    if req.topics is None:
+        wanted = {t.name: None for t in broker.topics}
+    else:
+        wanted = {t.topic: list(t.partitions) for t in req.topics}
+    topics = []
+    for name, indexes in wanted.items():
+        topic = broker.topics.get(name)
+        if topic is None:
+            continue  # as Kafka: partitions this broker does not hold are left out
+        chosen = range(len(topic.partitions)) if indexes is None else indexes
+        parts = [DescribeLogDirsResponse.DescribeLogDirsPartition(
+            partition_index=i, partition_size=topic.partitions[i].log.size_in_bytes())
+            for i in chosen if 0 <= i < len(topic.partitions)]
+        topics.append(DescribeLogDirsResponse.DescribeLogDirsTopic(name=name, partitions=parts))
+    usage = shutil.disk_usage(broker.data_dir)
+    return DescribeLogDirsResponse(results=[DescribeLogDirsResponse.DescribeLogDirsResult(
+        log_dir=str(broker.data_dir.resolve()), topics=topics, total_bytes=usage.total,
+        usable_bytes=usage.free)])

@@ -1,0 +1,352 @@
+"""The asyncio server: connections, framing, dispatch and in-order responses.
+
+Each connection is an ``asyncio.Protocol``. Received bytes are cut into frames (bounded by
+``socket.request.max.bytes``) and every request is dispatched at once, so a long-polling
+fetch does not hold back the requests behind it; responses still leave in request order.
+A handler that answers synchronously on an idle connection is written straight away; as
+soon as one response is pending, later ones queue behind it and a writer task drains the
+queue in order. Fetch responses may carry file regions, sent with ``loop.sendfile``.
+
+A malformed, truncated or oversized frame, or a request that cannot be decoded, closes that
+connection only (and is logged). A request for an API the broker does not implement is
+answered with that API's response carrying UNSUPPORTED_VERSION when the response shape
+allows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import pkgutil
+import socket
+from collections import deque
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+import server_ref.handlers as handlers_pkg
+from sdk.errors import KafkaError, MalformedDataError, UnsupportedVersionError
+from sdk.protocol.framing import FrameBuffer, ReceivedRequest, ServerFraming
+from sdk.protocol.message import Message
+from server_ref.handlers import REGISTRY, RequestContext
+from server_ref.handlers.fetch_encoding import FileRecords, OutgoingFrame, encode_frame
+from server_ref.handlers.unsupported import error_response
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+
+log = logging.getLogger(__name__)
+
+__all__ = ["KafkaServer", "load_handlers", "start_broker", "stop_broker"]
+
+API_VERSIONS_KEY = 18
+MAX_QUEUED_RESPONSES = 512  # stop reading from a client this far ahead of its responses
+
+Outgoing = bytes | OutgoingFrame | None
+
+
+def load_handlers() -> None:
+    """Import every module of ``server_ref.handlers`` so their ``@handles`` run."""
+    for info in pkgutil.iter_modules(handlers_pkg.__path__):
+        importlib.import_module(f"{handlers_pkg.__name__}.{info.name}")
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.broker = server.broker
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.frames = FrameBuffer(int(self.broker.config.get("socket.request.max.bytes")))
+        self.queue: deque[asyncio.Future[Outgoing] | Outgoing] = deque()
+        self.writer: asyncio.Task[None] | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.closed = False
+        self._write_paused = False
+        self._read_paused = False
+
+    # ------------------------------------------------------------------ transport events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = f"{peer[0]}:{peer[1]}"
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        for task in list(self.tasks):
+            task.cancel()
+        if self.writer is not None:
+            self.writer.cancel()
+        for item in self.queue:
+            _discard(item)
+        self.queue.clear()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.closed:
+            return
+        should_pause = self._write_paused or len(self.queue) >= MAX_QUEUED_RESPONSES
+        if should_pause and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+        elif not should_pause and self._read_paused:
+            self._read_paused = False
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.frames.feed(data)
+        except MalformedDataError as exc:
+            self.abort(f"bad frame: {exc}")
+            return
+        for payload in frames:
+            if self.closed:
+                return
+            try:
+                received = ServerFraming.parse(payload)
+            except (MalformedDataError, UnsupportedVersionError) as exc:
+                self.abort(f"undecodable request: {exc}")
+                return
+            self.dispatch(received)
+
+    def abort(self, reason: str) -> None:
+        log.warning("closing connection from %s: %s", self.peer, reason)
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def dispatch(self, req: ReceivedRequest) -> None:
+        ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
+                             req.client_id, self.peer)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: request %d, API %d v%d (%s)", self.peer, req.correlation_id,
+                      req.api_key, req.api_version, type(req.request).__name__)
+        rule = self.broker.control.take(req.api_key, req.api_version, req.request)
+        if rule is not None:
+            self._enqueue(self._run_rule(rule, ctx, req))
+            return
+        try:
+            result = self.handle(ctx, req)
+            if isinstance(result, Awaitable):
+                self._enqueue(self._await_result(ctx, result))
+            else:
+                self._enqueue_ready(self._encode(ctx, result))
+        except _Unanswerable as exc:
+            self.abort(str(exc))
+        except Exception:
+            log.exception("handler for API %d v%d failed (from %s)", req.api_key,
+                          req.api_version, self.peer)
+            self.abort("handler failed")
+
+    def handle(self, ctx: RequestContext, req: ReceivedRequest) -> Any:
+        registration = REGISTRY.get(req.api_key)
+        request = req.request
+        if req.api_key == API_VERSIONS_KEY and (
+            registration is None or request is None
+            or not registration.min_version <= req.api_version <= registration.max_version
+        ):
+            # KIP-511: answer an unknown ApiVersions version in v0 with our ranges.
+            from server_ref.handlers.api_versions import unsupported_version_response
+
+            ctx.api_version = 0
+            return unsupported_version_response()
+        if request is None:
+            raise _Unanswerable(req.error or "unknown request")
+        if registration is None or not (
+            registration.min_version <= req.api_version <= registration.max_version
+        ):
+            try:
+                return error_response(req.api_key, req.api_version, request,
+                                      UnsupportedVersionError.errno)
+            except LookupError:
+                raise _Unanswerable(f"API {req.api_key} v{req.api_version} is not "
+                                    "supported and its response has no error field") from None
+        return registration.handler(ctx, request)
+
+    def _encode(self, ctx: RequestContext, response: Message | None) -> Outgoing:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: response %d, API %d: %s", self.peer, ctx.correlation_id,
+                      ctx.api_key, "none" if response is None else type(response).__name__)
+        if response is None or self.closed:
+            return None
+        return encode_frame(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+
+    async def _await_result(self, ctx: RequestContext, result: Awaitable[Message | None]
+                            ) -> Outgoing:
+        return self._encode(ctx, await result)
+
+    async def _run_rule(self, rule: Any, ctx: RequestContext, req: ReceivedRequest
+                        ) -> Outgoing:
+        outcome = await rule.apply(ctx, req.request, lambda: self.handle(ctx, req))
+        if outcome is rule.CLOSE:
+            self.abort(f"control surface closed the connection on API {req.api_key}")
+            return None
+        return self._encode(ctx, outcome)
+
+    # ------------------------------------------------------------------ ordered writing
+
+    def _enqueue_ready(self, out: Outgoing) -> None:
+        if not self.queue and self.writer is None:
+            self._write(out)
+            return
+        self.queue.append(out)
+        self._update_reading()
+
+    def _enqueue(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        self.queue.append(task)
+        self._update_reading()
+        if self.writer is None:
+            self.writer = asyncio.get_running_loop().create_task(self._drain())
+
+    def _write(self, out: Outgoing) -> None:
+        if out is None or self.closed or self.transport is None:
+            return
+        if isinstance(out, bytes):
+            self.transport.write(out)
+            return
+        # A frame with file regions needs awaiting: hand it to the writer task.
+        self.queue.appendleft(out)
+        if self.writer is None:
+            self.writer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self.queue and not self.closed:
+                item = self.queue[0]
+                if isinstance(item, asyncio.Future):
+                    try:
+                        out = await item
+                    except _Unanswerable as exc:
+                        self.abort(str(exc))
+                        return
+                    except asyncio.CancelledError:
+                        if self.closed:
+                            return
+                        raise
+                    except Exception:
+                        log.exception("request from %s failed", self.peer)
+                        self.abort("handler failed")
+                        return
+                else:
+                    out = item
+                self.queue.popleft()
+                self._update_reading()
+                if isinstance(out, OutgoingFrame):
+                    await self._send_frame(out)
+                elif out is not None and self.transport is not None and not self.closed:
+                    self.transport.write(out)
+        finally:
+            self.writer = None
+            if self.queue and not self.closed:
+                self.writer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _send_frame(self, frame: OutgoingFrame) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            for part in frame.parts:
+                if self.closed or self.transport is None:
+                    return
+                if isinstance(part, FileRecords):
+                    for file, position, size in part.chunks:
+                        sent = await loop.sendfile(self.transport, file, position, size)
+                        if sent != size:
+                            raise OSError(f"sendfile sent {sent} of {size} bytes")
+                        self.server.file_bytes_sent += size
+                else:
+                    self.transport.write(part)
+        except (OSError, RuntimeError) as exc:
+            self.abort(f"sending fetch data failed: {exc}")
+        finally:
+            frame.close()
+
+
+class _Unanswerable(KafkaError):
+    """A request the broker cannot decode or answer: Kafka closes the connection."""
+
+
+def _discard(item: Any) -> None:
+    if isinstance(item, OutgoingFrame):
+        item.close()
+    elif isinstance(item, asyncio.Future):
+        item.cancel()
+
+
+class KafkaServer:
+    """Listens on one address and serves the broker's handlers."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.connections: set[Connection] = set()
+        self.file_bytes_sent = 0  # fetch data sent straight from segment files
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        load_handlers()
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: Connection(self), host, port,
+                                                reuse_address=True, backlog=1024)
+        bound = self._server.sockets[0].getsockname()[1]
+        return int(bound)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        pending: list[asyncio.Task[Any]] = []
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.transport.abort()
+            conn.closed = True
+            pending.extend(conn.tasks)
+            if conn.writer is not None:
+                pending.append(conn.writer)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+
+async def start_broker(broker: Broker, host: str, port: int) -> KafkaServer:
+    """Open the broker's state, then listen; ``broker.port`` is the bound port after."""
+    if not broker.opened:
+        broker.open()
+    server = KafkaServer(broker)
+    try:
+        broker.port = await server.start(host, port)
+        await broker.start()
+    except BaseException:
+        await server.stop()
+        broker.close()
+        raise
+    log.info("broker %d serving %s:%d (cluster %s)", broker.node_id, host, broker.port,
+             broker.cluster_id)
+    return server
+
+
+async def stop_broker(broker: Broker, server: KafkaServer) -> None:
+    await server.stop()
+    await broker.stop()

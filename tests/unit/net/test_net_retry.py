@@ -1,0 +1,90 @@
+"""Backoff arithmetic and the tenacity-based retry policy."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sdk.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NotLeaderOrFollowerError,
+    TopicAuthorizationFailedError,
+)
+from sdk.net.retry import Backoff, RetryPolicy
+
+
+def test_backoff_doubles_up_to_the_cap_without_jitter() -> None:
+    b = Backoff(50, 1000, jitter=0)
+    assert [b.delay(n) for n in range(7)] == [0.0, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0]
+    assert b.delay(1000) == 1.0
+
+
+def test_backoff_jitter_stays_within_twenty_percent_and_the_cap() -> None:
+    b = Backoff(100, 1000, rng=random.Random(7))
+    for n in range(1, 6):
+        base = min(0.1 * 2 ** (n - 1), 1.0)
+        for _ in range(50):
+            d = b.delay(n)
+            assert base * 0.8 - 1e-9 <= d <= min(base * 1.2, 1.0) + 1e-9
+
+
+def test_backoff_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError):
+        Backoff(-1, 10)
+    with pytest.raises(ValueError):
+        Backoff(1, 10, jitter=1.5)
+
+
+async def test_retriable_errors_are_retried_until_success() -> None:
+    calls: list[int] = []
+    hooked: list[BaseException] = []
+
+    async def op() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise NotLeaderOrFollowerError("moved")
+        return "ok"
+
+    async def hook(exc: BaseException) -> None:
+        hooked.append(exc)
+
+    policy = RetryPolicy(backoff_ms=1, backoff_max_ms=2, timeout_s=10)
+    assert await policy.run(op, before_retry=hook) == "ok"
+    assert len(calls) == 3
+    assert [type(e) for e in hooked] == [NotLeaderOrFollowerError] * 2
+
+
+async def test_non_retriable_error_is_raised_at_once() -> None:
+    calls: list[int] = []
+
+    async def op() -> None:
+        calls.append(1)
+        raise TopicAuthorizationFailedError("no")
+
+    with pytest.raises(TopicAuthorizationFailedError):
+        await RetryPolicy(backoff_ms=1, backoff_max_ms=1, timeout_s=10).run(op)
+    assert len(calls) == 1
+
+
+async def test_attempt_limit_reraises_the_last_error() -> None:
+    calls: list[int] = []
+
+    async def op() -> None:
+        calls.append(1)
+        raise KafkaConnectionError(f"attempt {len(calls)}")
+
+    with pytest.raises(KafkaConnectionError, match="attempt 3"):
+        await RetryPolicy(backoff_ms=1, backoff_max_ms=1, timeout_s=None, max_attempts=3).run(op)
+    assert len(calls) == 3
+
+
+async def test_time_budget_ends_in_a_timeout_chained_to_the_last_error() -> None:
+    async def op() -> None:
+        raise KafkaConnectionError("down")
+
+    with pytest.raises(KafkaTimeoutError, match="did not succeed within") as info:
+        await RetryPolicy(backoff_ms=5, backoff_max_ms=10, timeout_s=0.1).run(op, what="Ping")
+    assert isinstance(info.value.__cause__, KafkaConnectionError)
+    assert "Ping" in str(info.value)
