@@ -58,7 +58,8 @@ def check_environment() -> None:
         import pyarrow  # noqa: F401
         import pyspark  # noqa: F401
     except ImportError as exc:
-        sys.exit(f"demo: {exc.name} is missing; install the extra: pip install -e '.[spark]'")
+        sys.exit(f"demo: {exc.name} is missing: pip install 'pyspark>=4.0' pyarrow "
+                 "(the project's 'spark' extra)")
     # Spark's Python workers must run this interpreter and find this project.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

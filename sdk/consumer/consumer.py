@@ -21,7 +21,7 @@ import contextlib
 import logging
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Generator, Iterable, Mapping
 from typing import Any
 
 from sdk.consumer.config import ConsumerConfig
@@ -77,6 +77,7 @@ class AsyncConsumer:
         self._initial_listener: ConsumerRebalanceListener | None = None
         self._pending: deque[ConsumerRecord] = deque()  # fetched, not yet handed out
         self._background: set[asyncio.Task[Any]] = set()
+        self._subscription_epoch = 0  # bumped by subscribe/assign/unsubscribe
         self._positions_lock: asyncio.Lock | None = None
         self._wakeup: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -168,6 +169,7 @@ class AsyncConsumer:
             raise ValueError("subscribe() needs topics or a pattern (unsubscribe() to stop)")
         if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
             listener = _adapt_listener(listener)
+        self._subscription_epoch += 1
         if pattern is not None:
             self._subs.subscribe_pattern(pattern)
             self._client.metadata_all_topics = True
@@ -184,29 +186,46 @@ class AsyncConsumer:
             self._initial_listener = listener
         self._sync_metadata_topics()
 
-    def unsubscribe(self) -> None:
-        """Drop the subscription or manual assignment. A group member leaves the group (its
-        listener sees the partitions revoked first), so the others take them over now."""
+    def unsubscribe(self) -> Awaitable[None]:
+        """Drop the subscription or manual assignment.
+
+        A group member first calls its listener's ``on_partitions_revoked`` (committing
+        there works) and then leaves the group, so the others take the partitions over at
+        once. That happens in the background; await the returned future to wait for it.
+        """
+        self._subscription_epoch += 1
         if self._coordinator is not None and self._subs.uses_group and self._loop is not None:
-            assigned, offsets = self._subs.assigned_partitions(), self._commit_view()
-            task = self._loop.create_task(self._coordinator.leave(assigned, offsets))
+            assigned = self._subs.assigned_partitions()
+            self._subs.pause(assigned)  # nothing more is handed out from them
+            task = self._loop.create_task(self._leave_group(assigned, self._subscription_epoch))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+            return task
+        self._drop_subscription()
+        return _DONE
+
+    async def _leave_group(self, assigned: set[TopicPartition], epoch: int) -> None:
+        assert self._coordinator is not None
+        try:
+            await self._coordinator.leave(assigned, self._commit_view())
+        finally:
+            if epoch == self._subscription_epoch:  # no new subscribe() meanwhile
+                self._drop_subscription()
+
+    def _drop_subscription(self) -> None:
         self._subs.unsubscribe()
         self._pending.clear()
         self._client.metadata_all_topics = False
-        self._fetcher.discard(self._fetcher_partitions())
+        self._fetcher.discard(self._fetcher.known_partitions())
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly these partitions, without group membership."""
         partitions = list(partitions)
+        self._subscription_epoch += 1
         self._subs.assign(partitions)
         self._forget_pending(lambda tp: not self._subs.is_assigned(tp))
         self._sync_metadata_topics()
         self._fetcher.wake()
-
-    def _fetcher_partitions(self) -> set[TopicPartition]:
-        return self._fetcher.known_partitions()
 
     def assignment(self) -> set[TopicPartition]:
         return self._subs.assigned_partitions()
@@ -595,6 +614,17 @@ class AsyncConsumer:
         self._check_open()
         info = await self._client.wait_for_topic(topic, self._timeout(timeout_ms))
         return set(info.partition_ids)
+
+
+class _Done:
+    """An awaitable that is already finished (no event loop needed to make one)."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield  # makes this a generator
+
+
+_DONE = _Done()
 
 
 def _as_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata | int]) -> dict[TopicPartition, OffsetAndMetadata]:

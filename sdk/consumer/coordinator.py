@@ -438,7 +438,8 @@ class ConsumerCoordinator:
 
     async def leave(self, assigned: set[TopicPartition],
                     offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        """After unsubscribe(): commit (auto-commit), tell the listener, leave the group."""
+        """For unsubscribe(): commit (auto-commit), tell the listener, leave the group.
+        The assignment is still in place, so the listener may commit."""
         m = self.membership
         if self._config.enable_auto_commit and offsets and m.generation >= 0:
             await self._commit_quietly(offsets, "on unsubscribe")

@@ -149,7 +149,11 @@ class Consumer:
         self._do(self._core.subscribe, topics, pattern=pattern, listener=wrapped)
 
     def unsubscribe(self) -> None:
-        self._do(self._core.unsubscribe)
+        """Drop the subscription; a group member leaves the group (waits for that)."""
+        async def unsubscribe() -> None:
+            await self._core.unsubscribe()
+
+        self._run(unsubscribe(), self._limit(None, self._core._timeout_s))
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._do(self._core.assign, list(partitions))
