@@ -6,6 +6,7 @@ these objects return, so the same code frames the SDK's connections and the refe
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,11 @@ def frame(payload: bytes | bytearray) -> bytes:
 class _Pending:
     api_key: int
     version: int
-    expects_response: bool
+
+
+# How many unanswered acks=0 requests are remembered. Kafka never answers them and tansu
+# answers at once, so a window this size only bounds memory against Kafka.
+SILENT_WINDOW = 65536
 
 
 class ClientFraming:
@@ -86,6 +91,7 @@ class ClientFraming:
         self._frames = FrameBuffer(max_frame_bytes)
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
+        self._silent: deque[int] = deque(maxlen=SILENT_WINDOW)  # acks=0 ids, oldest first
 
     def next_correlation_id(self) -> int:
         cid = self._next_id
@@ -103,7 +109,10 @@ class ClientFraming:
         header.encode_into(w, request_header_version(api_key, version))
         request.encode_into(w, version)
         INT32.pack_into(w, 0, len(w) - 4)
-        self._pending[cid] = _Pending(api_key, version, expect_response)
+        if expect_response:
+            self._pending[cid] = _Pending(api_key, version)
+        else:
+            self._silent.append(cid)
         return cid, bytes(w)
 
     def forget(self, correlation_id: int) -> None:
@@ -112,7 +121,7 @@ class ClientFraming:
 
     @property
     def in_flight(self) -> int:
-        return sum(1 for p in self._pending.values() if p.expects_response)
+        return len(self._pending)
 
     def feed(self, data: bytes) -> list[tuple[int, Message]]:
         """Decode every complete response in ``data``: ``[(correlation_id, response)]``."""
@@ -122,11 +131,16 @@ class ClientFraming:
                 raise MalformedDataError(f"response frame of {len(payload)} bytes has no header")
             (cid,) = INT32.unpack_from(payload, 0)
             pending = self._pending.pop(cid, None)
+            silent = self._silent
+            # Responses come in request order, so acks=0 requests older than this one
+            # will never be answered: forget them.
+            while silent and silent[0] < cid:
+                silent.popleft()
             if pending is None:
+                if silent and silent[0] == cid:
+                    silent.popleft()
+                    continue  # a stray reply to an acks=0 produce: drop it
                 raise MalformedDataError(f"response with unknown correlation id {cid}")
-            if not pending.expects_response:
-                continue  # a stray reply to an acks=0 produce: drop it
-            self._drop_unanswered_before(cid)
             pos = 4 if response_header_version(pending.api_key, pending.version) == 0 else 0
             if pos == 0:
                 _header, pos = ResponseHeader.decode_from(payload, 0, 1)
@@ -137,12 +151,6 @@ class ClientFraming:
                 response, _ = cls.decode_from(payload, pos, pending.version)
             out.append((cid, response))
         return out
-
-    def _drop_unanswered_before(self, cid: int) -> None:
-        # Responses come in request order, so acks=0 requests older than this one never will.
-        stale = [c for c, p in self._pending.items() if not p.expects_response and c < cid]
-        for c in stale:
-            del self._pending[c]
 
 
 def _decode_api_versions(cls: type[Message], payload: bytes, pos: int, version: int) -> Message:

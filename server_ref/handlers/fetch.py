@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from server_ref.handlers.fetch_encoding import FileRecords, zero_copy_available
 from server_ref.handlers.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
 
 __all__ = ["ZERO_COPY_MIN_BYTES", "fetch"]
+
+log = logging.getLogger(__name__)
 
 ZERO_COPY_MIN_BYTES = 64 * 1024
 LEADER_EPOCH = 0
@@ -222,7 +225,8 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
                 limit = min(sp.max_bytes, remaining)
                 try:
                     chunk = plog.read(sp.fetch_offset, limit)
-                except OffsetOutOfRangeError:
+                except OffsetOutOfRangeError as exc:
+                    log.info("fetch %s-%d from %s: %s", sp.topic, sp.partition, ctx.peer, exc)
                     data.error_code = OffsetOutOfRangeError.errno
                 else:
                     if chunk.size and (total == 0 or chunk.size <= limit):

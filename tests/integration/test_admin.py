@@ -50,7 +50,9 @@ from sdk.errors import (
 
 from .conftest import Target, free_port, new_topic
 
-BASE_TS = 1_700_000_000_000
+# An hour ago: old enough to be a fixed past time, young enough that the broker's default
+# seven-day retention does not delete the records between producing and reading them.
+BASE_TS = (int(time.time()) - 3600) * 1000
 RECORDS = 10
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -22,7 +23,9 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 STYLES = ["sync", "callback", "fire_and_forget", "async"]
 ACKS: list[Any] = [0, 1, "all"]
 RECORDS_PER_CASE = 30
-BASE_TS = 1_700_000_000_000
+# An hour ago: old enough to be a fixed past time, young enough that the broker's default
+# seven-day retention does not delete the records between producing and reading them.
+BASE_TS = (int(time.time()) - 3600) * 1000
 
 
 def _records(case: str) -> list[tuple[bytes | None, bytes, list[tuple[str, bytes | None]], int]]:
