@@ -9,9 +9,9 @@ The poll path (:meth:`AsyncConsumer.getmany`, :meth:`getone`, ``async for``) dri
 rebalances, auto-commits and position lookups (committed offsets, then
 ``auto_offset_reset``); fetching and heartbeats run in the background.
 
-Records the application has not been handed yet (the rest of a batch being iterated record
-by record) are not counted as consumed: commits carry the position of the first record not
-yet handed out.
+Iteration and the blocking face take records from the fetcher in bulk into
+:class:`~sdk.consumer.pending.PendingRecords` and hand them out from there. Records not
+handed out yet are not counted as consumed: commits carry the position of the first of them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections import deque
 from collections.abc import Awaitable, Generator, Iterable, Mapping
 from typing import Any
 
@@ -35,6 +34,7 @@ from sdk.consumer.offsets import (
     fetch_committed,
     list_offsets,
 )
+from sdk.consumer.pending import PendingRecords
 from sdk.consumer.subscription import (
     IsolationLevel,
     OffsetResetStrategy,
@@ -75,7 +75,7 @@ class AsyncConsumer:
         self._coordinator: ConsumerCoordinator | None = None
         self._initial_topics = list(topics)
         self._initial_listener: ConsumerRebalanceListener | None = None
-        self._pending: deque[ConsumerRecord] = deque()  # fetched, not yet handed out
+        self._pending = PendingRecords()  # fetched, not yet handed out
         self._background: set[asyncio.Task[Any]] = set()
         self._subscription_epoch = 0  # bumped by subscribe/assign/unsubscribe
         self._positions_lock: asyncio.Lock | None = None
@@ -111,7 +111,7 @@ class AsyncConsumer:
                 self._group_client, self._client, self._subs, self._fetcher, self.config)
             self._coordinator.listener = self._initial_listener
             self._coordinator.offsets_provider = self._commit_view
-            self._coordinator.on_dropped = lambda gone: self._forget_pending(lambda tp: tp in gone)
+            self._coordinator.on_dropped = lambda gone: self._pending.drop(gone.__contains__)
         self._client.add_listener(self._on_metadata)
         self._sync_metadata_topics()
         self._fetcher.start()
@@ -223,7 +223,7 @@ class AsyncConsumer:
         partitions = list(partitions)
         self._subscription_epoch += 1
         self._subs.assign(partitions)
-        self._forget_pending(lambda tp: not self._subs.is_assigned(tp))
+        self._pending.drop(lambda tp: not self._subs.is_assigned(tp))
         self._sync_metadata_topics()
         self._fetcher.wake()
 
@@ -255,7 +255,7 @@ class AsyncConsumer:
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Consume ``partition`` from ``offset`` next."""
         self._subs.seek(partition, offset)
-        self._forget_pending(lambda tp: tp == partition)
+        self._pending.drop(partition.__eq__)
         self._fetcher.wake()
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
@@ -271,7 +271,7 @@ class AsyncConsumer:
         targets = set(partitions) or self._subs.assigned_partitions()
         for tp in targets:
             self._subs.request_reset(tp, strategy)
-        self._forget_pending(lambda tp: tp in targets)
+        self._pending.drop(targets.__contains__)
         self._fetcher.wake()
 
     async def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
@@ -279,9 +279,9 @@ class AsyncConsumer:
         self._check_open()
         self._subs.state(partition)  # IllegalStateError if not assigned
         await self._ensure_positions(self._timeout(timeout_ms))
-        for rec in self._pending:
-            if rec.topic == partition.topic and rec.partition == partition.partition:
-                return rec.offset
+        first = self._pending.first_offsets().get(partition)
+        if first is not None:
+            return first.offset
         position = self._subs.position(partition)
         if position is None:
             raise KafkaTimeoutError(f"the position of {partition} is not known yet")
@@ -377,8 +377,7 @@ class AsyncConsumer:
         lag = self._subs.lag(partition)
         if lag is None:
             return None
-        return lag + sum(1 for r in self._pending
-                         if r.topic == partition.topic and r.partition == partition.partition)
+        return lag + self._pending.count(partition)
 
     def highwater(self, partition: TopicPartition) -> int | None:
         return self._subs.state(partition).high_watermark
@@ -414,9 +413,8 @@ class AsyncConsumer:
 
     def _commit_view(self) -> dict[TopicPartition, OffsetAndMetadata]:
         offsets = self._subs.consumed_offsets()
-        for rec in self._pending:  # not handed out yet: commit up to the first of them
-            tp = TopicPartition(rec.topic, rec.partition)
-            current = offsets.get(tp)
+        for tp, rec in self._pending.first_offsets().items():
+            current = offsets.get(tp)  # not handed out yet: commit up to the first of them
             if current is not None and rec.offset < current.offset:
                 offsets[tp] = OffsetAndMetadata(rec.offset, "", rec.leader_epoch)
         return offsets
@@ -438,14 +436,12 @@ class AsyncConsumer:
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Records:
         """Records by partition: what is ready now, else what arrives within ``timeout_ms``."""
         self._check_open()
-        limit = self.config.max_poll_records if max_records is None else max_records
-        if limit < 1:
-            raise ValueError(f"max_records must be >= 1, not {limit}")
-        if self._pending:
-            if self._coordinator is not None:
-                self._coordinator.membership.polled()
-            return self._from_pending(limit)
-        return await self._poll(timeout_ms / 1000, limit)
+        limit = self._limit(max_records)
+        if not self._pending:
+            return await self._poll(timeout_ms / 1000, limit)
+        if self._rejoin_first():  # the rebalance drops what revoked partitions left here
+            await self.fill_pending(timeout_ms / 1000, limit)
+        return self.take_pending_batch(limit)
 
     async def getone(self) -> ConsumerRecord:
         """The next record (waits as long as it takes)."""
@@ -457,25 +453,44 @@ class AsyncConsumer:
             await self.fill_pending(1.0)
 
     def take_pending(self) -> ConsumerRecord | None:
-        """The next record already fetched for iteration, or None (never waits).
-
-        The blocking face calls this from the application thread, record by record: a
-        deque pop is atomic, and the loop thread only touches the deque inside calls the
-        application thread is blocked on.
-        """
-        if not self._pending:
+        """The next record already fetched for iteration, or None (never waits). Safe from
+        any thread: the blocking face calls it from the application thread."""
+        if self._rejoin_first():
             return None
-        if self._coordinator is not None:
+        record = self._pending.pop_one()
+        if record is not None and self._coordinator is not None:
             self._coordinator.membership.polled()
-        return self._pending.popleft()
+        return record
 
-    async def fill_pending(self, timeout_s: float) -> None:
-        """Poll into the iteration buffer (used by the blocking face's iteration)."""
+    def take_pending_batch(self, limit: int) -> Records:
+        """Up to ``limit`` already fetched records by partition (never waits; any thread)."""
+        if self._rejoin_first():
+            return {}
+        batch = self._pending.pop_batch(limit)
+        if batch and self._coordinator is not None:
+            self._coordinator.membership.polled()
+        return batch
+
+    async def fill_pending(self, timeout_s: float, limit: int | None = None) -> None:
+        """Poll up to ``limit`` records into the pending buffer, for iteration and the
+        blocking face (which then hand them out without a trip through the event loop)."""
         self._check_open()
-        if not self._pending:
-            batch = await self._poll(timeout_s, self.config.max_poll_records)
-            for records in batch.values():
-                self._pending.extend(records)
+        if not self._pending or self._rejoin_first():
+            self._pending.extend(await self._poll(timeout_s, self._limit(limit)))
+
+    def _rejoin_first(self) -> bool:
+        """An eager member must rejoin before handing out more (even already fetched
+        records): the group is waiting for it."""
+        coordinator = self._coordinator
+        return (coordinator is not None and self._subs.uses_group
+                and coordinator.membership.rejoin_needed
+                and not coordinator.consumes_while_rebalancing())
+
+    def _limit(self, max_records: int | None) -> int:
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit < 1:
+            raise ValueError(f"max_records must be >= 1, not {limit}")
+        return limit
 
     def __aiter__(self) -> AsyncConsumer:
         return self
@@ -484,18 +499,6 @@ class AsyncConsumer:
         if self._closed:
             raise StopAsyncIteration
         return await self.getone()
-
-    def _from_pending(self, limit: int) -> Records:
-        out: Records = {}
-        for _ in range(min(limit, len(self._pending))):
-            rec = self._pending.popleft()
-            out.setdefault(TopicPartition(rec.topic, rec.partition), []).append(rec)
-        return out
-
-    def _forget_pending(self, drop: Any) -> None:
-        if self._pending:
-            self._pending = deque(
-                r for r in self._pending if not drop(TopicPartition(r.topic, r.partition)))
 
     def wakeup(self) -> None:
         """Make the current (or next) getmany/getone raise WakeupError. Loop-thread only;
@@ -563,7 +566,7 @@ class AsyncConsumer:
             wanted.update(TopicPartition(topic, p) for p in ids)
         if wanted != self._subs.assigned_partitions():
             self._subs.assign_from_group(wanted)
-            self._forget_pending(lambda tp: tp not in wanted)
+            self._pending.drop(lambda tp: tp not in wanted)
             self._fetcher.wake()
 
     async def _wait_for_something(self, timeout_s: float) -> None:
@@ -587,8 +590,11 @@ class AsyncConsumer:
     # ================================================================ pausing
 
     def pause(self, *partitions: TopicPartition) -> None:
-        """Stop fetching these partitions (keeping their positions) until resumed."""
+        """Stop fetching and handing out these partitions until resumed."""
         self._subs.pause(partitions)
+        # Records of them already taken for iteration go back: rewind to the first one.
+        for tp, first in self._pending.drop(set(partitions).__contains__).items():
+            self._subs.seek(tp, first.offset, first.leader_epoch)
 
     def resume(self, *partitions: TopicPartition) -> None:
         self._subs.resume(partitions)

@@ -1,12 +1,17 @@
 """The fetcher: Fetch requests to partition leaders, prefetching while the application works.
 
-One background task (:meth:`Fetcher._run`) sends a Fetch to every leader that has fetchable
+One background task (:meth:`Fetcher._run`) sends Fetches to every leader that has fetchable
 partitions not already being fetched; responses become :class:`PartitionRecords` in a buffer
-that :meth:`Fetcher.fetched_records` drains. So each broker is asked in its own loop (one
-request in flight per broker, long-polling with ``fetch_max_wait_ms``), and a partition is
-fetched ahead of the application: up to ``_MAX_BUFFERED_PER_PARTITION`` responses wait per
-partition while the next one is in flight, and up to ``_MAX_IN_FLIGHT_PER_NODE`` Fetches (for
-different partitions) are queued at each broker.
+that :meth:`Fetcher.fetched_records` drains. A partition is fetched ahead of the
+application: up to ``_MAX_BUFFERED_PER_PARTITION`` responses wait per partition.
+
+Pipelining per broker: up to ``_MAX_IN_FLIGHT_PER_NODE`` Fetches (for different
+partitions) are queued at each broker; when none is in flight the partitions are split over
+them, so one is being answered while the records of another are handed out. A broker
+answers the requests of one connection in order, so a Fetch that long-polls
+(``fetch_max_wait_ms``) would hold up the one behind it: partitions already at the end of
+their log only ride along with partitions that have data, and are fetched on their own
+(long-polling) only when every partition of that broker has caught up.
 
 Positions: the fetcher keeps its own *fetch position* per partition, ahead of the
 subscription's position (what the application has been handed). Both carry the
@@ -125,13 +130,17 @@ class Fetcher:
         now = time.monotonic()
         wait: float | None = None
         by_node: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        behind: set[int] = set()  # nodes with a partition that has data left to fetch
         for tp in self._subs.fetchable_partitions():
-            if tp in self._in_flight or self._buffered[tp] >= _MAX_BUFFERED_PER_PARTITION:
-                continue
             leader = self._client.metadata.leader_for(tp.topic, tp.partition)
             if leader is None:
                 self._client.add_topics([tp.topic])
                 self._client.request_refresh()
+                continue
+            st = self._subs.state(tp)
+            if not self._caught_up(tp, st.position, st.epoch):
+                behind.add(leader)
+            if tp in self._in_flight or self._buffered[tp] >= _MAX_BUFFERED_PER_PARTITION:
                 continue
             if self._in_flight_nodes[leader] >= _MAX_IN_FLIGHT_PER_NODE:
                 continue
@@ -140,17 +149,42 @@ class Fetcher:
             if retry_at > now:
                 wait = retry_at - now if wait is None else min(wait, retry_at - now)
                 continue
-            st = self._subs.state(tp)
             offset, epoch = self._fetch_position(tp, st.position, st.epoch)
             by_node.setdefault(leader, []).append((tp, offset, epoch))
         for node, parts in by_node.items():
-            self._in_flight_nodes[node] += 1
-            self._in_flight.update(tp for tp, _, _ in parts)
-            task = asyncio.get_running_loop().create_task(
-                self._fetch_from(node, parts), name=f"kafka-sdk-fetch-{node}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            if node in behind and all(self._caught_up(tp, o, e) for tp, o, e in parts):
+                # Only caught-up partitions: the broker would hold this Fetch for up to
+                # fetch_max_wait_ms, and Fetches for partitions with data would queue
+                # behind it. They ride along with the next Fetch that has data instead.
+                continue
+            fresh = [p for p in parts if not self._caught_up(*p)]
+            if self._in_flight_nodes[node] == 0 and len(fresh) > 1:
+                # Nothing in flight: split the partitions with data over several Fetches, so
+                # that from now on one is being answered while the records of another are
+                # handed out. Caught-up partitions ride with the first (never alone).
+                groups = min(_MAX_IN_FLIGHT_PER_NODE, len(fresh))
+                caught = [p for p in parts if self._caught_up(*p)]
+                for i in range(groups):
+                    self._start_fetch(node, fresh[i::groups] + (caught if i == 0 else []))
+            else:
+                self._start_fetch(node, parts)
         return wait
+
+    def _start_fetch(self, node: int, parts: list[tuple[TopicPartition, int, int]]) -> None:
+        self._in_flight_nodes[node] += 1
+        self._in_flight.update(tp for tp, _, _ in parts)
+        task = asyncio.get_running_loop().create_task(
+            self._fetch_from(node, parts), name=f"kafka-sdk-fetch-{node}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _caught_up(self, tp: TopicPartition, position: int | None, epoch: int) -> bool:
+        """Whether ``tp`` will be fetched at (or past) the end of its log as last reported:
+        a Fetch of it waits for new records."""
+        known = self._fetch_positions.get(tp)
+        offset = known[0] if known is not None and known[1] == epoch else position
+        end = self._subs.end_offset(tp)
+        return offset is not None and end is not None and offset >= end
 
     def _fetch_position(self, tp: TopicPartition, position: int | None, epoch: int) -> tuple[int, int]:
         known = self._fetch_positions.get(tp)

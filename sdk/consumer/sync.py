@@ -4,6 +4,10 @@ thread and holds no consumer logic of its own.
 * ``poll(timeout_ms, max_records)`` returns ``dict[TopicPartition, list[ConsumerRecord]]``;
   ``for rec in consumer`` yields records one by one. Ctrl-C during iteration ends the loop
   cleanly (the records not yet yielded are not counted as consumed).
+* Each trip through the loop thread takes a slice of up to ``_SYNC_SLICE`` records; later
+  polls and iteration steps are served from it in the application thread. A hand-off
+  between threads can cost up to the interpreter's switch interval, so this is what keeps
+  the blocking face close to the async one.
 * ``wakeup()`` from any thread makes the poll in progress (or the next one) raise
   :class:`sdk.errors.WakeupError`.
 * Rebalance listeners with plain methods run on a worker thread, not on the event loop, so
@@ -32,6 +36,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _MARGIN_S = 5.0  # extra time for a blocking wait beyond the operation's own timeout
+# Records taken from the fetcher per trip through the event loop; polls are served from
+# them in the application thread (a thread hand-off costs up to the GIL switch interval).
+_SYNC_SLICE = 5000
 
 
 async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -107,7 +114,22 @@ class Consumer:
         """Records by partition: ready ones, else what arrives within ``timeout_ms``."""
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
-        future = self._thread.submit(self._core.getmany(timeout_ms, max_records))
+        core = self._core
+        limit = core._limit(max_records)
+        batch = core.take_pending_batch(limit)  # thread-safe, no trip through the loop
+        if batch:
+            return batch
+        # Take a bigger slice than asked for: the next polls are served from it directly.
+        # It does not count as consumed (nor committed) until handed out.
+        self._wait(core.fill_pending(timeout_ms / 1000, max(limit, _SYNC_SLICE)))
+        return core.take_pending_batch(limit)
+
+    def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop with no deadline of its own; Ctrl-C cancels it."""
+        if self._closed:
+            coro.close()
+            raise ConsumerClosedError("the consumer is closed")
+        future = self._thread.submit(coro)
         try:
             return future.result()
         except BaseException:
@@ -123,15 +145,10 @@ class Consumer:
             while True:
                 if self._closed:
                     raise StopIteration
-                record = core.take_pending()  # thread-safe: see AsyncConsumer.take_pending
+                record = core.take_pending()  # thread-safe: see PendingRecords
                 if record is not None:
                     return record
-                future = self._thread.submit(core.fill_pending(1.0))
-                try:
-                    future.result()
-                except BaseException:
-                    future.cancel()
-                    raise
+                self._wait(core.fill_pending(1.0, _SYNC_SLICE))
         except KeyboardInterrupt:
             log.info("consumer iteration interrupted (Ctrl-C)")
             raise StopIteration from None
