@@ -20,8 +20,15 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python examples/demo_pipeline.py
 
+# Every benchmark, each against its peers in the same run (figures go into the README).
 bench: $(STAMP)
+	$(BIN)/python bench/import_time.py
 	$(BIN)/python bench/records_bench.py
+	$(BIN)/python bench/producer_bench.py --broker both
+	$(BIN)/python bench/consumer_bench.py --broker tansu
+	$(BIN)/python bench/consumer_bench.py --broker server_ref
+	$(BIN)/python bench/broker_bench.py
+	$(BIN)/python bench/spark_bench.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
