@@ -13,7 +13,7 @@
              .start())
 
 The options, columns and behaviour follow Spark's built-in ``kafka`` format; see
-``docs/spark.md`` for the table and the differences.
+the README's Spark section for the table and the differences.
 """
 
 from __future__ import annotations

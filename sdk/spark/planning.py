@@ -1,7 +1,7 @@
 """Turning offset specs into concrete offsets, and offsets into Spark tasks.
 
 Pure functions over plain data: the broker is reached only through an :class:`OffsetLookup`
-handed in by the caller, so the rules (Spark's connector's, see ``docs/spark.md``) are tested
+handed in by the caller, so the rules (Spark's connector's, see the README's Spark section) are tested
 without a cluster.
 
 * :func:`resolve_offsets` -- an :data:`OffsetSpec` (earliest, latest, JSON offsets,
