@@ -4,6 +4,8 @@ confluent-kafka, on the same broker in the same run.
     .venv/bin/python bench/consumer_bench.py                 # tansu, fresh per size
     .venv/bin/python bench/consumer_bench.py --broker server_ref
     .venv/bin/python bench/consumer_bench.py --bootstrap 127.0.0.1:9092   # a running broker
+    .venv/bin/python bench/consumer_bench.py --baseline /tmp/old --clients \
+        base-sync,ours-sync,base-async,ours-async,aiokafka     # before/after, interleaved
 
 For each message size a topic of 6 partitions is filled once (by confluent-kafka, the
 fastest producer), then every client reads it all from the beginning with a manual
@@ -212,8 +214,18 @@ def fill_topic(bootstrap: str, topic: str, size: int, count: int) -> None:
 # ============================================================================ driver
 
 
-def run_worker(client: str, bootstrap: str, topic: str, count: int) -> float:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+BASELINE_CLIENTS = {"base-sync": "ours-sync", "base-async": "ours-async"}
+
+
+def run_worker(client: str, bootstrap: str, topic: str, count: int,
+               baseline: str | None = None) -> float:
+    # base-*: our workers importing ``sdk`` from the --baseline tree (before/after runs)
+    path = str(ROOT)
+    if client in BASELINE_CLIENTS:
+        if baseline is None:
+            raise SystemExit(f"{client} needs --baseline DIR (a tree holding sdk/)")
+        client, path = BASELINE_CLIENTS[client], baseline
+    env = dict(os.environ, PYTHONPATH=path)
     out = subprocess.run(
         [sys.executable, __file__, "--worker", client, "--bootstrap", bootstrap,
          "--topic", topic, "--count", str(count)],
@@ -232,6 +244,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
+    parser.add_argument("--baseline", help="a directory holding another sdk/ (e.g. an older "
+                        "checkout) for the base-sync and base-async clients")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
@@ -254,7 +268,7 @@ def main() -> None:
             rates: dict[str, list[float]] = {c: [] for c in clients}
             for round_no in range(args.rounds):
                 for client in clients:
-                    rate = run_worker(client, bootstrap, topic, count)
+                    rate = run_worker(client, bootstrap, topic, count, args.baseline)
                     rates[client].append(rate)
                     print(f"  {size:>5} B round {round_no + 1} {client:<13} {rate:>12,.0f} msgs/s",
                           flush=True)

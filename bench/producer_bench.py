@@ -107,13 +107,17 @@ def _aiokafka_acks(acks: str) -> Any:
     return "all" if acks == "all" else int(acks)
 
 
-def _aiokafka(a: argparse.Namespace, value: bytes) -> float:
+def _aiokafka_producer(a: argparse.Namespace) -> Any:
     from aiokafka import AIOKafkaProducer
 
+    return AIOKafkaProducer(bootstrap_servers=a.bootstrap, acks=_aiokafka_acks(a.acks),
+                            compression_type=None if a.codec == "none" else a.codec,
+                            linger_ms=LINGER_MS)
+
+
+def _aiokafka(a: argparse.Namespace, value: bytes) -> float:
     async def run() -> float:
-        p = AIOKafkaProducer(bootstrap_servers=a.bootstrap, acks=_aiokafka_acks(a.acks),
-                             compression_type=None if a.codec == "none" else a.codec,
-                             linger_ms=LINGER_MS)
+        p = _aiokafka_producer(a)
         await p.start()
         try:
             await p.send_and_wait(a.topic, b"warm-up")
@@ -128,12 +132,8 @@ def _aiokafka(a: argparse.Namespace, value: bytes) -> float:
 
 
 def _aiokafka_batch(a: argparse.Namespace, value: bytes) -> float:
-    from aiokafka import AIOKafkaProducer
-
     async def run() -> float:
-        p = AIOKafkaProducer(bootstrap_servers=a.bootstrap, acks=_aiokafka_acks(a.acks),
-                             compression_type=None if a.codec == "none" else a.codec,
-                             linger_ms=LINGER_MS)
+        p = _aiokafka_producer(a)
         await p.start()
         try:
             await p.send_and_wait(a.topic, b"warm-up")

@@ -624,6 +624,13 @@ class KafkaConnectionError(InvalidMetadataError, ConnectionError):
     # Invalid-metadata: a broker that went away has often handed its leaderships to others.
 
 
+class RequestTimeoutError(KafkaConnectionError, KafkaTimeoutError):
+    """No response arrived within the request timeout; the connection was closed.
+
+    Retriable (the request may be sent again on a new connection) and a TimeoutError.
+    """
+
+
 class NoBrokersAvailableError(KafkaError):
     """None of the bootstrap or known brokers could be reached."""
 

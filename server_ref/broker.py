@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 import time
 import uuid
@@ -29,7 +28,7 @@ except ImportError:  # not POSIX: no data directory lock
     fcntl = None  # type: ignore[assignment]
 
 from sdk.errors import IllegalStateError, UnknownTopicOrPartitionError
-from server_ref.config import BROKER_CONFIGS, BrokerConfig, write_json_atomically
+from server_ref.config import BROKER_CONFIGS, BrokerConfig, read_json, write_json_atomically
 from server_ref.control import ControlSurface
 from server_ref.groups import GroupConfig, GroupCoordinator
 from server_ref.handlers.fetch_sessions import FetchSessionCache
@@ -132,7 +131,7 @@ class Broker:
             try:
                 await self._maintenance
             except asyncio.CancelledError:
-                pass
+                pass  # the cancellation asked for just above
             self._maintenance = None
         if self.groups is not None:
             await self.groups.stop()
@@ -172,11 +171,7 @@ class Broker:
             tmp.replace(path)
 
     def _load_dynamic_configs(self) -> None:
-        path = self.data_dir / BROKER_CONFIGS_FILE
-        if not path.exists():
-            return
-        with open(path, encoding="utf-8") as fh:
-            saved = json.load(fh)
+        saved = read_json(self.data_dir / BROKER_CONFIGS_FILE) or {}
         for name, value in saved.items():
             if name in BROKER_CONFIGS and BROKER_CONFIGS[name].dynamic:
                 self.config.alter(name, value)

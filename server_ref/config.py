@@ -378,6 +378,14 @@ class BrokerConfig:
         return self.properties[definition.broker_default]
 
 
+def read_json(path: Path) -> Any:
+    """What :func:`write_json_atomically` left at ``path``; None when there is no file."""
+    if not path.exists():
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def write_json_atomically(path: Path, data: Any) -> None:
     """Write, fsync and rename, so a crash leaves either the old file or the new one."""
     tmp = path.with_suffix(path.suffix + ".tmp")

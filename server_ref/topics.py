@@ -11,7 +11,6 @@ an orphan directory, which is cleared before a partition of the same name is cre
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import shutil
@@ -34,6 +33,7 @@ from server_ref.config import (
     BrokerConfig,
     ConfigSource,
     parse_config_value,
+    read_json,
     write_json_atomically,
 )
 from server_ref.producer_state import PartitionProducers
@@ -170,11 +170,7 @@ class TopicRegistry:
 
     def load(self) -> None:
         """Reopen (and so recover) every partition log named in ``topics.json``."""
-        path = self.data_dir / TOPICS_FILE
-        if not path.exists():
-            return
-        with open(path, encoding="utf-8") as fh:
-            saved = json.load(fh)
+        saved = read_json(self.data_dir / TOPICS_FILE) or {}
         for name, entry in saved.items():
             overrides = parse_topic_configs(entry.get("configs", {}))
             topic = Topic(name, uuid.UUID(entry["id"]), overrides)

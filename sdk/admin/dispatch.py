@@ -10,7 +10,8 @@ brokers. :meth:`Dispatcher.run_items` does the routing and retrying for all of t
    ``send(node, items)``, which returns a result per item;
 3. an item whose result (or whose whole request) failed with a retriable error is tried
    again in the next round, after a backoff and, when the error says the metadata is stale,
-   a metadata refresh; coordinators that moved are forgotten and looked up again;
+   a metadata refresh; coordinators that moved are forgotten and looked up again (the
+   network client's rule, :meth:`sdk.net.NetClient.forget_stale`);
 4. everything else is final. When the call's time budget runs out, items still failing
    retriably get a :class:`sdk.errors.KafkaTimeoutError` naming their last error.
 
@@ -29,25 +30,19 @@ from typing import Any, Generic, TypeVar
 
 from sdk.admin.config import AdminConfig
 from sdk.errors import (
-    InvalidMetadataError,
-    KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     MalformedDataError,
-    NotControllerError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
-from sdk.net import ANY_NODE, Backoff, Coordinator, NetClient, Target
+from sdk.net import ANY_NODE, Backoff, NetClient, Target
 from sdk.protocol.message import Message
 
 __all__ = ["Deadline", "Dispatcher", "default_retry"]
 
 I = TypeVar("I")  # noqa: E741 - an item: topic name, TopicPartition, group id, ...
 R = TypeVar("R")
-
-_COORDINATOR_MOVED = (15, 16)  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-
 
 def default_retry(exc: BaseException) -> bool:
     """Retriable errors, except the "no such topic" answers (final in admin calls)."""
@@ -221,12 +216,7 @@ class _Round(Generic[I, R]):
         if not self.retry_if(exc):
             self.final[item] = result if result is not None else self.fail(item, exc)
             return
-        if isinstance(target, Coordinator) and (
-            getattr(exc, "errno", None) in _COORDINATOR_MOVED
-            or isinstance(exc, KafkaConnectionError)
-        ):
-            self.client.forget_coordinator(target.key, target.key_type)
-        if isinstance(exc, InvalidMetadataError | NotControllerError):
+        if self.client.forget_stale(target, exc):
             self.refresh = True
         if self.deadline.expired:
             self.final[item] = self.fail(

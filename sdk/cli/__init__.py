@@ -88,7 +88,7 @@ def _silence_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except OSError:
-        pass
+        pass  # best effort: at worst Python prints one more complaint at exit
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -44,6 +44,7 @@ __all__ = [
     "error_json",
     "load_properties",
     "parse_key_values",
+    "topic_partitions",
 ]
 
 EXIT_OK = 0
@@ -80,7 +81,7 @@ def _unescape(text: str) -> str:
                     i += 6
                     continue
                 except ValueError:
-                    pass
+                    pass  # not four hex digits: a plain escaped "u", like any other letter
             out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
             i += 2
             continue
@@ -196,6 +197,24 @@ def connect_admin(settings: Mapping[str, Any], timeout_ms: int) -> AdminClient:
                            EXIT_UNREACHABLE) from None
         raise
     return admin
+
+
+def topic_partitions(topic: str, settings: Mapping[str, Any], timeout_ms: int,
+                     wanted: Iterable[int] = ()) -> list[int]:
+    """The partition ids of ``topic``, asked through a short-lived admin client; CliError
+    when the topic cannot be described or lacks one of the ``wanted`` partitions."""
+    admin = connect_admin(connection_subset(settings), timeout_ms)
+    try:
+        described = admin.describe_topics([topic], timeout_ms=timeout_ms)[topic]
+    finally:
+        admin.close()
+    if described.error is not None:
+        raise CliError(f"topic {topic!r}: {describe_error(described.error)}")
+    existing = [p.partition for p in described.partitions]
+    for p in wanted:
+        if p not in existing:
+            raise CliError(f"topic {topic!r} has no partition {p} (it has {len(existing)})")
+    return existing
 
 
 def describe_error(exc: BaseException) -> str:

@@ -23,14 +23,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from sdk.cli.admin_cmds import parse_time
-from sdk.cli.common import (
-    EXIT_USAGE,
-    CliError,
-    Output,
-    connect_admin,
-    connection_subset,
-    describe_error,
-)
+from sdk.cli.common import EXIT_USAGE, CliError, Output, topic_partitions
 from sdk.consumer import Consumer
 from sdk.errors import ConfigError
 from sdk.types import ConsumerRecord, TopicPartition
@@ -68,17 +61,7 @@ def _bytes(data: Any) -> bytes:
 
 
 def _partitions(args: argparse.Namespace, settings: Mapping[str, Any]) -> list[int]:
-    admin = connect_admin(connection_subset(settings), args.timeout_ms)
-    try:
-        described = admin.describe_topics([args.topic], timeout_ms=args.timeout_ms)[args.topic]
-    finally:
-        admin.close()
-    if described.error is not None:
-        raise CliError(f"topic {args.topic!r}: {describe_error(described.error)}")
-    existing = [p.partition for p in described.partitions]
-    for p in args.partition or ():
-        if p not in existing:
-            raise CliError(f"topic {args.topic!r} has no partition {p} (it has {len(existing)})")
+    existing = topic_partitions(args.topic, settings, args.timeout_ms, args.partition or ())
     return sorted(set(args.partition)) if args.partition else existing
 
 

@@ -17,14 +17,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
-from sdk.cli.common import (
-    EXIT_USAGE,
-    CliError,
-    Output,
-    connect_admin,
-    connection_subset,
-    describe_error,
-)
+from sdk.cli.common import EXIT_USAGE, CliError, Output, describe_error, topic_partitions
 from sdk.errors import ConfigError
 from sdk.producer import Producer
 
@@ -87,17 +80,8 @@ def _headers(items: list[str]) -> list[tuple[str, bytes | None]]:
 
 
 def _check_topic(args: argparse.Namespace, settings: Mapping[str, Any]) -> None:
-    admin = connect_admin(connection_subset(settings), args.timeout_ms)
-    try:
-        described = admin.describe_topics([args.topic], timeout_ms=args.timeout_ms)[args.topic]
-    finally:
-        admin.close()
-    if described.error is not None:
-        raise CliError(f"topic {args.topic!r}: {describe_error(described.error)}")
-    partitions = [p.partition for p in described.partitions]
-    if args.partition is not None and args.partition not in partitions:
-        raise CliError(f"topic {args.topic!r} has no partition {args.partition} "
-                       f"(it has {len(partitions)})")
+    topic_partitions(args.topic, settings, args.timeout_ms,
+                     () if args.partition is None else (args.partition,))
 
 
 class _Tally:

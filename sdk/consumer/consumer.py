@@ -47,7 +47,8 @@ from sdk.errors import (
     KafkaTimeoutError,
     WakeupError,
 )
-from sdk.net import NetClient
+from sdk.net import ANY_NODE, NetClient
+from sdk.protocol.messages.metadata import MetadataRequest
 from sdk.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -606,20 +607,28 @@ class AsyncConsumer:
     # ================================================================ metadata
 
     async def topics(self, timeout_ms: int | None = None) -> set[str]:
-        """Every topic in the cluster."""
+        """Every topic in the cluster.
+
+        Asks with a Metadata request of its own: joining the client's metadata refresh
+        could return the answer of a refresh already running for the tracked topics only.
+        """
         self._check_open()
-        previous = self._client.metadata_all_topics
-        self._client.metadata_all_topics = True
-        try:
-            metadata = await self._client.refresh_metadata(timeout_s=self._timeout(timeout_ms))
-        finally:
-            self._client.metadata_all_topics = previous
-        return set(metadata.topics)
+        response = await self._client.call(_all_topics_request, ANY_NODE,
+                                           timeout_s=self._timeout(timeout_ms))
+        return {t.name for t in response.topics if t.name is not None}
 
     async def partitions_for_topic(self, topic: str, timeout_ms: int | None = None) -> set[int]:
         self._check_open()
         info = await self._client.wait_for_topic(topic, self._timeout(timeout_ms))
         return set(info.partition_ids)
+
+
+def _all_topics_request(version: int) -> MetadataRequest:
+    """Metadata for every topic: a null topic list (v1+), an empty one in v0. Auto-creation
+    is moot then; it is sent as False where the field exists (v4+)."""
+    if version == 0:
+        return MetadataRequest(topics=[])
+    return MetadataRequest(topics=None, allow_auto_topic_creation=version < 4)
 
 
 class _Done:

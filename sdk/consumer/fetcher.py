@@ -382,7 +382,11 @@ class Fetcher:
                     buffer.rotate(-1)
                     raise
                 if records:
-                    out.setdefault(tp, []).extend(records)
+                    held = out.get(tp)
+                    if held is None:
+                        out[tp] = records  # drain's list is ours: no copy
+                    else:
+                        held.extend(records)
                     taken += len(records)
                 self._subs.advance(tp, chunk.next_offset, chunk.leader_epoch)
                 if chunk.exhausted:

@@ -27,9 +27,9 @@ from typing import Any
 from sdk.consumer.errors import RecordDeserializationError
 from sdk.errors import KafkaError
 from sdk.records import ControlType, iter_batches
+from sdk.records.consumer_records import decode_consumer_records
 from sdk.records.legacy import LegacyBatch
 from sdk.records.reader import RecordBatch
-from sdk.records.record import Record
 from sdk.types import ConsumerRecord, TimestampType, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -73,10 +73,10 @@ class PartitionRecords:
         ] if read_committed else []
         heapq.heapify(self._aborted)
         self._aborting: set[int] = set()
-        self._records: list[Record] = []
+        # The current batch's records, built (raw keys and values) when the batch is reached.
+        self._records: list[ConsumerRecord] = []
         self._index = 0
         self._batch_end = fetch_offset  # next offset after the batch in _records
-        self._timestamp_type = TimestampType.CREATE_TIME
         self._batch_leader_epoch: int | None = None
         self._error: KafkaError | None = None  # sticky: raised until the consumer seeks
         self._exhausted = False
@@ -113,10 +113,12 @@ class PartitionRecords:
                     self.next_offset = end
                     continue
             position = self.next_offset
-            records = batch.records()
+            if type(batch) is RecordBatch:
+                records = decode_consumer_records(batch, self.tp.topic, self.tp.partition)
+            else:
+                records = self._legacy_records(batch)
             if records and records[0].offset < position:
                 records = [r for r in records if r.offset >= position]
-            self._timestamp_type = _TIMESTAMP_TYPES[int(batch.timestamp_type)]
             epoch = batch.partition_leader_epoch
             self._batch_leader_epoch = epoch if epoch >= 0 else None
             self._records = records
@@ -127,6 +129,18 @@ class PartitionRecords:
             self.next_offset = end  # all compacted away
         self._exhausted = True
         return False
+
+    def _legacy_records(self, batch: RecordBatch | LegacyBatch) -> list[ConsumerRecord]:
+        topic, partition = self.tp.topic, self.tp.partition
+        ts_type = _TIMESTAMP_TYPES[int(batch.timestamp_type)]
+        epoch = batch.partition_leader_epoch
+        leader_epoch = epoch if epoch >= 0 else None
+        return [
+            ConsumerRecord(topic, partition, offset, key, value, headers, ts, ts_type,
+                           -1 if key is None else len(key),
+                           -1 if value is None else len(value), leader_epoch)
+            for offset, ts, key, value, headers in batch.records()
+        ]
 
     def _on_control(self, batch: RecordBatch | LegacyBatch) -> None:
         if not self._aborting or batch.producer_id not in self._aborting:
@@ -164,9 +178,15 @@ class PartitionRecords:
                 if self._exhausted or not self._load_next_guarded():
                     break
             start = self._index
-            stop = min(len(self._records), start + max_records - len(out))
-            chunk = self._convert(start, stop)
-            out.extend(chunk)
+            records = self._records
+            stop = min(len(records), start + max_records - len(out))
+            chunk = records if start == 0 and stop == len(records) else records[start:stop]
+            if self._key_deserializer is not None or self._value_deserializer is not None:
+                chunk = self._deserialize(chunk)
+            if out:
+                out.extend(chunk)
+            else:
+                out = chunk
             self._index = start + len(chunk)
             if chunk:
                 self.next_offset = chunk[-1].offset + 1
@@ -197,36 +217,24 @@ class PartitionRecords:
         if not self._exhausted:
             self._load_next_guarded()
 
-    def _convert(self, start: int, stop: int) -> list[ConsumerRecord]:
-        topic, partition = self.tp.topic, self.tp.partition
-        ts_type = self._timestamp_type
-        epoch = self._batch_leader_epoch
-        raw = self._records[start:stop]
+    def _deserialize(self, chunk: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        """Apply the deserializers in place; at a failure, keep the records before it and
+        set the error (the failing record is left untouched)."""
         kd, vd = self._key_deserializer, self._value_deserializer
-        if kd is None and vd is None:
-            return [
-                ConsumerRecord(topic, partition, offset, key, value, headers, ts, ts_type,
-                               -1 if key is None else len(key),
-                               -1 if value is None else len(value), epoch)
-                for offset, ts, key, value, headers in raw
-            ]
-        out: list[ConsumerRecord] = []
-        for offset, ts, key, value, headers in raw:
+        for i, rec in enumerate(chunk):
             try:
-                k = kd(key) if kd is not None else key
+                k = kd(rec.key) if kd is not None else rec.key
             except Exception as exc:
-                self._error = RecordDeserializationError(self.tp, offset, "key", exc)
-                break
+                self._error = RecordDeserializationError(self.tp, rec.offset, "key", exc)
+                return chunk[:i]
             try:
-                v = vd(value) if vd is not None else value
+                v = vd(rec.value) if vd is not None else rec.value
             except Exception as exc:
-                self._error = RecordDeserializationError(self.tp, offset, "value", exc)
-                break
-            out.append(ConsumerRecord(
-                topic, partition, offset, k, v, headers, ts, ts_type,
-                -1 if key is None else len(key), -1 if value is None else len(value), epoch,
-            ))
-        return out
+                self._error = RecordDeserializationError(self.tp, rec.offset, "value", exc)
+                return chunk[:i]
+            rec.key = k
+            rec.value = v
+        return chunk
 
     def __repr__(self) -> str:
         return (f"PartitionRecords({self.tp}, fetch_offset={self.fetch_offset}, "

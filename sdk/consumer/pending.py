@@ -21,71 +21,105 @@ Records = dict[TopicPartition, list[ConsumerRecord]]
 
 
 class PendingRecords:
-    __slots__ = ("_lock", "_records")
+    """Records in hand-out order, kept as the per-partition lists the fetcher produced
+    (``[tp, records, next index]`` segments), so taking a batch slices lists instead of
+    moving records one by one."""
+
+    __slots__ = ("_count", "_lock", "_segments")
 
     def __init__(self) -> None:
-        self._records: deque[ConsumerRecord] = deque()
+        self._segments: deque[list] = deque()  # [TopicPartition, list[ConsumerRecord], int]
+        self._count = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._records)
+        return self._count
 
     def __bool__(self) -> bool:
-        return bool(self._records)
+        return self._count > 0
 
     def extend(self, batch: Records) -> None:
         with self._lock:
-            for records in batch.values():
-                self._records.extend(records)
+            for tp, records in batch.items():
+                if records:
+                    self._segments.append([tp, records, 0])
+                    self._count += len(records)
 
     def pop_one(self) -> ConsumerRecord | None:
         with self._lock:
-            return self._records.popleft() if self._records else None
+            segments = self._segments
+            while segments:
+                seg = segments[0]
+                records, i = seg[1], seg[2]
+                if i < len(records):
+                    i += 1
+                    if i == len(records):
+                        segments.popleft()
+                    else:
+                        seg[2] = i
+                    self._count -= 1
+                    return records[i - 1]
+                segments.popleft()
+            return None
 
     def pop_batch(self, limit: int) -> Records:
-        grouped: dict[tuple[str, int], list[ConsumerRecord]] = {}
+        grouped: Records = {}
         with self._lock:
-            records = self._records
-            popleft = records.popleft
-            for _ in range(min(limit, len(records))):
-                rec = popleft()
-                key = (rec.topic, rec.partition)  # a tuple: cheaper than a TopicPartition
-                bucket = grouped.get(key)
-                if bucket is None:
-                    grouped[key] = [rec]
+            segments = self._segments
+            left = limit
+            while segments and left > 0:
+                tp, records, i = seg = segments[0]
+                n = len(records) - i
+                if n <= left:
+                    segments.popleft()
+                    part = records if i == 0 else records[i:]
                 else:
-                    bucket.append(rec)
-        return {TopicPartition(t, p): recs for (t, p), recs in grouped.items()}
+                    n = left
+                    part = records[i : i + n]
+                    seg[2] = i + n
+                left -= n
+                self._count -= n
+                held = grouped.get(tp)
+                if held is None:
+                    grouped[tp] = part
+                else:
+                    held.extend(part)
+        return grouped
 
     def drop(self, matches: Callable[[TopicPartition], bool]) -> dict[TopicPartition, ConsumerRecord]:
         """Remove the records of matching partitions; returns the first removed per partition
         (where the partition's position must go back to, if it stays assigned)."""
         first: dict[TopicPartition, ConsumerRecord] = {}
         with self._lock:
-            if not self._records:
+            if not self._count:
                 return first
-            kept: deque[ConsumerRecord] = deque()
-            for rec in self._records:
-                tp = TopicPartition(rec.topic, rec.partition)
+            kept: deque[list] = deque()
+            for seg in self._segments:
+                tp, records, i = seg
+                if i >= len(records):
+                    continue
                 if matches(tp):
-                    first.setdefault(tp, rec)
+                    first.setdefault(tp, records[i])
+                    self._count -= len(records) - i
                 else:
-                    kept.append(rec)
-            self._records = kept
+                    kept.append(seg)
+            self._segments = kept
         return first
 
     def clear(self) -> None:
         with self._lock:
-            self._records.clear()
+            self._segments.clear()
+            self._count = 0
 
     def first_offsets(self) -> dict[TopicPartition, ConsumerRecord]:
         """The first pending record of each partition."""
         first: dict[TopicPartition, ConsumerRecord] = {}
         with self._lock:
-            for rec in self._records:
-                first.setdefault(TopicPartition(rec.topic, rec.partition), rec)
+            for tp, records, i in self._segments:
+                if i < len(records):
+                    first.setdefault(tp, records[i])
         return first
 
     def count(self, tp: TopicPartition) -> int:
         with self._lock:
-            return sum(1 for r in self._records if r.topic == tp.topic and r.partition == tp.partition)
+            return sum(len(records) - i for t, records, i in self._segments if t == tp)

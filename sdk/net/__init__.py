@@ -17,6 +17,7 @@ Role packages import from here, never from each other. Everything except LoopThr
 one asyncio event loop and is not thread-safe.
 """
 
+from sdk.errors import RequestTimeoutError  # re-exported: it was defined in sdk.net.connection
 from sdk.net.client import (
     ANY_NODE,
     CONTROLLER,
@@ -28,7 +29,7 @@ from sdk.net.client import (
     Target,
 )
 from sdk.net.config import CommonConfig, NonNegativeInt, PositiveInt, parse_bootstrap_servers
-from sdk.net.connection import BrokerConnection, RequestTimeoutError
+from sdk.net.connection import BrokerConnection
 from sdk.net.loop_thread import LoopThread
 from sdk.net.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from sdk.net.retry import Backoff, RetryPolicy

@@ -22,8 +22,11 @@ one event loop. What it offers:
   (a partition's leader).
 * **Retries.** :meth:`call` wraps :meth:`send` in a :class:`sdk.net.retry.RetryPolicy`: it
   retries errors marked retriable (lost connections, and whatever the ``check`` callback
-  raises for the response's error codes), refreshing metadata after ``InvalidMetadataError``
-  and forgetting the coordinator after ``NOT_COORDINATOR`` / ``COORDINATOR_NOT_AVAILABLE``.
+  raises for the response's error codes), each attempt resolving its target afresh. Before a
+  retry :meth:`forget_stale` applies what the error says is out of date: the metadata after
+  ``InvalidMetadataError`` or ``NOT_CONTROLLER`` (so ``CONTROLLER`` then names the new
+  controller), the coordinator after ``NOT_COORDINATOR`` / ``COORDINATOR_NOT_AVAILABLE`` or a
+  lost connection to it. The admin client's own per-item retries use the same rule.
 * **Listeners.** :meth:`add_listener` callbacks run after each metadata update and each
   connection change (the producer's sender uses it to wake up).
 
@@ -56,6 +59,7 @@ from sdk.errors import (
     KafkaTimeoutError,
     LeaderNotAvailableError,
     NoBrokersAvailableError,
+    NotControllerError,
     for_code,
 )
 from sdk.net.config import CommonConfig
@@ -578,17 +582,28 @@ class NetClient:
             return response
 
         async def before_retry(exc: BaseException) -> None:
-            if isinstance(target, Coordinator) and (
-                getattr(exc, "errno", None) in _COORDINATOR_ERRORS
-                or isinstance(exc, KafkaConnectionError)
-            ):
-                self.forget_coordinator(target.key, target.key_type)
-            if isinstance(exc, InvalidMetadataError):
+            if self.forget_stale(target, exc):
                 with contextlib.suppress(KafkaError):
                     await self.refresh_metadata()
 
         name = type(request).__name__ if isinstance(request, Message) else "request"
         return await policy.run(attempt, before_retry=before_retry, what=name)
+
+    def forget_stale(self, target: Target | None, exc: BaseException) -> bool:
+        """Act on what a failed request to ``target`` says is out of date, before a retry.
+
+        Forgets the coordinator of a :class:`Coordinator` target after NOT_COORDINATOR,
+        COORDINATOR_NOT_AVAILABLE or a lost connection. Returns whether the metadata must
+        be refreshed first: after an ``InvalidMetadataError`` (stale leaders, lost
+        brokers), and after NOT_CONTROLLER, since the request went to a broker that is no
+        longer the controller and ``CONTROLLER`` resolves from the metadata.
+        """
+        if isinstance(target, Coordinator) and (
+            getattr(exc, "errno", None) in _COORDINATOR_ERRORS
+            or isinstance(exc, KafkaConnectionError)
+        ):
+            self.forget_coordinator(target.key, target.key_type)
+        return isinstance(exc, InvalidMetadataError | NotControllerError)
 
     async def resolve(self, target: Target, *, timeout_s: float | None = None) -> int:
         """The node id a target means right now (looking up leaders/coordinators)."""

@@ -13,7 +13,8 @@ form. ``in_flight`` counts requests still waiting for a response, for in-flight 
 
 Failure handling: a request that gets no response within its timeout closes the connection
 (responses come in order, so everything behind it is stuck too) and fails with
-:class:`RequestTimeoutError`; a closed or broken connection fails every waiting request with
+:class:`sdk.errors.RequestTimeoutError` (defined here until it moved to ``sdk.errors``; still
+importable from here and from ``sdk.net``); a closed or broken connection fails every waiting request with
 :class:`sdk.errors.KafkaConnectionError` (retriable, invalid-metadata: the broker may have
 handed its leaderships on). ``on_close`` callbacks let the owner (the network client) forget
 the connection. Nothing here retries; that is the caller's policy.
@@ -32,8 +33,8 @@ from typing import Any
 from sdk.errors import (
     KafkaConnectionError,
     KafkaError,
-    KafkaTimeoutError,
     MalformedDataError,
+    RequestTimeoutError,
     UnsupportedVersionError,
 )
 from sdk.protocol.framing import ClientFraming
@@ -49,13 +50,6 @@ SOFTWARE_NAME = "kafka-sdk"
 SOFTWARE_VERSION = "0.1.0"
 _HANDSHAKE_VERSION = 3  # first flexible ApiVersions (KIP-511); v0 is the fallback
 _OUR_VERSIONS = our_versions()
-
-
-class RequestTimeoutError(KafkaConnectionError, KafkaTimeoutError):
-    """No response arrived within the request timeout; the connection was closed.
-
-    Retriable (the request may be sent again on a new connection) and a TimeoutError.
-    """
 
 
 class _Protocol(asyncio.Protocol):

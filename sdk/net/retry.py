@@ -5,8 +5,8 @@
 * :class:`RetryPolicy` - runs an async callable until it succeeds, retrying errors marked
   :class:`sdk.errors.RetriableError` with a :class:`Backoff` between attempts, within an
   overall time budget and an optional attempt limit. A hook runs before each retry (the
-  network client uses it to refresh metadata after an ``InvalidMetadataError`` or to forget
-  a coordinator). When the budget runs out the caller gets
+  network client uses it to refresh metadata after an ``InvalidMetadataError`` or
+  NOT_CONTROLLER, or to forget a coordinator). When the budget runs out the caller gets
   :class:`sdk.errors.KafkaTimeoutError` chained to the last error.
 
 Example::

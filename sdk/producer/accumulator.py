@@ -124,7 +124,7 @@ class BufferPool:
             try:
                 await asyncio.wait_for(fut, remaining)
             except TimeoutError:
-                pass
+                pass  # the loop checks the pool once more, then raises the timeout itself
             finally:
                 with self._cond:
                     if fut in self._async_waiters:
@@ -296,17 +296,10 @@ class RecordAccumulator:
                     if room < 0:
                         batch = None
             if batch is None:
-                limit = self.batch_limit(topic)
-                need = size + BATCH_OVERHEAD
-                if need < limit:
-                    need = limit
-                if reserved >= need:
-                    self._give_back(reserved - need)
-                elif reserved or not self.pool.try_reserve(need):
-                    self._give_back(reserved)
-                    return NeedMemory(need, partition)
-                batch = self._open_batch(pq, need, limit)
-                room = limit - BATCH_OVERHEAD - size
+                batch = self._open_batch_for(pq, size, reserved)
+                if isinstance(batch, NeedMemory):
+                    return batch
+                room = batch.limit - BATCH_OVERHEAD - size
             elif reserved:
                 self._give_back(reserved)
             batch.room = room
@@ -360,12 +353,7 @@ class RecordAccumulator:
         seg_batch: ProducerBatch | None = None
         seg_first = seg_last = 0
         with self.lock:
-            if self.closed:
-                self._give_back(reserved)
-                raise ProducerClosedError("the producer is closed; no more records are accepted")
-            queues = self.queues.get(topic)
-            if queues is None:
-                queues = self.queues[topic] = {}
+            queues = self._open_queues(topic, reserved)
             try:
                 while i < n:
                     value = values[i]
@@ -391,17 +379,11 @@ class RecordAccumulator:
                             if room < 0:
                                 batch = None
                     if batch is None:
-                        batch_limit = self.batch_limit(topic)
-                        need = max(batch_limit, size + BATCH_OVERHEAD)
-                        if reserved >= need:
-                            self._give_back(reserved - need)
-                            reserved = 0
-                        elif reserved or not self.pool.try_reserve(need):
-                            self._give_back(reserved)
-                            reserved = 0
-                            return i, NeedMemory(need, p)
-                        batch = self._open_batch(pq, need, batch_limit)
-                        room = batch_limit - BATCH_OVERHEAD - size
+                        batch = self._open_batch_for(pq, size, reserved)
+                        reserved = 0
+                        if isinstance(batch, NeedMemory):
+                            return i, batch
+                        room = batch.limit - BATCH_OVERHEAD - size
                     batch.room = room
                     index = batch.builder.append(None, timestamp, key, value, ())  # type: ignore[union-attr]
                     batch.count += 1
@@ -435,12 +417,7 @@ class RecordAccumulator:
         p = partition
         switched = False
         with self.lock:
-            if self.closed:
-                self._give_back(reserved)
-                raise ProducerClosedError("the producer is closed; no more records are accepted")
-            queues = self.queues.get(topic)
-            if queues is None:
-                queues = self.queues[topic] = {}
+            queues = self._open_queues(topic, reserved)
             while i < n:
                 if p is None:
                     p = partitioner.partition(topic, None, int(len(values[i]) * scale),
@@ -467,16 +444,11 @@ class RecordAccumulator:
                                 continue
                             batch = None
                 if batch is None:
-                    batch_limit = self.batch_limit(topic)
-                    need = max(batch_limit, size + BATCH_OVERHEAD)
-                    if reserved >= need:
-                        self._give_back(reserved - need)
-                        reserved = 0
-                    elif reserved or not self.pool.try_reserve(need):
-                        self._give_back(reserved)
-                        return i, NeedMemory(need, p)
-                    batch = self._open_batch(pq, need, batch_limit)
-                    room = batch_limit - BATCH_OVERHEAD
+                    batch = self._open_batch_for(pq, size, reserved)
+                    reserved = 0
+                    if isinstance(batch, NeedMemory):
+                        return i, batch
+                    room = batch.limit - BATCH_OVERHEAD
                 builder = batch.builder
                 assert builder is not None
                 add = builder.append
@@ -516,6 +488,17 @@ class RecordAccumulator:
         self._give_back(reserved)
         return n, None
 
+    def _open_queues(self, topic: str, reserved: int) -> dict[int, PartitionQueue]:
+        """The partition queues of ``topic`` for a bulk append (under lock); once the
+        accumulator is closed, ProducerClosedError (``reserved`` is given back)."""
+        if self.closed:
+            self._give_back(reserved)
+            raise ProducerClosedError("the producer is closed; no more records are accepted")
+        queues = self.queues.get(topic)
+        if queues is None:
+            queues = self.queues[topic] = {}
+        return queues
+
     def _too_large(self, size: int, index: int | None = None) -> MessageTooLargeError:
         which = "record" if index is None else f"record {index}"
         return MessageTooLargeError(
@@ -532,6 +515,25 @@ class RecordAccumulator:
         pq = PartitionQueue(topic, partition)
         self.queues.setdefault(topic, {})[partition] = pq
         return pq
+
+    def _open_batch_for(self, pq: PartitionQueue, size: int,
+                        reserved: int) -> ProducerBatch | NeedMemory:
+        """Open a new batch in ``pq`` for a record of (bound) ``size`` bytes (under lock).
+
+        The batch takes ``buffer_memory`` for its uncompressed limit, or for the record if
+        that is larger: out of ``reserved`` (bytes the caller reserved already; any surplus
+        is given back), else from the pool. NeedMemory when the pool is short or
+        ``reserved`` is not enough; the reservation is given back then. Either way the
+        caller's reservation is used up.
+        """
+        limit = self.batch_limit(pq.topic)
+        need = max(limit, size + BATCH_OVERHEAD)
+        if reserved >= need:
+            self._give_back(reserved - need)
+        elif reserved or not self.pool.try_reserve(need):
+            self._give_back(reserved)
+            return NeedMemory(need, pq.partition)
+        return self._open_batch(pq, need, limit)
 
     def _open_batch(self, pq: PartitionQueue, reserved: int, limit: int) -> ProducerBatch:
         now = time.monotonic()

@@ -8,8 +8,10 @@ Rules follow the Java producer, so keyed records land where Java clients put the
   partition per topic until about ``batch_size`` bytes were sent to it, then another one picked
   at random among the available partitions (KIP-480 / KIP-794), so batches fill up.
 
-Partitioners are called on the producer's event loop thread only, so they keep plain state
-without locks. ``partition()`` runs once per ``send()``: keep it cheap.
+Partitioners are called under the accumulator's lock (``sdk.producer.accumulator``), from
+whichever thread appends: the producer's event loop, or the threads that call the blocking
+``Producer.send``. The lock serializes the calls, so they keep plain state without locks of
+their own; it is held while they run, so ``partition()`` (once per ``send()``) must be cheap.
 """
 
 from __future__ import annotations
@@ -93,10 +95,27 @@ PartitionerFn = Callable[[bytes | None, Sequence[int], Sequence[int]], int]
 class Partitioner(Protocol):
     """Picks a partition for each record the producer sends without an explicit partition.
 
+    Called under the accumulator's lock, on any thread that appends (see the module
+    docstring): keep it quick, and do not call into the producer from it (the lock is not
+    reentrant).
+
     ``partitions`` are all partition ids of the topic, ``available_partitions`` those that
-    currently have a leader (may be empty). ``value_size`` is the serialized value's length
-    (0 for a null value). ``on_new_batch`` is an optional hint: the accumulator may call it
-    when it had to open a new batch for ``prev_partition``.
+    currently have a leader (may be empty). ``value_size`` estimates the bytes the value
+    adds to its batch on the wire: the serialized value's length (0 for a null value)
+    scaled by the topic's estimated compression ratio (compressed / uncompressed; 1.0
+    without compression and until a compressed batch of the topic was built), so that a
+    sticky partitioner's ``batch_size`` counts the same estimated wire bytes as the
+    accumulator's.
+
+    The bulk path (``send_many`` of keyless values) asks once per batch instead of once per
+    record: it calls ``partition()`` for the first record of a run and, when the run ends
+    with room left in the batch, once more with ``key_bytes=None`` and the summed
+    ``value_size`` of the rest of the run, so byte counts still add up; and it calls
+    ``on_new_batch(topic, prev_partition)`` when the batch of ``prev_partition`` filled
+    up, which is when a sticky partitioner should move on. Only the built-in sticky
+    partitioners (``DefaultPartitioner``, ``UniformStickyPartitioner``) get these calls;
+    any other partitioner is asked once per record, and ``on_new_batch`` is not called on
+    the per-record path.
     """
 
     def partition(
@@ -257,7 +276,7 @@ class RoundRobinPartitioner:
         return choices[n % len(choices)]
 
     def on_new_batch(self, topic: str, prev_partition: int) -> None:
-        pass
+        pass  # deliberately ignored (see the class docstring)
 
 
 class CallablePartitioner:
@@ -285,7 +304,7 @@ class CallablePartitioner:
         return chosen
 
     def on_new_batch(self, topic: str, prev_partition: int) -> None:
-        pass
+        pass  # a kafka-python style function takes no batch hints
 
 
 _BY_NAME: dict[str, Callable[[int, bool], Partitioner]] = {

@@ -31,7 +31,12 @@ from typing import Any
 
 from sdk.errors import IllegalStateError, KafkaTimeoutError, ProducerClosedError
 from sdk.net.client import NetClient
-from sdk.producer.accumulator import BATCH_OVERHEAD, BufferPool, RecordAccumulator
+from sdk.producer.accumulator import (
+    BATCH_OVERHEAD,
+    BufferPool,
+    NeedMemory,
+    RecordAccumulator,
+)
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
 from sdk.producer.config import ProducerConfig
 from sdk.producer.idempotence import ProducerIdManager
@@ -143,6 +148,34 @@ class AsyncProducer:
                              f"not {timestamp_ms!r}")
         return key, value, headers, timestamp_ms
 
+    def _append_steps(
+        self, topic: str, value: Any, key: Any, headers: Headers | None, partition: int | None,
+        timestamp_ms: int | None, on_delivery: DeliveryCallback | None,
+    ) -> Iterator[RecordFuture | tuple[NeedMemory | None, float]]:
+        """The general path of ``send`` without its waits, shared by the asyncio and the
+        blocking face (each waits its own way).
+
+        Validates and serializes the record, then tries to append it. Yields what it must
+        wait for before the next try, with the seconds left of ``max_block_ms``: ``(None,
+        s)``, the topic's metadata; ``(NeedMemory, s)``, that many bytes of buffer memory,
+        which the caller reserves for this record (the next try hands them to the batch).
+        The last item is the record's future.
+        """
+        key, value, headers, ts = self._prepare(topic, value, key, headers, timestamp_ms)
+        deadline = time.monotonic() + self._max_block_s
+        reserved = 0
+        while True:
+            result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
+                                      reserved)
+            if type(result) is RecordFuture:
+                yield result
+                return
+            yield result, max(0.0, deadline - time.monotonic())  # type: ignore[misc]
+            if result is None:
+                reserved = 0
+            else:  # reserved by the caller; stay on the partition the memory is for
+                partition, reserved = result.partition, result.nbytes  # type: ignore[union-attr]
+
     async def send(
         self,
         topic: str,
@@ -161,22 +194,17 @@ class AsyncProducer:
                 return result
             if result is not None:  # NeedMemory: the partition is chosen already
                 partition = result.partition  # type: ignore[union-attr]
-        key, value, headers, ts = self._prepare(topic, value, key, headers, timestamp_ms)
-        deadline = time.monotonic() + self._max_block_s
-        reserved = 0
+        steps = self._append_steps(topic, value, key, headers, partition, timestamp_ms,
+                                   on_delivery)
         while True:
-            result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
-                                      reserved)
-            reserved = 0
-            if type(result) is RecordFuture:
-                return result
-            if result is None:
-                await self.client.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
-                continue
-            partition = result.partition  # type: ignore[union-attr]
-            await self._pool.reserve_async(result.nbytes,  # type: ignore[union-attr]
-                                           max(0.0, deadline - time.monotonic()))
-            reserved = result.nbytes  # type: ignore[union-attr]
+            step = next(steps)
+            if type(step) is RecordFuture:
+                return step
+            need, remaining = step  # type: ignore[misc]
+            if need is None:
+                await self.client.wait_for_topic(topic, remaining)
+            else:
+                await self._pool.reserve_async(need.nbytes, remaining)
 
     async def send_and_wait(
         self,
@@ -275,25 +303,20 @@ class AsyncProducer:
             result = self._acc.append(topic, partition, key, value, None, None, on_delivery)
             if type(result) is RecordFuture:
                 return result
-            if result is not None:
+            if result is not None:  # NeedMemory: the partition is chosen already
                 partition = result.partition  # type: ignore[union-attr]
-        key, value, headers, ts = self._prepare(topic, value, key, headers, timestamp_ms)
-        deadline = time.monotonic() + self._max_block_s
-        reserved = 0
+        steps = self._append_steps(topic, value, key, headers, partition, timestamp_ms,
+                                   on_delivery)
         while True:
-            result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
-                                      reserved)
-            reserved = 0
-            if type(result) is RecordFuture:
-                return result
+            step = next(steps)
+            if type(step) is RecordFuture:
+                return step
             self._check_not_loop_thread()
-            if result is None:
-                self._wait_for_topic_blocking(topic, deadline)
-                continue
-            partition = result.partition  # type: ignore[union-attr]
-            self._pool.reserve_blocking(result.nbytes,  # type: ignore[union-attr]
-                                        max(0.0, deadline - time.monotonic()))
-            reserved = result.nbytes  # type: ignore[union-attr]
+            need, remaining = step  # type: ignore[misc]
+            if need is None:
+                self._wait_for_topic_blocking(topic, remaining)
+            else:
+                self._pool.reserve_blocking(need.nbytes, remaining)
 
     def send_many_threadsafe(self, topic: str, records: Iterable[Any], *,
                              partition: int | None = None,
@@ -311,9 +334,8 @@ class AsyncProducer:
             self._loop)
         return fut.result()  # send_many bounds its own waits by max_block_ms
 
-    def _wait_for_topic_blocking(self, topic: str, deadline: float) -> None:
+    def _wait_for_topic_blocking(self, topic: str, remaining: float) -> None:
         assert self._loop is not None
-        remaining = max(0.0, deadline - time.monotonic())
         fut = asyncio.run_coroutine_threadsafe(self.client.wait_for_topic(topic, remaining),
                                                self._loop)
         try:

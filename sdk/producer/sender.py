@@ -127,7 +127,7 @@ class Sender:
             try:
                 await asyncio.wait_for(asyncio.shield(task), timeout_s)
             except TimeoutError:
-                pass
+                pass  # out of time: what is still unsent is failed below
         if timeout_s is None or time.monotonic() < deadline:
             await self.settle(None if timeout_s is None else deadline - time.monotonic())
         self.abort(ProducerClosedError("the producer was closed before the record was acknowledged"))
@@ -136,7 +136,7 @@ class Sender:
             try:
                 await task
             except asyncio.CancelledError:
-                pass
+                pass  # the cancellation asked for just above
         if self._pid_task is not None and not self._pid_task.done():
             self._pid_task.cancel()
         self._client.remove_listener(self.wake)

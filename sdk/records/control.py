@@ -74,7 +74,7 @@ def decode_control_record(
     try:
         ctype = ControlType(ctype)
     except ValueError:
-        pass
+        pass  # a type this client does not know (a newer broker's) stays a plain int
     epoch: int | None = None
     if ctype in (ControlType.ABORT, ControlType.COMMIT):
         if value is None or len(value) < _MARKER_VALUE.size:

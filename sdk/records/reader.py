@@ -146,8 +146,10 @@ class RecordBatch:
 
     # ------------------------------------------------------------------ records
 
-    def records(self) -> list[Record]:
-        """Decode every record. Offsets and timestamps are absolute."""
+    def record_bytes(self) -> tuple[bytes, int, int]:
+        """``(data, start, end)``: the records section as ``bytes`` (decompressed if the
+        batch is compressed; the original buffer when it already is ``bytes``), after
+        checking that ``record_count`` can fit in it."""
         buf = self._buf
         start = self.position + RECORD_BATCH_OVERHEAD
         end = self.position + self.size
@@ -165,7 +167,13 @@ class RecordBatch:
             raise MalformedDataError(
                 f"batch at offset {self.base_offset} claims {count} records in {end - start} bytes"
             )
-        out = _decode_records(data, start, end, count, self.base_offset, self.base_timestamp)
+        return data, start, end
+
+    def records(self) -> list[Record]:
+        """Decode every record. Offsets and timestamps are absolute."""
+        data, start, end = self.record_bytes()
+        out = _decode_records(data, start, end, self.record_count, self.base_offset,
+                              self.base_timestamp)
         if self.attributes & TIMESTAMP_TYPE_MASK:
             # LogAppendTime: every record takes the time the broker stamped on the batch.
             ts = self.max_timestamp
@@ -197,7 +205,7 @@ class RecordBatch:
 Batch = RecordBatch | LegacyBatch
 
 
-def _decode_headers(buf: bytes, pos: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:
+def decode_headers(buf: bytes, pos: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:
     n, pos = decode_varint(buf, pos, end)
     if n < 0 or n * 2 > end - pos:  # each header takes at least two length bytes
         raise MalformedDataError(f"record claims {n} headers in {end - pos} bytes")
@@ -324,7 +332,7 @@ def _decode_records(
                 headers: list[tuple[str, bytes | None]] = []
                 pos += 1
             else:
-                headers, pos = _decode_headers(buf, pos, rec_end)
+                headers, pos = decode_headers(buf, pos, rec_end)
             if pos != rec_end:
                 raise MalformedDataError(
                     f"record ends at offset {pos}, but its length says {rec_end}"

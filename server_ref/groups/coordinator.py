@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 
 from sdk import errors
 from server_ref.groups.config import GroupConfig
@@ -23,15 +23,10 @@ from server_ref.groups.results import (
     NO_ERROR,
     GroupDescription,
     GroupListing,
-    JoinResult,
-    LeaveResult,
-    LeavingMember,
     MemberDescription,
     OffsetFetchResult,
     OffsetToCommit,
     Partition,
-    Protocol,
-    SyncResult,
 )
 from server_ref.groups.store import GroupStore
 from server_ref.groups.timers import Timers
@@ -64,6 +59,13 @@ class GroupCoordinator:
         self._closed = False
         self._membership = Membership(self._store, self.config, self._timers, self._now_ms,
                                       self._check_available)
+        # The rebalance protocol: JoinGroup (returns when the rebalance it takes part in
+        # completes), SyncGroup, Heartbeat (returns the error code) and LeaveGroup are
+        # Membership's own methods; their documentation is there.
+        self.join_group = self._membership.join_group
+        self.sync_group = self._membership.sync_group
+        self.heartbeat = self._membership.heartbeat
+        self.leave_group = self._membership.leave_group
 
     # ================================================================== lifecycle
 
@@ -105,48 +107,6 @@ class GroupCoordinator:
         if not self._loaded:
             raise errors.CoordinatorLoadInProgressError("the group journal is not loaded yet")
         self._timers.arm_deferred()
-
-    # ================================================================== membership
-
-    async def join_group(
-        self, group_id: str, member_id: str, *, protocol_type: str,
-        protocols: Sequence[Protocol], session_timeout_ms: int, rebalance_timeout_ms: int = -1,
-        group_instance_id: str | None = None, client_id: str = "", client_host: str = "",
-        require_known_member_id: bool = False, supports_skip_assignment: bool = False,
-        reason: str | None = None,
-    ) -> JoinResult:
-        """JoinGroup; returns when the rebalance this join takes part in completes.
-
-        ``require_known_member_id`` is JoinGroup v4+ (MEMBER_ID_REQUIRED for a first join
-        without ``group_instance_id``); ``supports_skip_assignment`` is v9+.
-        """
-        return await self._membership.join_group(
-            group_id, member_id, protocol_type=protocol_type, protocols=protocols,
-            session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
-            group_instance_id=group_instance_id, client_id=client_id, client_host=client_host,
-            require_known_member_id=require_known_member_id,
-            supports_skip_assignment=supports_skip_assignment, reason=reason)
-
-    async def sync_group(
-        self, group_id: str, member_id: str, generation_id: int, *,
-        assignments: Mapping[str, bytes] | None = None, group_instance_id: str | None = None,
-        protocol_type: str | None = None, protocol_name: str | None = None,
-    ) -> SyncResult:
-        """SyncGroup; a follower's waits until the leader's brings the assignment."""
-        return await self._membership.sync_group(
-            group_id, member_id, generation_id, assignments=assignments,
-            group_instance_id=group_instance_id, protocol_type=protocol_type,
-            protocol_name=protocol_name)
-
-    def heartbeat(self, group_id: str, member_id: str, generation_id: int,
-                  group_instance_id: str | None = None) -> int:
-        """Heartbeat; returns the error code (REBALANCE_IN_PROGRESS asks to rejoin)."""
-        return self._membership.heartbeat(group_id, member_id, generation_id,
-                                          group_instance_id)
-
-    def leave_group(self, group_id: str, members: Sequence[LeavingMember]) -> LeaveResult:
-        """LeaveGroup for one member (v0-v2) or a batch (v3+, by member or instance id)."""
-        return self._membership.leave_group(group_id, members)
 
     # ================================================================== group admin
 
@@ -265,6 +225,14 @@ class GroupCoordinator:
         """A transaction marker reached the group: apply or drop the producer's offsets."""
         self._check_available()
         self.offsets.complete_transaction(producer_id, committed)
+
+    def on_topics_deleted(self, topics: Iterable[str]) -> int:
+        """Topics were deleted (DeleteTopics): drop their committed offsets from every
+        group, persisted through the journal (see ``OffsetManager.drop_topics``). Returns
+        how many were dropped; 0 while the coordinator is not serving."""
+        if not self.loaded:
+            return 0
+        return self.offsets.drop_topics(topics)
 
     def expire_offsets(self) -> int:
         """Apply offset retention now (it also runs every offsets.retention.check.interval)."""

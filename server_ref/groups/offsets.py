@@ -15,6 +15,9 @@ Rules follow Kafka's classic groups:
   expire that long after their commit; in a Stable consumer group only offsets of topics no
   member subscribes to expire. An explicit retention (OffsetCommit v2-v4) sets an expiry
   time of its own. An Empty group left with no offsets is deleted.
+* Deleting a topic drops its partitions' offsets from every group (committed ones with a
+  tombstone in the journal, staged ones in memory), and a group left Empty without offsets
+  goes with them, as in Kafka.
 * Transactional offsets (TxnOffsetCommit) are staged per producer and become committed
   offsets only when the transaction commits; OffsetFetch with ``require_stable`` answers
   UNSTABLE_OFFSET_COMMIT for a partition with a staged offset. Staged offsets live in memory
@@ -203,11 +206,10 @@ class OffsetManager:
                 continue
             if partition in group.offsets:
                 try:
-                    self._store.write_offset_tombstone(group_id, partition)
+                    self._store.delete_offset(group, partition)
                 except errors.BrokerResponseError as exc:
                     results[partition] = exc.errno
                     continue
-                del group.offsets[partition]
             results[partition] = NO_ERROR
         return NO_ERROR, results
 
@@ -221,22 +223,58 @@ class OffsetManager:
         now = self._store.now_ms()
         removed = 0
         for group in self._store.all_groups():
-            for partition in self._expired_partitions(group, now):
-                try:
-                    self._store.write_offset_tombstone(group.group_id, partition)
-                except errors.BrokerResponseError:
-                    return removed  # the journal is unavailable; try at the next check
-                del group.offsets[partition]
-                removed += 1
-            if (group.state is GroupState.EMPTY and not group.offsets
-                    and not group.pending_members and not group.pending_txn_offsets):
-                try:
-                    self._store.write_group_tombstone(group.group_id)
-                except errors.BrokerResponseError:
-                    return removed
-                self._store.drop(group)
+            try:
+                for partition in self._expired_partitions(group, now):
+                    self._store.delete_offset(group, partition)
+                    removed += 1
+                self._drop_if_abandoned(group)
+            except errors.BrokerResponseError:
+                return removed  # the journal is unavailable; try at the next check
         if removed:
             log.info("expired %d committed offsets", removed)
+        return removed
+
+    def _drop_if_abandoned(self, group: Group) -> None:
+        """Delete ``group`` if it is Empty with no offsets left, committed or pending
+        (journal first: raises, and keeps the group, when the tombstone is not written)."""
+        if (group.state is GroupState.EMPTY and not group.offsets
+                and not group.pending_members and not group.pending_txn_offsets):
+            self._store.write_group_tombstone(group.group_id)
+            self._store.drop(group)
+
+    # ------------------------------------------------------------------ deleted topics
+
+    def drop_topics(self, topics: Iterable[str]) -> int:
+        """Forget the offsets of partitions of deleted ``topics`` in every group, as Kafka
+        does when topics are deleted: committed offsets through a tombstone in the journal
+        (so a reload does not bring them back), offsets staged by open transactions in
+        memory. A group this leaves Empty without offsets is deleted, as retention does.
+
+        Returns the number of committed offsets removed. A journal failure stops the
+        cleanup (logged); what was not tombstoned stays committed, until retention or an
+        OffsetDelete removes it.
+        """
+        names = frozenset(topics)
+        removed = 0
+        for group in self._store.all_groups():
+            for staged in group.pending_txn_offsets.values():
+                for partition in [p for p in staged if p[0] in names]:
+                    del staged[partition]
+            gone = [p for p in group.offsets if p[0] in names]
+            if not gone:
+                continue
+            try:
+                for partition in gone:
+                    self._store.delete_offset(group, partition)
+                    removed += 1
+                self._drop_if_abandoned(group)
+            except errors.BrokerResponseError as exc:
+                log.warning("could not drop the offsets of deleted topics %s: %s",
+                            sorted(names), exc)
+                break
+        if removed:
+            log.info("dropped %d committed offsets of deleted topics %s", removed,
+                     sorted(names))
         return removed
 
     def _expired_partitions(self, group: Group, now: int) -> list[Partition]:

@@ -97,11 +97,15 @@ class GroupStore:
     def write_offset_tombstone(self, group_id: str, partition: Partition) -> None:
         self._append(offset_key(group_id, *partition), None)
 
+    def delete_offset(self, group: Group, partition: Partition) -> None:
+        """Tombstone one committed offset of ``group``, then forget it."""
+        self.write_offset_tombstone(group.group_id, partition)
+        del group.offsets[partition]
+
     def delete_group(self, group: Group) -> None:
         """Tombstone the group's offsets and metadata, then forget it."""
         for partition in list(group.offsets):
-            self.write_offset_tombstone(group.group_id, partition)
-            del group.offsets[partition]
+            self.delete_offset(group, partition)
         self.write_group_tombstone(group.group_id)
         self.drop(group)
 

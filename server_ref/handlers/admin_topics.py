@@ -103,10 +103,9 @@ def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopics
             result.error_code = getattr(exc, "errno", InvalidRequestError.errno)
             result.error_message = exc.message
         results.append(result)
-    if broker.groups is not None and hasattr(broker.groups, "on_topics_deleted"):
-        deleted = [r.name for r in results if r.error_code == 0 and r.name]
-        if deleted:
-            broker.groups.on_topics_deleted(deleted)
+    deleted = [r.name for r in results if r.error_code == 0 and r.name]
+    if deleted and broker.groups is not None:
+        broker.groups.on_topics_deleted(deleted)  # their committed offsets go too
     return DeleteTopicsResponse(responses=results)
 
 

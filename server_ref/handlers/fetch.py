@@ -257,5 +257,5 @@ def _records(chunk: object, zero_copy: bool) -> bytes | FileRecords:
         try:
             return FileRecords.reopen(chunk.chunks, size)  # type: ignore[attr-defined]
         except OSError:
-            pass
+            pass  # no zero-copy for this one (e.g. out of file descriptors): copy instead
     return chunk.to_bytes()  # type: ignore[attr-defined]

@@ -63,15 +63,6 @@ class FileRecords:
             raise
         return cls(out, size)
 
-    def read_all(self) -> bytes:
-        parts = []
-        for file, position, length in self.chunks:
-            data = os.pread(file.fileno(), length, position)
-            if len(data) != length:
-                raise OSError(f"short read: {len(data)} of {length} bytes")
-            parts.append(data)
-        return b"".join(parts)
-
     def close(self) -> None:
         seen: set[int] = set()
         for file, _, _ in self.chunks:

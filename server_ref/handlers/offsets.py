@@ -33,6 +33,18 @@ def _by_topic(partitions: Iterable[Partition]) -> dict[str, list[int]]:
     return topics
 
 
+def _error_topics(requested: Iterable[Partition], results: Mapping[Partition, int],
+                  topic_cls: Any, partition_cls: Any) -> list[Any]:
+    """The response's topics: each requested partition with its error code."""
+    return [
+        topic_cls(name=topic, partitions=[
+            partition_cls(partition_index=index, error_code=results[(topic, index)])
+            for index in indexes
+        ])
+        for topic, indexes in _by_topic(requested).items()
+    ]
+
+
 # ---------------------------------------------------------------------------- OffsetCommit
 
 
@@ -69,14 +81,9 @@ def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommit
             illegal = errors.IllegalGenerationError.errno
             outcome = {k: illegal if e == missing else e for k, e in outcome.items()}
         results.update(outcome)
-    return OffsetCommitResponse(topics=[
-        OffsetCommitResponse.OffsetCommitResponseTopic(name=topic, partitions=[
-            OffsetCommitResponse.OffsetCommitResponsePartition(
-                partition_index=index, error_code=results[(topic, index)])
-            for index in indexes
-        ])
-        for topic, indexes in _by_topic(requested).items()
-    ])
+    return OffsetCommitResponse(topics=_error_topics(
+        requested, results, OffsetCommitResponse.OffsetCommitResponseTopic,
+        OffsetCommitResponse.OffsetCommitResponsePartition))
 
 
 # ---------------------------------------------------------------------------- OffsetFetch
@@ -152,11 +159,6 @@ def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDelete
     if error:
         return OffsetDeleteResponse(error_code=error)
     results.update(deleted)
-    return OffsetDeleteResponse(topics=[
-        OffsetDeleteResponse.OffsetDeleteResponseTopic(name=topic, partitions=[
-            OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                partition_index=index, error_code=results[(topic, index)])
-            for index in indexes
-        ])
-        for topic, indexes in _by_topic(requested).items()
-    ])
+    return OffsetDeleteResponse(topics=_error_topics(
+        requested, results, OffsetDeleteResponse.OffsetDeleteResponseTopic,
+        OffsetDeleteResponse.OffsetDeleteResponsePartition))

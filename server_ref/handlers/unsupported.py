@@ -80,6 +80,33 @@ def _topics_partitions(topics: Any, topic_cls: type, part_cls: type, *, topic_na
     return out
 
 
+def _per_partition(topic_struct: str, partition_struct: str, *, topic_name: str = "name",
+                   req_name: str = "name",
+                   index_of: Callable[[Any], int] = lambda p: p.partition_index,
+                   extra: dict[str, Any] | None = None) -> Builder:
+    """A builder for a response whose ``topics`` mirror the request's, with the error in
+    each partition (the structs are named as the response class nests them)."""
+    def build(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
+        return cls(topics=_topics_partitions(
+            req.topics, getattr(cls, topic_struct), getattr(cls, partition_struct),
+            topic_name=topic_name, req_name=req_name, parts_field="partitions",
+            index_of=index_of, code=code, extra=extra))
+
+    return build
+
+
+def _per_resource(field: str, result_struct: str) -> Builder:
+    """A builder for a response with one result per config resource of the request."""
+    def build(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
+        result_cls = getattr(cls, result_struct)
+        return cls(**{field: [
+            result_cls(error_code=code, error_message=message, resource_type=r.resource_type,
+                       resource_name=r.resource_name)
+            for r in req.resources]})
+
+    return build
+
+
 @_builder(0)
 def _produce(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
     responses = []
@@ -103,27 +130,11 @@ def _fetch(cls: Any, version: int, req: Any, code: int, message: str | None) -> 
     return cls(error_code=code, responses=responses)
 
 
-@_builder(2)
-def _list_offsets(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
-    return cls(topics=_topics_partitions(
-        req.topics, cls.ListOffsetsTopicResponse, cls.ListOffsetsPartitionResponse,
-        topic_name="name", parts_field="partitions", index_of=lambda p: p.partition_index,
-        code=code))
-
-
 @_builder(3)
 def _metadata(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
     topics = [cls.MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id)
               for t in (req.topics or [])]
     return cls(topics=topics)
-
-
-@_builder(8)
-def _offset_commit(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
-    return cls(topics=_topics_partitions(
-        req.topics, cls.OffsetCommitResponseTopic, cls.OffsetCommitResponsePartition,
-        topic_name="name", parts_field="partitions", index_of=lambda p: p.partition_index,
-        code=code))
 
 
 @_builder(9)
@@ -164,23 +175,6 @@ def _delete_topics(cls: Any, version: int, req: Any, code: int, message: str | N
     return cls(responses=results)
 
 
-@_builder(21)
-def _delete_records(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
-    return cls(topics=_topics_partitions(
-        req.topics, cls.DeleteRecordsTopicResult, cls.DeleteRecordsPartitionResult,
-        topic_name="name", parts_field="partitions", index_of=lambda p: p.partition_index,
-        code=code, extra={"low_watermark": -1}))
-
-
-@_builder(23)
-def _offset_for_leader_epoch(cls: Any, version: int, req: Any, code: int,
-                             message: str | None) -> Message:
-    return cls(topics=_topics_partitions(
-        req.topics, cls.OffsetForLeaderTopicResult, cls.EpochEndOffset,
-        topic_name="topic", req_name="topic", parts_field="partitions",
-        index_of=lambda p: p.partition, code=code))
-
-
 @_builder(24)
 def _add_partitions_to_txn(cls: Any, version: int, req: Any, code: int,
                            message: str | None) -> Message:
@@ -211,15 +205,6 @@ def _write_txn_markers(cls: Any, version: int, req: Any, code: int,
         for m in req.markers])
 
 
-@_builder(28)
-def _txn_offset_commit(cls: Any, version: int, req: Any, code: int,
-                       message: str | None) -> Message:
-    return cls(topics=_topics_partitions(
-        req.topics, cls.TxnOffsetCommitResponseTopic, cls.TxnOffsetCommitResponsePartition,
-        topic_name="name", parts_field="partitions", index_of=lambda p: p.partition_index,
-        code=code))
-
-
 @_builder(30)
 def _create_acls(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
     return cls(results=[cls.AclCreationResult(error_code=code, error_message=message)
@@ -231,29 +216,6 @@ def _delete_acls(cls: Any, version: int, req: Any, code: int, message: str | Non
     return cls(filter_results=[cls.DeleteAclsFilterResult(error_code=code,
                                                           error_message=message)
                                for _ in req.filters])
-
-
-def _resources(cls: Any, result_cls: Any, req: Any, code: int, message: str | None
-               ) -> list[Any]:
-    return [result_cls(error_code=code, error_message=message, resource_type=r.resource_type,
-                       resource_name=r.resource_name) for r in req.resources]
-
-
-@_builder(32)
-def _describe_configs(cls: Any, version: int, req: Any, code: int,
-                      message: str | None) -> Message:
-    return cls(results=_resources(cls, cls.DescribeConfigsResult, req, code, message))
-
-
-@_builder(33)
-def _alter_configs(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
-    return cls(responses=_resources(cls, cls.AlterConfigsResourceResponse, req, code, message))
-
-
-@_builder(44)
-def _incremental_alter_configs(cls: Any, version: int, req: Any, code: int,
-                               message: str | None) -> Message:
-    return cls(responses=_resources(cls, cls.AlterConfigsResourceResponse, req, code, message))
 
 
 @_builder(37)
@@ -322,3 +284,20 @@ def _described_groups(cls: Any, version: int, req: Any, code: int,
 
 _BUILDERS[69] = _described_groups  # ConsumerGroupDescribe (KIP-848)
 _BUILDERS[77] = _described_groups  # ShareGroupDescribe (KIP-932)
+
+
+# Responses that mirror the request's topics and partitions, one error per partition.
+_BUILDERS[2] = _per_partition("ListOffsetsTopicResponse", "ListOffsetsPartitionResponse")
+_BUILDERS[8] = _per_partition("OffsetCommitResponseTopic", "OffsetCommitResponsePartition")
+_BUILDERS[21] = _per_partition("DeleteRecordsTopicResult", "DeleteRecordsPartitionResult",
+                               extra={"low_watermark": -1})
+_BUILDERS[23] = _per_partition("OffsetForLeaderTopicResult", "EpochEndOffset",
+                               topic_name="topic", req_name="topic",
+                               index_of=lambda p: p.partition)
+_BUILDERS[28] = _per_partition("TxnOffsetCommitResponseTopic",
+                               "TxnOffsetCommitResponsePartition")
+
+# Responses with one result per config resource of the request.
+_BUILDERS[32] = _per_resource("results", "DescribeConfigsResult")
+_BUILDERS[33] = _per_resource("responses", "AlterConfigsResourceResponse")  # AlterConfigs
+_BUILDERS[44] = _per_resource("responses", "AlterConfigsResourceResponse")  # Incremental

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import struct
+from abc import ABC, abstractmethod
 from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
@@ -25,8 +26,12 @@ __all__ = ["OffsetIndex", "TimeIndex"]
 _INT32_MAX = (1 << 31) - 1
 
 
-class _SparseIndex:
-    """Two strictly increasing columns (``keys``, ``values``) persisted as fixed-size entries."""
+class _SparseIndex(ABC):
+    """Two strictly increasing columns (``keys``, ``values``) persisted as fixed-size entries.
+
+    A subclass names its file ``ENTRY`` layout and maps entries to and from the file's
+    relative form (:meth:`_decode`, :meth:`_encode`).
+    """
 
     ENTRY: struct.Struct
 
@@ -82,11 +87,13 @@ class _SparseIndex:
         if not self._loaded:
             self.load()
 
+    @abstractmethod
     def _decode(self, a: int, b: int) -> tuple[int, int]:
-        raise NotImplementedError
+        """An entry as stored in the file (``ENTRY`` fields) -> (key, value)."""
 
+    @abstractmethod
     def _encode(self, key: int, value: int) -> bytes:
-        raise NotImplementedError
+        """(key, value) -> the entry's bytes in the file."""
 
     # ------------------------------------------------------------------ state
 

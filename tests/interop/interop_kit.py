@@ -107,3 +107,32 @@ def split_between(assignments: list[set], partitions: int) -> bool:
     """True once every member holds partitions and together they hold each exactly once."""
     union = set().union(*assignments)
     return all(assignments) and len(union) == partitions == sum(map(len, assignments))
+
+
+class GroupRun:
+    """What the member threads of a group test share: ``got`` (records received, under
+    ``lock``), ``current`` (each member's assigned partitions) and ``done`` (stop)."""
+
+    def __init__(self, members: int) -> None:
+        self.got: list = []
+        self.current: list[set] = [set() for _ in range(members)]
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def drive(self, member: Callable[[int], None], produce: Callable[[], list], *,
+              partitions: int, receive_timeout: float) -> list:
+        """Run ``member(i)`` on a thread per member; once they have split the partitions,
+        call ``produce`` and wait until everything it sent was received; then stop the
+        members. Returns what ``produce`` sent."""
+        threads = [threading.Thread(target=member, args=(i,)) for i in range(len(self.current))]
+        for t in threads:
+            t.start()
+        try:
+            wait_until(lambda: split_between(self.current, partitions), timeout=60)
+            sent = produce()
+            wait_until(lambda: len(self.got) >= len(sent), timeout=receive_timeout)
+        finally:
+            self.done.set()
+            for t in threads:
+                t.join(30)
+        return sent

@@ -3,7 +3,6 @@ codec, a two-member group, commits that survive a broker restart, and admin call
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -21,9 +20,9 @@ from confluent_kafka.admin import (
 from interop_kit import (
     CODECS,
     BrokerProcess,
+    GroupRun,
     as_sorted,
     expected_records,
-    split_between,
     wait_until,
 )
 
@@ -59,10 +58,7 @@ def produce_all(bootstrap: str) -> list:
 def consume_group(bootstrap: str, produce: Callable[[], list]) -> tuple[list, list]:
     """Two members of one group; once they split the partitions, ``produce`` runs and they
     consume (committing each record) until all it sent arrived. Returns (sent, received)."""
-    got: list = []
-    current: list[set] = [set(), set()]
-    lock = threading.Lock()
-    done = threading.Event()
+    group = GroupRun(2)
 
     def run(index: int) -> None:
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ck-group",
@@ -70,30 +66,20 @@ def consume_group(bootstrap: str, produce: Callable[[], list]) -> tuple[list, li
                              "session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
         consumer.subscribe([TOPIC])
         try:
-            while not done.is_set():
+            while not group.done.is_set():
                 msg = consumer.poll(0.1)
-                current[index] = {p.partition for p in consumer.assignment()}
+                group.current[index] = {p.partition for p in consumer.assignment()}
                 if msg is None:
                     continue
                 assert msg.error() is None, msg.error()
                 consumer.commit(message=msg, asynchronous=False)
-                with lock:
-                    got.append((msg.key(), msg.value(), msg.headers()))
+                with group.lock:
+                    group.got.append((msg.key(), msg.value(), msg.headers()))
         finally:
             consumer.close()
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    try:
-        wait_until(lambda: split_between(current, 4), timeout=60)
-        sent = produce()
-        wait_until(lambda: len(got) >= len(sent), timeout=90)
-    finally:
-        done.set()
-        for t in threads:
-            t.join(30)
-    return sent, got
+    sent = group.drive(run, produce, partitions=4, receive_timeout=90)
+    return sent, group.got
 
 
 def test_codecs_group_commits_and_resume(broker: BrokerProcess) -> None:

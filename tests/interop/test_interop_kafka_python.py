@@ -3,16 +3,14 @@ commits that survive consumer restarts, and the admin calls kafka-python offers.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from interop_kit import (
     CODECS,
     BrokerProcess,
+    GroupRun,
     as_sorted,
     expected_records,
-    split_between,
-    wait_until,
 )
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
@@ -43,10 +41,7 @@ def consume_in_group(bootstrap: str, produce: Callable[[], list], members: int =
     """Start ``members`` consumers of one group; once they have split the partitions, call
     ``produce`` and consume until everything it sent arrived, each member committing what
     it consumed. Returns (sent, received)."""
-    got: list = []
-    current: list[set] = [set() for _ in range(members)]
-    lock = threading.Lock()
-    done = threading.Event()
+    group = GroupRun(members)
     consumers = [KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id="kp-group",
                                auto_offset_reset="earliest", enable_auto_commit=False,
                                session_timeout_ms=6000, heartbeat_interval_ms=500)
@@ -61,29 +56,21 @@ def consume_in_group(bootstrap: str, produce: Callable[[], list], members: int =
 
     def run(index: int) -> None:
         consumer = consumers[index]
-        while not done.is_set():
+        while not group.done.is_set():
             batch = consumer.poll(timeout_ms=100)
-            current[index] = set(consumer.assignment())
-            with lock:
+            group.current[index] = set(consumer.assignment())
+            with group.lock:
                 for records in batch.values():
-                    got.extend((r.key, r.value, r.headers) for r in records)
+                    group.got.extend((r.key, r.value, r.headers) for r in records)
             if batch:
                 consumer.commit()
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(members)]
-    for t in threads:
-        t.start()
     try:
-        wait_until(lambda: split_between(current, 4), timeout=60)
-        sent = produce()
-        wait_until(lambda: len(got) >= len(sent), timeout=60)
+        sent = group.drive(run, produce, partitions=4, receive_timeout=60)
     finally:
-        done.set()
-        for t in threads:
-            t.join(30)
         for c in consumers:
             c.close()
-    return sent, got
+    return sent, group.got
 
 
 def test_codecs_group_commits_and_resume(broker: BrokerProcess) -> None:

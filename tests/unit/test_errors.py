@@ -266,6 +266,20 @@ def test_client_error_hierarchy() -> None:
         assert not issubclass(cls, BrokerResponseError)
 
 
+def test_request_timeout_is_a_retriable_connection_error_and_a_timeout() -> None:
+    import sdk.net
+    import sdk.net.connection
+
+    cls = errors.RequestTimeoutError
+    assert cls.__module__ == "sdk.errors"
+    assert issubclass(cls, KafkaConnectionError) and issubclass(cls, KafkaTimeoutError)
+    assert issubclass(cls, TimeoutError) and issubclass(cls, ConnectionError)
+    assert is_retriable(cls("no answer")) and cls.invalid_metadata
+    # Its former homes still export it.
+    assert sdk.net.RequestTimeoutError is cls
+    assert sdk.net.connection.RequestTimeoutError is cls
+
+
 def test_is_retriable() -> None:
     assert is_retriable(KafkaConnectionError())
     assert is_retriable(for_code(7)())

@@ -10,8 +10,14 @@ import pytest
 from sdk.consumer.errors import RecordDeserializationError
 from sdk.consumer.partition_records import PartitionRecords
 from sdk.errors import CorruptRecordError
-from sdk.records import ControlType, RecordBatchBuilder, build_control_batch, patch_batch
-from sdk.types import TimestampType
+from sdk.records import (
+    ControlType,
+    RecordBatchBuilder,
+    build_control_batch,
+    iter_batches,
+    patch_batch,
+)
+from sdk.types import ConsumerRecord, TimestampType
 from sdk.types import TopicPartition as TP
 
 TP0 = TP("t", 0)
@@ -150,3 +156,70 @@ def test_trailing_partial_batch_is_ignored_and_empty_data() -> None:
     assert pr.exhausted and pr.next_offset == 1
     empty = PartitionRecords(TP0, 3, None)
     assert empty.drain(5) == [] and empty.exhausted and empty.next_offset == 3
+
+
+def _reference(data: bytes, fetch_offset: int, topic_partition: TP) -> list[ConsumerRecord]:
+    """What a consumer must hand out, built from the generic reader."""
+    out = []
+    for b in iter_batches(data):
+        if b.is_control:
+            continue
+        ts_type = TimestampType(int(b.timestamp_type))
+        epoch = b.partition_leader_epoch
+        for r in b.records():
+            if r.offset < fetch_offset:
+                continue
+            out.append(ConsumerRecord(
+                topic_partition.topic, topic_partition.partition, r.offset, r.key, r.value,
+                r.headers, r.timestamp, ts_type, -1 if r.key is None else len(r.key),
+                -1 if r.value is None else len(r.value), epoch if epoch >= 0 else None))
+    return out
+
+
+def _mixed_batch(base_offset: int, codec: str, n: int, *, log_append: bool = False) -> bytes:
+    b = RecordBatchBuilder(codec)
+    for i in range(n):
+        key = None if i % 4 == 1 else b"key-%d" % i
+        value = None if i % 5 == 2 else bytes([i % 256]) * (i * 37 % 1500)
+        headers = [("trace", b"t%d" % i), ("empty", None)] if i % 3 == 0 else []
+        b.append(i, 1_700_000_000_000 + i * 3 - 5, key, value, headers)
+    data = bytearray(b.build())
+    patch_batch(data, base_offset=base_offset, partition_leader_epoch=base_offset % 3 - 1,
+                log_append_time_ms=1_700_000_009_999 if log_append else None)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("max_records", [1, 7, 500])
+def test_handed_out_records_match_the_generic_reader(codec: str, max_records: int) -> None:
+    data = (
+        _mixed_batch(0, codec, 30)
+        + marker(30, 9, ControlType.COMMIT)
+        + _mixed_batch(31, codec, 12, log_append=True)
+        + _mixed_batch(43, codec, 1)
+    )
+    for fetch_offset in (0, 5, 31, 40):
+        pr = PartitionRecords(TP0, fetch_offset, data)
+        got: list[ConsumerRecord] = []
+        while chunk := pr.drain(max_records):
+            assert len(chunk) <= max_records
+            got.extend(chunk)
+        assert got == _reference(data, fetch_offset, TP0)
+        assert pr.exhausted and pr.next_offset == 44
+
+
+def test_legacy_and_v2_mixed_match_the_generic_reader() -> None:
+    data = legacy_message(0, b"old", magic=0) + legacy_message(1, b"older") + _mixed_batch(2, "lz4", 9)
+    pr = PartitionRecords(TP0, 0, data)
+    assert pr.drain(100) == _reference(data, 0, TP0)
+
+
+def test_deserializers_apply_to_what_is_handed_out() -> None:
+    data = _mixed_batch(0, "none", 20)
+    pr = PartitionRecords(TP0, 0, data, key_deserializer=lambda k: ("K", k),
+                          value_deserializer=lambda v: ("V", v))
+    got = pr.drain(7) + pr.drain(100)
+    want = _reference(data, 0, TP0)
+    assert [r.key for r in got] == [("K", r.key) for r in want]
+    assert [r.value for r in got] == [("V", r.value) for r in want]
+    assert [r.serialized_value_size for r in got] == [r.serialized_value_size for r in want]

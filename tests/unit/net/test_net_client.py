@@ -9,16 +9,23 @@ from typing import Any
 
 import pytest
 
-from sdk.errors import KafkaTimeoutError, NoBrokersAvailableError, raise_for_code
+from sdk.errors import (
+    KafkaTimeoutError,
+    NoBrokersAvailableError,
+    NotControllerError,
+    raise_for_code,
+)
 from sdk.net import (
     ANY_NODE,
     CONTROLLER,
+    BrokerInfo,
     CommonConfig,
     Coordinator,
     LeaderOf,
     NetClient,
 )
 from sdk.protocol.api import ApiKey
+from sdk.protocol.messages.create_topics import CreateTopicsRequest
 from sdk.protocol.messages.metadata import MetadataRequest
 
 
@@ -131,3 +138,37 @@ async def test_every_broker_dead_fails_fast_and_typed() -> None:
     finally:
         await c.close()
     assert c.closed
+
+
+async def test_not_controller_refreshes_metadata_and_resolves_the_controller_again(
+        client: NetClient, control: Any) -> None:
+    await client.refresh_metadata()
+    controller = client.metadata.controller_id
+    host, port = client.address_of(controller)  # type: ignore[misc]
+    # A stale view: the controller is "node 7" (the same broker under an old id).
+    client.metadata.brokers[7] = BrokerInfo(7, host, port)
+    client.metadata.controller_id = 7
+    resolved: list[int] = []
+    refreshed_after: list[int] = []
+    resolve, refresh = client.resolve, client.refresh_metadata
+
+    async def spy_resolve(target: Any, **kwargs: Any) -> int:
+        node = await resolve(target, **kwargs)
+        resolved.append(node)
+        return node
+
+    async def spy_refresh(**kwargs: Any) -> Any:
+        refreshed_after.append(len(resolved))
+        return await refresh(**kwargs)
+
+    client.resolve = spy_resolve  # type: ignore[method-assign]
+    client.refresh_metadata = spy_refresh  # type: ignore[method-assign]
+    control.fail_next(ApiKey.CREATE_TOPICS, NotControllerError.errno)
+    request = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=f"ctl-{uuid.uuid4().hex[:8]}", num_partitions=1, replication_factor=1)],
+        timeout_ms=5000)
+    response = await client.call(request, CONTROLLER,
+                                 check=lambda r: raise_for_code(r.topics[0].error_code))
+    assert response.topics[0].error_code == 0
+    assert resolved == [7, controller]  # the retry went to the controller the refresh named
+    assert refreshed_after == [1]  # one refresh, between the two attempts

@@ -1,32 +1,13 @@
-"""Fixtures for producer tests: a reference broker in this process and a read-back helper."""
+"""Fixtures for producer tests: a read-back helper and topic names (the broker fixtures,
+``embedded_broker`` and ``control``, come from tests/unit/conftest.py)."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-
-
-@pytest.fixture(scope="module")
-def embedded_broker() -> Iterator[Any]:
-    from server_ref import EmbeddedBroker
-
-    broker = EmbeddedBroker(data_dir=None, port=0)
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
-@pytest.fixture
-def control(embedded_broker: Any) -> Iterator[Any]:
-    """The broker's control surface, cleared after each test."""
-    yield embedded_broker.control
-    embedded_broker.control.clear()
 
 
 @pytest.fixture

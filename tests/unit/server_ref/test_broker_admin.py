@@ -20,6 +20,7 @@ from sdk.protocol.messages.list_offsets import ListOffsetsRequest
 from sdk.protocol.messages.metadata import MetadataRequest
 from sdk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from sdk.protocol.messages.produce import ProduceRequest
+from server_ref.groups import OffsetToCommit
 from server_ref.handlers import REGISTRY
 
 TOPIC, BROKER = 2, 4
@@ -157,6 +158,20 @@ async def test_delete_topics_by_name_and_id(served: Served) -> None:
         ("b", 0), (None, errors.UnknownTopicIdError.errno)]
     assert len(served.b.topics) == 0
     assert not (served.data_dir / "a-0").exists()
+
+
+async def test_delete_topics_drops_their_committed_offsets(served: Served) -> None:
+    served.b.topics.create("gone", 2)
+    served.b.topics.create("kept", 1)
+    groups = served.b.groups
+    assert groups is not None
+    committed = {("gone", 0): OffsetToCommit(1), ("gone", 1): OffsetToCommit(2),
+                 ("kept", 0): OffsetToCommit(3)}
+    assert set(groups.commit_offsets("g", committed).values()) == {0}
+    client = await served.client()
+    response = await client.call(DeleteTopicsRequest(topic_names=["gone"]), 5)
+    assert [r.error_code for r in response.responses] == [0]
+    assert list(groups.fetch_offsets("g", None).offsets) == [("kept", 0)]
 
 
 async def test_create_partitions(served: Served) -> None:

@@ -1,4 +1,5 @@
-"""A reference broker in this process, for network-layer tests that need a real peer."""
+"""Fixtures shared by the unit tests: a reference broker in this process, for tests of the
+network layer and the roles that need a real peer."""
 
 from __future__ import annotations
 
