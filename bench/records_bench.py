@@ -93,16 +93,16 @@ def _peers() -> dict[str, tuple[Encoder, Decoder]]:
         from kafka.record.memory_records import MemoryRecords as KpRecords
 
         peers["kafka-python 3.0.12 (pure Python)"] = _make_peer(KpBuilder, KpRecords)
-    except ImportError:
-        pass
+    except ImportError as exc:
+        print(f"kafka-python left out of the comparison: {exc}", file=sys.stderr)
     try:
         from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
         from aiokafka.record.memory_records import MemoryRecords as AioRecords
 
         kind = "C ext" if "_crecords" in getattr(AioBuilder, "__module__", "") else "Python"
         peers[f"aiokafka 0.14.0 ({kind})"] = _make_peer(AioBuilder, AioRecords)
-    except ImportError:
-        pass
+    except ImportError as exc:
+        print(f"aiokafka left out of the comparison: {exc}", file=sys.stderr)
     return peers
 
 
