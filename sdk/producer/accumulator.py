@@ -242,6 +242,11 @@ class RecordAccumulator:
 
     # ================================================================== appending
 
+    def knows(self, topic: str) -> bool:
+        """Whether ``topic``'s partitions are known (appends to it can go ahead)."""
+        info = self.metadata.topics.get(topic)
+        return info is not None and not info.error_code and bool(info.partition_ids)
+
     def append(
         self,
         topic: str,
@@ -263,7 +268,7 @@ class RecordAccumulator:
         """
         info = self.metadata.topics.get(topic)
         if info is None or info.error_code or not info.partition_ids:
-            self._give_back(reserved)
+            self.give_back(reserved)
             return None
         vlen = 0 if value is None else len(value)
         klen = -1 if key is None else len(key)
@@ -272,13 +277,13 @@ class RecordAccumulator:
         else:
             size = RECORD_OVERHEAD_BOUND + vlen + (klen if klen > 0 else 0)
         if size > self.record_limit:
-            self._give_back(reserved)
-            raise self._too_large(size)
+            self.give_back(reserved)
+            raise self.too_large(size)
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
         with self.lock:
             if self.closed:
-                self._give_back(reserved)
+                self.give_back(reserved)
                 raise ProducerClosedError("the producer is closed; no more records are accepted")
             if partition is None:
                 partition = self.partitioner.partition(
@@ -301,7 +306,7 @@ class RecordAccumulator:
                     return batch
                 room = batch.limit - BATCH_OVERHEAD - size
             elif reserved:
-                self._give_back(reserved)
+                self.give_back(reserved)
             batch.room = room
             index = batch.builder.append(None, timestamp, key, value, headers or ())  # type: ignore[union-attr]
             batch.count += 1
@@ -320,14 +325,18 @@ class RecordAccumulator:
         values: list[bytes | None],
         start: int,
         parts: list[list[Any]],
-        timestamp: int,
+        timestamp: int | list[int],
         reserved: int = 0,
         plain: bool = False,
+        created: float | None = None,
     ) -> tuple[int, NeedMemory | None]:
         """Append ``values[start:]`` (with ``keys``, or no keys) under one lock hold.
 
-        ``plain`` promises that no value is None; without keys it enables a tight loop that
-        fills one batch at a time (and consults a sticky partitioner once per batch).
+        ``timestamp`` is one for all records or a list indexed like ``values``. ``plain``
+        promises that no value is None; without keys it enables a tight loop that fills one
+        batch at a time (and consults a sticky partitioner once per batch). ``created``
+        backdates the batches this call opens (their linger started when the records were
+        staged, see ``sdk.producer.staging``).
 
         Extends ``parts`` with ``[batch, first offset delta, count, timestamp]`` segments
         (the BulkFuture's). Returns ``(len(values), None)`` when all were appended, or
@@ -338,11 +347,12 @@ class RecordAccumulator:
         """
         info = self.metadata.topics.get(topic)
         if info is None or info.error_code or not info.partition_ids:
-            self._give_back(reserved)
+            self.give_back(reserved)
             return -1, None
         if plain and keys is None and (partition is not None or self._sticky):
-            return self._append_run(topic, info, partition, values, start, parts, timestamp,
-                                    reserved)
+            return self._append_run(topic, info, partition, values, start, parts,  # type: ignore[arg-type]
+                                    timestamp, reserved, created)
+        stamps = timestamp if type(timestamp) is list else None
         ids, avail = info.partition_ids, info.available_ids
         choose = self.partitioner.partition
         limit = self.record_limit
@@ -352,16 +362,18 @@ class RecordAccumulator:
         i = start
         seg_batch: ProducerBatch | None = None
         seg_first = seg_last = 0
+        seg_ts = 0
         with self.lock:
             queues = self._open_queues(topic, reserved)
             try:
                 while i < n:
                     value = values[i]
                     key = keys[i] if keys is not None else None
+                    ts: int = stamps[i] if stamps is not None else timestamp  # type: ignore[assignment]
                     vlen = 0 if value is None else len(value)
                     size = RECORD_OVERHEAD_BOUND + vlen + (len(key) if key else 0)
                     if size > limit:
-                        raise self._too_large(size, i)
+                        raise self.too_large(size, i)
                     if partition is not None:
                         p = partition
                     elif first_partition is not None:
@@ -379,40 +391,48 @@ class RecordAccumulator:
                             if room < 0:
                                 batch = None
                     if batch is None:
-                        batch = self._open_batch_for(pq, size, reserved)
+                        batch = self._open_batch_for(pq, size, reserved, created)
                         reserved = 0
                         if isinstance(batch, NeedMemory):
                             return i, batch
                         room = batch.limit - BATCH_OVERHEAD - size
                     batch.room = room
-                    index = batch.builder.append(None, timestamp, key, value, ())  # type: ignore[union-attr]
+                    index = batch.builder.append(None, ts, key, value, ())  # type: ignore[union-attr]
                     batch.count += 1
                     if batch is not seg_batch:
                         if seg_batch is not None:
                             parts.append([seg_batch, seg_first, seg_last - seg_first + 1,
-                                          timestamp])
-                        seg_batch, seg_first = batch, index
+                                          seg_ts])
+                        seg_batch, seg_first, seg_ts = batch, index, ts
                     seg_last = index
                     i += 1
             finally:
                 if seg_batch is not None:
-                    parts.append([seg_batch, seg_first, seg_last - seg_first + 1, timestamp])
-        self._give_back(reserved)
+                    parts.append([seg_batch, seg_first, seg_last - seg_first + 1, seg_ts])
+        self.give_back(reserved)
         return n, None
 
     def _append_run(self, topic: str, info: TopicInfo, partition: int | None,
-                    values: list[bytes], start: int, parts: list[list[Any]], timestamp: int,
-                    reserved: int) -> tuple[int, NeedMemory | None]:
-        """append_many for keyless, non-null values: batch by batch, in a tight loop.
+                    values: list[bytes], start: int, parts: list[list[Any]],
+                    timestamp: int | list[int], reserved: int,
+                    created: float | None) -> tuple[int, NeedMemory | None]:
+        """append_many for keyless, non-null values: batch by batch, each batch's records
+        encoded in one pass (``RecordBatchBuilder.append_values``).
 
         Without an explicit partition the (sticky) partitioner picks one per batch and is
         told when a batch filled (``on_new_batch``), which is when Java's built-in
         partitioner moves on too.
         """
-        limit = self.record_limit
+        n = len(values)
+        if start < n:
+            largest = max(map(len, values[start:]))
+            if RECORD_OVERHEAD_BOUND + largest > self.record_limit:
+                self.give_back(reserved)
+                index = next(j for j in range(start, n) if len(values[j]) == largest)
+                raise self.too_large(RECORD_OVERHEAD_BOUND + largest, index)
+        stamps = timestamp if type(timestamp) is list else [timestamp] * n  # type: ignore[list-item]
         partitioner = self.partitioner
         scale = self._ratios.get(topic, 1.0)  # partitioners count estimated wire bytes
-        n = len(values)
         i = start
         p = partition
         switched = False
@@ -426,52 +446,29 @@ class RecordAccumulator:
                 if pq is None:
                     pq = self._new_queue(topic, p, info.partitions)
                 size = RECORD_OVERHEAD_BOUND + len(values[i])
-                if size > limit:
-                    self._give_back(reserved)
-                    raise self._too_large(size, i)
                 batch = pq.open
-                room = 0
-                if batch is not None:
-                    room = batch.room
-                    if size > room and batch.count:
-                        room = batch.limit - batch.builder.size_in_bytes()  # type: ignore[union-attr]
-                        if size > room:
-                            if partition is None and not switched:
-                                # Sticky: this batch is full, move on (once: the next
-                                # partition's batch may be full too, then open a new one).
-                                partitioner.on_new_batch(topic, p)
-                                p, switched = None, True
-                                continue
-                            batch = None
+                if batch is not None and size > batch.room and batch.count:
+                    batch.room = batch.limit - batch.builder.size_in_bytes()  # type: ignore[union-attr]
+                    if size > batch.room:
+                        if partition is None and not switched:
+                            # Sticky: this batch is full, move on (once: the next
+                            # partition's batch may be full too, then open a new one).
+                            partitioner.on_new_batch(topic, p)
+                            p, switched = None, True
+                            continue
+                        batch = None
                 if batch is None:
-                    batch = self._open_batch_for(pq, size, reserved)
+                    batch = self._open_batch_for(pq, size, reserved, created)
                     reserved = 0
                     if isinstance(batch, NeedMemory):
                         return i, batch
-                    room = batch.limit - BATCH_OVERHEAD
                 builder = batch.builder
                 assert builder is not None
-                add = builder.append
                 first = batch.count
-                j = i
-                while j < n:
-                    value = values[j]
-                    size = RECORD_OVERHEAD_BOUND + len(value)
-                    if size > room and (j > i or batch.count):
-                        room = batch.limit - builder.size_in_bytes()  # the bound is loose
-                        if size > room:
-                            break
-                    if size > limit:
-                        batch.count = first + (j - i)
-                        batch.room = room
-                        parts.append([batch, first, j - i, timestamp])
-                        raise self._too_large(size, j)
-                    add(None, timestamp, None, value, ())
-                    room -= size
-                    j += 1
+                j = builder.append_values(values, stamps, i, n, batch.limit)
                 batch.count = first + (j - i)
-                batch.room = room
-                parts.append([batch, first, j - i, timestamp])
+                batch.room = batch.limit - builder.size_in_bytes()
+                parts.append([batch, first, j - i, stamps[i]])
                 switched = False
                 if partition is None:
                     if j < n:  # the batch is full: move on, as the partitioner would
@@ -485,21 +482,21 @@ class RecordAccumulator:
                                               int(sum(map(len, values[i + 1:j])) * scale),
                                               info.partition_ids, info.available_ids)
                 i = j
-        self._give_back(reserved)
+        self.give_back(reserved)
         return n, None
 
     def _open_queues(self, topic: str, reserved: int) -> dict[int, PartitionQueue]:
         """The partition queues of ``topic`` for a bulk append (under lock); once the
         accumulator is closed, ProducerClosedError (``reserved`` is given back)."""
         if self.closed:
-            self._give_back(reserved)
+            self.give_back(reserved)
             raise ProducerClosedError("the producer is closed; no more records are accepted")
         queues = self.queues.get(topic)
         if queues is None:
             queues = self.queues[topic] = {}
         return queues
 
-    def _too_large(self, size: int, index: int | None = None) -> MessageTooLargeError:
+    def too_large(self, size: int, index: int | None = None) -> MessageTooLargeError:
         which = "record" if index is None else f"record {index}"
         return MessageTooLargeError(
             f"{which} of about {size} bytes is larger than max_request_size / buffer_memory "
@@ -516,8 +513,8 @@ class RecordAccumulator:
         self.queues.setdefault(topic, {})[partition] = pq
         return pq
 
-    def _open_batch_for(self, pq: PartitionQueue, size: int,
-                        reserved: int) -> ProducerBatch | NeedMemory:
+    def _open_batch_for(self, pq: PartitionQueue, size: int, reserved: int,
+                        created: float | None = None) -> ProducerBatch | NeedMemory:
         """Open a new batch in ``pq`` for a record of (bound) ``size`` bytes (under lock).
 
         The batch takes ``buffer_memory`` for its uncompressed limit, or for the record if
@@ -529,16 +526,18 @@ class RecordAccumulator:
         limit = self.batch_limit(pq.topic)
         need = max(limit, size + BATCH_OVERHEAD)
         if reserved >= need:
-            self._give_back(reserved - need)
+            self.give_back(reserved - need)
         elif reserved or not self.pool.try_reserve(need):
-            self._give_back(reserved)
+            self.give_back(reserved)
             return NeedMemory(need, pq.partition)
-        return self._open_batch(pq, need, limit)
+        return self._open_batch(pq, need, limit, created)
 
-    def _open_batch(self, pq: PartitionQueue, reserved: int, limit: int) -> ProducerBatch:
-        now = time.monotonic()
+    def _open_batch(self, pq: PartitionQueue, reserved: int, limit: int,
+                    created: float | None = None) -> ProducerBatch:
+        if created is None:
+            created = time.monotonic()
         builder = RecordBatchBuilder(self.compression)
-        batch = ProducerBatch(pq, builder, now, now + self.delivery_timeout_s, reserved)
+        batch = ProducerBatch(pq, builder, created, created + self.delivery_timeout_s, reserved)
         batch.limit = limit
         pq.open = batch
         pq.batches.append(batch)
@@ -548,7 +547,7 @@ class RecordAccumulator:
         self._wake_sender()
         return batch
 
-    def _give_back(self, n: int) -> None:
+    def give_back(self, n: int) -> None:
         if n > 0:
             self.pool.release(n)
 

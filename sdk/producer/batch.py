@@ -34,7 +34,7 @@ from sdk.types import RecordMetadata
 if TYPE_CHECKING:
     from sdk.producer.accumulator import PartitionQueue
 
-__all__ = ["BulkFuture", "DeliveryCallback", "ProducerBatch", "RecordFuture"]
+__all__ = ["BulkFuture", "DeliveryCallback", "ProducerBatch", "RecordFuture", "run_callback"]
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class ProducerBatch:
             fut.set_result(None)
         if callbacks:
             for record_future, fn, is_delivery in callbacks:
-                _run_callback(record_future, fn, is_delivery)
+                run_callback(record_future, fn, is_delivery)
 
     def add_callback(self, record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
         """Run ``fn`` when the batch completes (at once if it has)."""
@@ -144,7 +144,7 @@ class ProducerBatch:
                     self.callbacks = []
                 self.callbacks.append((record_future, fn, is_delivery))
                 return
-        _run_callback(record_future, fn, is_delivery)
+        run_callback(record_future, fn, is_delivery)
 
     def wait(self, timeout: float | None) -> None:
         if not self.done and not self.event.wait(timeout):
@@ -164,7 +164,7 @@ class ProducerBatch:
         return f"<ProducerBatch {self.topic}-{self.partition} {self.count} records {state}>"
 
 
-def _run_callback(record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
+def run_callback(record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
     try:
         if is_delivery:
             fn(record_future.exception(0), record_future.metadata())
@@ -187,6 +187,20 @@ class RecordFuture:
         self._key_size = key_size
         self._value_size = value_size
 
+    # Hooks for a record that is not in a batch yet (sdk.producer.staging.StagedFuture).
+    def _batch_now(self) -> ProducerBatch | None:
+        return self._batch
+
+    def _batch_waiting(self, timeout: float | None) -> ProducerBatch:
+        return self._batch
+
+    def _batch_awaiting(self) -> Generator[Any, None, ProducerBatch]:
+        return self._batch
+        yield  # a generator, so a subclass may wait
+
+    def _add_callback(self, fn: Callable[..., Any], is_delivery: bool) -> None:
+        self._batch.add_callback(self, fn, is_delivery)
+
     @property
     def topic(self) -> str:
         return self._batch.topic
@@ -196,10 +210,11 @@ class RecordFuture:
         return self._batch.partition
 
     def done(self) -> bool:
-        return self._batch.done
+        b = self._batch_now()
+        return b is not None and b.done
 
     def running(self) -> bool:
-        return not self._batch.done
+        return not self.done()
 
     def cancelled(self) -> bool:
         return False
@@ -220,7 +235,7 @@ class RecordFuture:
 
         Raises KafkaTimeoutError (a TimeoutError) when the record is still in flight.
         """
-        b = self._batch
+        b = self._batch_waiting(timeout)
         if not b.done:
             b.wait(timeout)
         if b.error is not None:
@@ -228,17 +243,17 @@ class RecordFuture:
         return self.metadata()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        b = self._batch
+        b = self._batch_waiting(timeout)
         if not b.done:
             b.wait(timeout)
         return b.error
 
     def add_done_callback(self, fn: Callable[[RecordFuture], Any]) -> None:
         """``fn(future)`` when the record completes (runs at once if it has)."""
-        self._batch.add_callback(self, fn, False)
+        self._add_callback(fn, False)
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        b = self._batch
+        b = yield from self._batch_awaiting()
         if not b.done:
             # shield: a cancelled awaiter must not cancel the batch's shared future.
             yield from asyncio.shield(b.aio_wait()).__await__()

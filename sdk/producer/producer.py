@@ -25,11 +25,12 @@ for metadata or memory.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sdk.errors import IllegalStateError, KafkaTimeoutError, ProducerClosedError
+from sdk.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from sdk.net.client import NetClient
 from sdk.producer.accumulator import (
     BATCH_OVERHEAD,
@@ -42,12 +43,16 @@ from sdk.producer.config import ProducerConfig
 from sdk.producer.idempotence import ProducerIdManager
 from sdk.producer.partitioner import make_partitioner
 from sdk.producer.sender import Sender
+from sdk.producer.staging import Stage
 from sdk.types import RecordMetadata
 
 __all__ = ["AsyncProducer"]
 
+log = logging.getLogger(__name__)
+
 Headers = Sequence[tuple[str, "bytes | None"]]
 _BULK_CHUNK = 1024  # records appended per lock hold in send_many
+_STAGE_BYTES = 256 * 1024  # staged bytes (sdk.producer.staging) before a send drains them
 _BYTES_LIKE = (bytearray, memoryview)
 
 
@@ -74,6 +79,18 @@ class AsyncProducer:
         self._key_serializer = cfg.key_serializer
         self._value_serializer = cfg.value_serializer
         self._max_block_s = cfg.max_block_ms / 1000
+        self._stage = Stage(
+            self._acc,
+            cap=max(1, min(_STAGE_BYTES, cfg.buffer_memory // 4)),
+            linger_s=cfg.linger_ms / 1000,
+            delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
+            wake_sender=self._wake_sender,
+            reserve_blocking=self._pool.reserve_blocking,
+            reserve_async=self._pool.reserve_async,
+            topic_blocking=self._wait_for_topic_blocking,
+            topic_async=self._wait_for_topic,
+            max_block_s=self._max_block_s,
+        )
         self._client: NetClient | None = None
         self._sender: Sender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -99,7 +116,7 @@ class AsyncProducer:
                                     backoff_max_ms=cfg.retry_backoff_max_ms,
                                     request_timeout_s=cfg.request_timeout_ms / 1000)
         self._sender = Sender(client=client, accumulator=self._acc, config=cfg,
-                              producer_ids=ids)
+                              producer_ids=ids, stage=self._stage)
         self._sender.start()
 
     async def __aenter__(self) -> AsyncProducer:
@@ -148,21 +165,41 @@ class AsyncProducer:
                              f"not {timestamp_ms!r}")
         return key, value, headers, timestamp_ms
 
-    def _append_steps(
+    def _eligible(self, value: Any, key: Any, headers: Headers | None, partition: int | None,
+                  timestamp_ms: int | None) -> bool:
+        """Whether a (serialized) record can be staged (sdk.producer.staging)."""
+        return (type(value) is bytes and not headers and partition is None
+                and timestamp_ms is None and (key is None or type(key) is bytes))
+
+    def _general_steps(
         self, topic: str, value: Any, key: Any, headers: Headers | None, partition: int | None,
         timestamp_ms: int | None, on_delivery: DeliveryCallback | None,
-    ) -> Iterator[RecordFuture | tuple[NeedMemory | None, float]]:
-        """The general path of ``send`` without its waits, shared by the asyncio and the
+    ) -> Iterator[RecordFuture | tuple[NeedMemory | str | None, float]]:
+        """``send`` off the fast path, without its waits, shared by the asyncio and the
         blocking face (each waits its own way).
 
-        Validates and serializes the record, then tries to append it. Yields what it must
-        wait for before the next try, with the seconds left of ``max_block_ms``: ``(None,
-        s)``, the topic's metadata; ``(NeedMemory, s)``, that many bytes of buffer memory,
-        which the caller reserves for this record (the next try hands them to the batch).
-        The last item is the record's future.
+        Validates and serializes the record; stages it if it can be, else drains the stage
+        (to keep the order) and appends it to its batch. Yields what it must wait for before
+        the next try, with the seconds left of ``max_block_ms``: ``("stage", s)``, the stage
+        drained (the waiting is up to the caller's drain); ``(None, s)``, the topic's
+        metadata; ``(NeedMemory, s)``, that many bytes of buffer memory, which the caller
+        reserves for this record (the next try hands them to the batch). The last item is
+        the record's future.
         """
         key, value, headers, ts = self._prepare(topic, value, key, headers, timestamp_ms)
         deadline = time.monotonic() + self._max_block_s
+        stage = self._stage
+        if self._eligible(value, key, headers, partition, ts):
+            while True:
+                fut = stage.put(topic, key, value, on_delivery)
+                if fut is not None:
+                    yield fut
+                    return
+                if self._closed or not self._acc.knows(topic):
+                    break  # the general path raises, or waits for the topic's metadata
+                yield "stage", max(0.0, deadline - time.monotonic())
+        if stage.runs:
+            yield "stage", max(0.0, deadline - time.monotonic())
         reserved = 0
         while True:
             result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
@@ -187,21 +224,24 @@ class AsyncProducer:
         on_delivery: DeliveryCallback | None = None,
     ) -> RecordFuture:
         """Enqueue a record; returns its future (``await fut`` gives RecordMetadata)."""
-        if (self._raw and type(value) is bytes and headers is None and timestamp_ms is None
-                and (key is None or type(key) is bytes)):
-            result = self._acc.append(topic, partition, key, value, None, None, on_delivery)
-            if type(result) is RecordFuture:
-                return result
-            if result is not None:  # NeedMemory: the partition is chosen already
-                partition = result.partition  # type: ignore[union-attr]
-        steps = self._append_steps(topic, value, key, headers, partition, timestamp_ms,
-                                   on_delivery)
+        if (self._raw and type(value) is bytes and headers is None and partition is None
+                and timestamp_ms is None and (key is None or type(key) is bytes)):
+            fut = self._stage.put(topic, key, value, on_delivery)
+            if fut is not None:
+                return fut
+        steps = self._general_steps(topic, value, key, headers, partition, timestamp_ms,
+                                    on_delivery)
         while True:
             step = next(steps)
-            if type(step) is RecordFuture:
+            if isinstance(step, RecordFuture):
                 return step
             need, remaining = step  # type: ignore[misc]
-            if need is None:
+            if need == "stage":
+                await self._stage.drain_async(time.monotonic() + remaining)
+                # A send loop that never waits would keep the sender from the batches
+                # until flush: let it write what is ready now, once per drained stage.
+                await asyncio.sleep(0)
+            elif need is None:
                 await self.client.wait_for_topic(topic, remaining)
             else:
                 await self._pool.reserve_async(need.nbytes, remaining)
@@ -227,6 +267,7 @@ class AsyncProducer:
         Returns a :class:`BulkFuture` (``await`` it for the list of RecordMetadata).
         """
         deadline = time.monotonic() + self._max_block_s
+        await self._stage.drain_async(deadline)  # staged sends go first
         parts: list[list[Any]] = []
         for ts, keys, values, plain in self._chunks(topic, records, timestamp_ms):
             i, reserved, first = 0, 0, partition
@@ -298,22 +339,22 @@ class AsyncProducer:
     ) -> RecordFuture:
         """:meth:`send` for a thread other than the producer's event loop (may block up to
         ``max_block_ms`` for metadata or buffer memory)."""
-        if (self._raw and type(value) is bytes and headers is None and timestamp_ms is None
-                and (key is None or type(key) is bytes)):
-            result = self._acc.append(topic, partition, key, value, None, None, on_delivery)
-            if type(result) is RecordFuture:
-                return result
-            if result is not None:  # NeedMemory: the partition is chosen already
-                partition = result.partition  # type: ignore[union-attr]
-        steps = self._append_steps(topic, value, key, headers, partition, timestamp_ms,
-                                   on_delivery)
+        if (self._raw and type(value) is bytes and headers is None and partition is None
+                and timestamp_ms is None and (key is None or type(key) is bytes)):
+            fut = self._stage.put(topic, key, value, on_delivery)
+            if fut is not None:
+                return fut
+        steps = self._general_steps(topic, value, key, headers, partition, timestamp_ms,
+                                    on_delivery)
         while True:
             step = next(steps)
-            if type(step) is RecordFuture:
+            if isinstance(step, RecordFuture):
                 return step
             self._check_not_loop_thread()
             need, remaining = step  # type: ignore[misc]
-            if need is None:
+            if need == "stage":
+                self._stage.drain_blocking(time.monotonic() + remaining)
+            elif need is None:
                 self._wait_for_topic_blocking(topic, remaining)
             else:
                 self._pool.reserve_blocking(need.nbytes, remaining)
@@ -333,6 +374,9 @@ class AsyncProducer:
             self.send_many(topic, records, partition=partition, timestamp_ms=timestamp_ms),
             self._loop)
         return fut.result()  # send_many bounds its own waits by max_block_ms
+
+    async def _wait_for_topic(self, topic: str, remaining: float) -> None:
+        await self.client.wait_for_topic(topic, remaining)
 
     def _wait_for_topic_blocking(self, topic: str, remaining: float) -> None:
         assert self._loop is not None
@@ -372,6 +416,11 @@ class AsyncProducer:
                 None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     async def _flush_batches(self, timeout: float | None, deadline: float | None) -> None:
+        try:
+            await self._stage.drain_async(deadline)
+        except KafkaTimeoutError:
+            raise KafkaTimeoutError(f"flush did not finish within {timeout:g} s; records are "
+                                    "still waiting for buffer memory or metadata") from None
         batches = self._acc.snapshot_incomplete()
         if not batches:
             return
@@ -401,6 +450,12 @@ class AsyncProducer:
         if self._closed:
             return
         self._closed = True
+        self._stage.close()
+        try:  # staged records go to batches first (the rest fail when the sender stops)
+            await self._stage.drain_async(None if timeout is None
+                                          else time.monotonic() + timeout)
+        except KafkaError as exc:
+            log.info("staged records not all appended before close: %s", exc)
         self._acc.close()
         if self._sender is not None:
             await self._sender.stop(timeout)

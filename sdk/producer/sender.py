@@ -48,6 +48,7 @@ from sdk.producer.accumulator import PartitionQueue, RecordAccumulator
 from sdk.producer.batch import ProducerBatch
 from sdk.producer.config import ProducerConfig
 from sdk.producer.idempotence import SEQUENCE_MASK, ProducerIdManager
+from sdk.producer.staging import Stage
 from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.header import patch_producer_state
 
@@ -57,8 +58,8 @@ log = logging.getLogger(__name__)
 
 _PRODUCE = 0
 _PRODUCE_MIN_VERSION = 3  # v3+ carries v2 record batches
-_IDLE_WAKE_S = 1.0
-_ACKS0_BARRIER_EVERY = 256  # acks=0 requests between two barrier round trips  # look around at least this often, even without a wake-up
+_IDLE_WAKE_S = 1.0  # look around at least this often, even without a wake-up
+_ACKS0_BARRIER_EVERY = 256  # acks=0 requests between two barrier round trips
 _OUT_OF_ORDER = 45
 _DUPLICATE_SEQUENCE = 46
 _PRODUCER_STATE_LOST = (59, 47, 90)  # UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, FENCED
@@ -68,9 +69,11 @@ class Sender:
     """See the module docstring."""
 
     def __init__(self, *, client: NetClient, accumulator: RecordAccumulator,
-                 config: ProducerConfig, producer_ids: ProducerIdManager | None) -> None:
+                 config: ProducerConfig, producer_ids: ProducerIdManager | None,
+                 stage: Stage | None = None) -> None:
         self._client = client
         self._acc = accumulator
+        self._stage = stage
         self._ids = producer_ids
         self._acks = config.acks
         self._retries = config.retries
@@ -157,7 +160,10 @@ class Sender:
                 log.info("acks=0 barrier to node %s failed: %s", node, exc)
 
     def abort(self, error: KafkaError) -> None:
-        """Fail every incomplete batch now (queued, retrying and in flight)."""
+        """Fail every incomplete batch now (queued, retrying and in flight) and every
+        staged record."""
+        if self._stage is not None:
+            self._stage.fail_all(error)
         for batch in self._acc.snapshot_incomplete():
             self._fail(batch, error)
         for pq in self._acc.all_queues():
@@ -179,7 +185,8 @@ class Sender:
             except Exception:  # the sender must survive a bug in one pass
                 log.exception("producer sender pass failed")
                 delay = 0.1
-            if self._stopping and not self._acc.incomplete:
+            if self._stopping and not self._acc.incomplete and not (
+                    self._stage is not None and self._stage.runs):
                 return
             if self._woken:
                 await asyncio.sleep(0)  # let the loop breathe between busy passes
@@ -195,6 +202,10 @@ class Sender:
     def _run_once(self, now: float) -> float:
         acc = self._acc
         next_time = now + _IDLE_WAKE_S
+        if self._stage is not None:
+            staged_next = self._stage.service(now, self._stopping or acc.flushing > 0)
+            if staged_next is not None:
+                next_time = min(next_time, staged_next)
         for batch in acc.expire_unsent(now):
             self._fail(batch, self._timeout_error(batch, "before it could be sent"))
         queues = [pq for pq in acc.all_queues() if pq.has_work() or pq.in_flight]

@@ -209,6 +209,69 @@ class RecordBatchBuilder:
         self._next_delta = od + 1
         return od
 
+    def append_values(
+        self, values: Sequence[bytes], timestamps: Sequence[int], start: int, stop: int,
+        max_bytes: int,
+    ) -> int:
+        """Encode keyless, header-less records ``values[start:stop]`` in one pass.
+
+        ``timestamps`` holds one per value, indexed like ``values``. Stops before the first
+        record that would take the batch past ``max_bytes`` (uncompressed; an empty batch
+        takes at least one record) and returns the index reached. This is :meth:`append`
+        for a producer's bulk paths: no method call per record, and the length prefix,
+        timestamp delta and value length are reused while they repeat (same value size,
+        same millisecond, same offset-delta width), as they mostly do.
+        """
+        if self._built is not None:
+            raise RuntimeError("cannot append to a batch that is already built")
+        if start >= stop:
+            return start
+        base = self._base_ts if self._count else timestamps[start]
+        zz, small, attr_ts, ts_small, encode = _ZZ, _SMALL, _ATTR_TS, _TS_SMALL, _encode
+        room = max_bytes - len(self._buf)
+        od = first_od = self._next_delta
+        parts: list[bytes] = []
+        extend = parts.extend
+        last_n = last_ts = last_width = -1
+        length = head = tail = b""
+        record_size = 0
+        i = start
+        while i < stop:
+            value = values[i]
+            n = len(value)
+            ts = timestamps[i]
+            odb = zz[od] if od < small else encode(od)
+            if n != last_n or ts != last_ts or len(odb) != last_width:
+                last_n, last_ts, last_width = n, ts, len(odb)
+                td = ts - base
+                head = attr_ts[td] if 0 <= td < ts_small else b"\x00" + encode(td)
+                vpre = zz[n] if n < small else encode(n)
+                # attributes + timestamp delta, offset delta, null key, value length,
+                # value, no headers
+                body = len(head) + last_width + 1 + len(vpre) + n + 1
+                length = zz[body] if body < small else encode(body)
+                record_size = len(length) + body
+                tail = b"\x01" + vpre
+            room -= record_size
+            if room < 0 and (i > start or self._count):
+                break
+            extend((length, head, odb, tail, value, b"\x00"))
+            od += 1
+            i += 1
+        if od == first_od:
+            return i
+        self._buf += b"".join(parts)
+        top = max(timestamps[start:i])
+        if self._count:
+            if top > self._max_ts:
+                self._max_ts = top
+        else:
+            self._base_ts = base
+            self._max_ts = top
+        self._count += od - first_od
+        self._next_delta = od
+        return i
+
     def estimate_record_size(
         self,
         key: bytes | None,

@@ -1,0 +1,435 @@
+"""Staged sends: the per-record fast path of ``send``.
+
+A record without headers, explicit partition or timestamp is not appended to a batch by
+``send``: :meth:`Stage.put` adds it to its topic's *run* (three lists: values, keys,
+timestamps) and returns a :class:`StagedFuture`. Runs enter the accumulator in bulk
+(``RecordAccumulator.append_many``, which encodes a batch's records in one pass):
+
+* by the sending thread, when the stage holds ``cap`` bytes (``put`` returns None and the
+  producer drains, waiting for ``buffer_memory`` like any append, then puts again);
+* by the sender, once a run's ``linger_ms`` has passed since its first record, and at once
+  while a flush or close runs;
+* by ``flush``, ``close``, ``send_many``, a general-path ``send`` and a future asked for
+  its outcome.
+
+Per record ``send`` then costs three list appends and a future; partitioning, batch lookup,
+locking and encoding are paid once per run. The rules that keep this invisible:
+
+* Order: one run per topic, drained from its first undrained record on, under the stage's
+  lock; whatever appends to the accumulator directly drains the stage first.
+* Timestamps are taken by ``put`` (CreateTime is the time of the send); batches opened by a
+  drain count their linger and delivery timeout from the run's first record.
+* Memory: staged records are not in ``buffer_memory``; the stage is bounded by ``cap``
+  bytes (values, keys and ``_RECORD_COST`` per record).
+* A run that cannot be drained (the pool stays exhausted, the topic's metadata vanished)
+  fails after ``delivery_timeout_ms``, like a batch that cannot be sent.
+
+Lock order: the stage's lock, then the accumulator's; never the other way round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Awaitable, Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from sdk.errors import DeliveryTimeoutError, KafkaTimeoutError
+from sdk.producer.accumulator import RECORD_OVERHEAD_BOUND, NeedMemory, RecordAccumulator
+from sdk.producer.batch import DeliveryCallback, RecordFuture, run_callback
+from sdk.types import RecordMetadata
+
+if TYPE_CHECKING:
+    from sdk.producer.batch import ProducerBatch
+
+__all__ = ["Stage", "StagedFuture", "StagedRun"]
+
+_time_ns = time.time_ns
+_monotonic = time.monotonic
+# Bytes charged per staged record besides its key and value: bounds the record count too.
+_RECORD_COST = 64
+
+
+def _held(key: bytes | None, value: bytes) -> int:
+    return len(value) + _RECORD_COST + (0 if key is None else len(key))
+
+
+class StagedRun:
+    """Records of one topic staged in send order; ``drained`` of them are in batches."""
+
+    __slots__ = ("callbacks", "drained", "keys", "parts", "stage", "started", "starts",
+                 "timestamps", "topic", "values")
+
+    def __init__(self, stage: Stage, topic: str, started: float) -> None:
+        self.stage = stage
+        self.topic = topic
+        self.started = started
+        self.values: list[bytes] = []
+        self.keys: list[bytes | None] | None = None  # None while every key is None
+        self.timestamps: list[int] = []
+        self.drained = 0
+        # Where drained records went: [batch, first offset delta, count, timestamp]
+        # segments in record order, and the run index each segment starts at.
+        self.parts: list[list[Any]] = []
+        self.starts: list[int] = []
+        self.callbacks: list[tuple[StagedFuture, Callable[..., Any], bool]] = []
+
+    def add_key(self, pos: int, key: bytes | None) -> None:
+        if self.keys is None:
+            self.keys = [None] * pos
+        self.keys.append(key)
+
+    def held(self, start: int, stop: int) -> int:
+        """Stage bytes held by records ``start:stop`` (see ``_held``)."""
+        size = sum(map(len, self.values[start:stop])) + _RECORD_COST * (stop - start)
+        if self.keys is not None:
+            size += sum(len(k) for k in self.keys[start:stop] if k is not None)
+        return size
+
+    def locate(self, pos: int) -> tuple[ProducerBatch | _FailedRecords, int] | None:
+        """The batch of drained record ``pos`` and its offset delta there."""
+        if pos >= self.drained:
+            return None
+        k = bisect_right(self.starts, pos) - 1
+        part = self.parts[k]
+        return part[0], part[1] + pos - self.starts[k]
+
+
+class _FailedRecords:
+    """Stands in for the batch of staged records that failed before reaching one."""
+
+    __slots__ = ("error", "topic")
+
+    done = True
+    partition = -1
+    base_offset = -1
+    log_append_time = -1
+
+    def __init__(self, topic: str, error: BaseException) -> None:
+        self.topic = topic
+        self.error = error
+
+    def wait(self, timeout: float | None) -> None:
+        return None
+
+    def add_callback(self, record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
+        run_callback(record_future, fn, is_delivery)
+
+    def aio_wait(self) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
+class StagedFuture(RecordFuture):
+    """The future of a staged record: a :class:`RecordFuture` whose batch is found once
+    the record is drained. Asking for the outcome drains the stage first."""
+
+    __slots__ = ("_pos", "_run")
+
+    def __init__(self, run: StagedRun, pos: int) -> None:
+        self._run = run
+        self._pos = pos
+        self._batch = None  # type: ignore[assignment]
+
+    def _resolve(self) -> ProducerBatch | None:
+        """Fill in the batch fields once the record is drained; None before."""
+        run = self._run
+        found = run.locate(self._pos)
+        if found is None:
+            return None
+        batch, delta = found
+        pos = self._pos
+        self._index = delta
+        self._timestamp = run.timestamps[pos]
+        key = run.keys[pos] if run.keys is not None else None
+        self._key_size = -1 if key is None else len(key)
+        self._value_size = len(run.values[pos])
+        self._batch = batch  # type: ignore[assignment]
+        return batch  # type: ignore[return-value]
+
+    def _batch_now(self) -> ProducerBatch | None:
+        return self._batch if self._batch is not None else self._resolve()
+
+    def _batch_waiting(self, timeout: float | None) -> ProducerBatch:
+        batch = self._batch_now()
+        if batch is None:
+            deadline = None if timeout is None else _monotonic() + timeout
+            self._run.stage.drain_blocking(deadline)
+            batch = self._resolve()
+            if batch is None:
+                raise KafkaTimeoutError(f"record not appended to a batch within {timeout} s")
+        return batch
+
+    def _batch_awaiting(self) -> Generator[Any, None, ProducerBatch]:
+        batch = self._batch_now()
+        if batch is None:
+            yield from self._run.stage.drain_async(None).__await__()
+            batch = self._resolve()
+            assert batch is not None  # drain_async returns when everything is drained
+        return batch
+
+    def _add_callback(self, fn: Callable[..., Any], is_delivery: bool) -> None:
+        stage = self._run.stage
+        with stage.lock:
+            batch = self._batch_now()
+            if batch is None:
+                self._run.callbacks.append((self, fn, is_delivery))
+                return
+        batch.add_callback(self, fn, is_delivery)
+
+    @property
+    def topic(self) -> str:
+        return self._run.topic
+
+    @property
+    def partition(self) -> int:
+        """The record's partition; -1 until it is appended to a batch."""
+        batch = self._batch_now()
+        return -1 if batch is None else batch.partition
+
+    def metadata(self) -> RecordMetadata:
+        if self._batch_now() is None:
+            run, pos = self._run, self._pos
+            key = run.keys[pos] if run.keys is not None else None
+            return RecordMetadata(run.topic, -1, -1, run.timestamps[pos],
+                                  -1 if key is None else len(key), len(run.values[pos]))
+        return super().metadata()
+
+    def __repr__(self) -> str:
+        if self._batch_now() is None:
+            return f"<RecordFuture {self._run.topic} staged>"
+        return super().__repr__()
+
+
+class Stage:
+    """The staged runs of one producer; see the module docstring."""
+
+    def __init__(
+        self,
+        accumulator: RecordAccumulator,
+        *,
+        cap: int,
+        linger_s: float,
+        delivery_timeout_s: float,
+        wake_sender: Callable[[], None],
+        reserve_blocking: Callable[[int, float], None],
+        reserve_async: Callable[[int, float], Awaitable[None]],
+        topic_blocking: Callable[[str, float], None],
+        topic_async: Callable[[str, float], Awaitable[Any]],
+        max_block_s: float,
+    ) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, StagedRun] = {}
+        self.held = 0
+        self.cap = cap
+        self.closed = False
+        self._acc = accumulator
+        self._linger_s = linger_s
+        self._delivery_timeout_s = delivery_timeout_s
+        self._wake_sender = wake_sender
+        self._reserve_blocking = reserve_blocking
+        self._reserve_async = reserve_async
+        self._topic_blocking = topic_blocking
+        self._topic_async = topic_async
+        self._max_block_s = max_block_s
+        self._value_limit = accumulator.record_limit - RECORD_OVERHEAD_BOUND
+
+    # ================================================================== staging
+
+    def put(self, topic: str, key: bytes | None, value: bytes,
+            on_delivery: DeliveryCallback | None) -> StagedFuture | None:
+        """Stage one record; None when it cannot be staged now: the stage is full (drain,
+        then put again), closed, or the topic's metadata is not known (general path).
+        The per-record hot path of ``send``: every line here costs."""
+        size = len(value) if key is None else len(value) + len(key)
+        if size > self._value_limit:
+            raise self._acc.too_large(size + RECORD_OVERHEAD_BOUND)
+        lock = self.lock
+        lock.acquire()
+        try:
+            run = self.runs.get(topic)
+            if run is None or self.held >= self.cap:
+                return None if run is not None else self._put_first(topic, key, value,
+                                                                    on_delivery)
+            pos = len(run.values)
+            run.timestamps.append(_time_ns() // 1_000_000)
+            if key is not None or run.keys is not None:
+                run.add_key(pos, key)
+            run.values.append(value)
+            self.held += size + _RECORD_COST
+            if on_delivery is not None:
+                future = StagedFuture(run, pos)
+                run.callbacks.append((future, on_delivery, True))
+                return future
+        finally:
+            lock.release()
+        return StagedFuture(run, pos)
+
+    def _put_first(self, topic: str, key: bytes | None, value: bytes,
+                   on_delivery: DeliveryCallback | None) -> StagedFuture | None:
+        """``put`` of a topic's first staged record: open its run (under the lock)."""
+        if self.closed or self.held >= self.cap or not self._acc.knows(topic):
+            return None
+        run = self.runs[topic] = StagedRun(self, topic, _monotonic())
+        run.timestamps.append(_time_ns() // 1_000_000)
+        if key is not None:
+            run.add_key(0, key)
+        run.values.append(value)
+        self.held += _held(key, value)
+        future = StagedFuture(run, 0)
+        if on_delivery is not None:
+            run.callbacks.append((future, on_delivery, True))
+        # Its linger runs from now: the sender must look at it in time (the wake-up goes
+        # through the loop's call_soon_threadsafe, which takes no lock of ours).
+        self._wake_sender()
+        return future
+
+    def close(self) -> None:
+        """Refuse further records (the staged ones are still drained)."""
+        with self.lock:
+            self.closed = True
+            self.cap = -1  # every put takes the general path, which raises
+
+    # ================================================================== draining
+
+    def drain(self, now: float | None = None, reserved: int = 0) -> NeedMemory | str | None:
+        """Append staged records to the accumulator without waiting.
+
+        With ``now``, only runs whose linger has passed; else all. Returns None when done,
+        NeedMemory when the pool is short (reserve it and call again with ``reserved``), or
+        a topic whose metadata must come back first.
+        """
+        with self.lock:
+            for run in list(self.runs.values()):
+                if now is not None and now < run.started + self._linger_s:
+                    continue
+                outcome = self._drain_run(run, reserved)
+                reserved = 0  # handed to the first run, which gave back what it did not use
+                if outcome is not None:
+                    return outcome
+        if reserved:
+            self._acc.give_back(reserved)
+        return None
+
+    def _drain_run(self, run: StagedRun, reserved: int) -> NeedMemory | str | None:
+        start = run.drained
+        parts = run.parts
+        before = len(parts)
+        need: NeedMemory | None = None
+        try:
+            i, need = self._acc.append_many(run.topic, None, run.keys, run.values, start,  # type: ignore[arg-type]
+                                            parts, run.timestamps, reserved, True, run.started)
+        except Exception as exc:  # e.g. the producer closed: the rest fail with it
+            run.drained = self._note_parts(run, before, start)
+            self.held -= run.held(start, run.drained)
+            self._fail_rest(run, exc)
+            return None
+        self._note_parts(run, before, start)
+        if i < 0:
+            return run.topic
+        run.drained = i
+        self.held -= run.held(start, i)
+        self._settle(run)
+        return need
+
+    @staticmethod
+    def _note_parts(run: StagedRun, before: int, start: int) -> int:
+        """Record where the segments added since ``before`` start; the index after them."""
+        pos = start
+        for part in run.parts[before:]:
+            run.starts.append(pos)
+            pos += part[2]
+        return pos
+
+    def _settle(self, run: StagedRun) -> None:
+        """After a drain (under lock): hand callbacks to their batches, retire a done run."""
+        if run.callbacks:
+            waiting = []
+            for entry in run.callbacks:
+                batch = entry[0]._batch_now()
+                if batch is None:
+                    waiting.append(entry)
+                else:
+                    batch.add_callback(*entry)
+            run.callbacks = waiting
+        if run.drained >= len(run.values) and self.runs.get(run.topic) is run:
+            del self.runs[run.topic]
+
+    def _fail_rest(self, run: StagedRun, error: BaseException) -> None:
+        start, n = run.drained, len(run.values)
+        if start < n:
+            run.parts.append([_FailedRecords(run.topic, error), 0, n - start,
+                              run.timestamps[start]])
+            run.starts.append(start)
+            run.drained = n
+            self.held -= run.held(start, n)
+        self._settle(run)
+
+    def drain_blocking(self, deadline: float | None = None) -> None:
+        """Drain everything from a thread other than the producer's loop, waiting for
+        memory and metadata up to ``deadline`` (default: ``max_block_ms`` from now)."""
+        if deadline is None:
+            deadline = _monotonic() + self._max_block_s
+        reserved = 0
+        while self.runs:
+            outcome = self.drain(None, reserved)
+            reserved = 0
+            if outcome is None:
+                # The sending thread rarely lets go of the GIL, and the producer's loop
+                # thread needs it to send what was just drained: hand it over now rather
+                # than after the interpreter's switch interval.
+                time.sleep(0)
+                return
+            remaining = max(0.0, deadline - _monotonic())
+            if isinstance(outcome, NeedMemory):
+                self._reserve_blocking(outcome.nbytes, remaining)
+                reserved = outcome.nbytes
+            else:
+                self._topic_blocking(outcome, remaining)
+
+    async def drain_async(self, deadline: float | None = None) -> None:
+        """:meth:`drain_blocking` for the producer's event loop (``deadline`` None: no limit
+        but the records' delivery timeout)."""
+        reserved = 0
+        while self.runs:
+            outcome = self.drain(None, reserved)
+            reserved = 0
+            if outcome is None:
+                return
+            remaining = (self._delivery_timeout_s if deadline is None
+                         else max(0.0, deadline - _monotonic()))
+            if isinstance(outcome, NeedMemory):
+                await self._reserve_async(outcome.nbytes, remaining)
+                reserved = outcome.nbytes
+            else:
+                await self._topic_async(outcome, remaining)
+
+    # ================================================================== for the sender
+
+    def service(self, now: float, everything: bool) -> float | None:
+        """The sender's pass: drain runs whose linger passed (all with ``everything``),
+        fail those past their delivery timeout; the time to look again, if any run is left."""
+        if not self.runs:
+            return None
+        self.drain(None if everything else now)
+        with self.lock:
+            for run in list(self.runs.values()):
+                if now >= run.started + self._delivery_timeout_s:
+                    self._fail_rest(run, DeliveryTimeoutError(
+                        f"{len(run.values) - run.drained} record(s) for {run.topic} expired "
+                        "before they could be put in a batch (no buffer memory or no "
+                        "metadata for the topic within delivery_timeout_ms)"))
+            if not self.runs:
+                return None
+            first = min(run.started for run in self.runs.values())
+        if everything or now >= first + self._linger_s:
+            return now + 0.01  # waiting for memory or metadata: look again soon
+        return first + self._linger_s
+
+    def fail_all(self, error: BaseException) -> None:
+        with self.lock:
+            for run in list(self.runs.values()):
+                self._fail_rest(run, error)
