@@ -36,6 +36,8 @@ def test_reference_broker_restarts_mid_stream_without_loss_duplicates_or_reorder
             def send_all() -> None:
                 for i in range(count):
                     futures.append(p.send(topic, str(i).encode(), key=str(i % 30).encode()))
+                    if i % 200 == 0:  # paced, so the restarts land while records flow
+                        time.sleep(0.003)
                 stop_sending.set()
 
             sender = threading.Thread(target=send_all)
