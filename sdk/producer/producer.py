@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 Headers = Sequence[tuple[str, "bytes | None"]]
 _BULK_CHUNK = 1024  # records appended per lock hold in send_many
 _STAGE_BYTES = 256 * 1024  # staged bytes (sdk.producer.staging) before a send drains them
+_CATCH_UP_S = 0.02  # longest wait for the sender after a blocking bulk append
 _BYTES_LIKE = (bytearray, memoryview)
 
 
@@ -90,6 +91,7 @@ class AsyncProducer:
             topic_blocking=self._wait_for_topic_blocking,
             topic_async=self._wait_for_topic,
             max_block_s=self._max_block_s,
+            after_blocking_drain=self._let_sender_catch_up,
         )
         self._client: NetClient | None = None
         self._sender: Sender | None = None
@@ -125,6 +127,13 @@ class AsyncProducer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    def _let_sender_catch_up(self) -> None:
+        """After a bulk append from another thread: let the sender write it out (see
+        ``Sender.catch_up``). Bounded, so a slow broker only slows the sender's writes."""
+        sender = self._sender
+        if sender is not None:
+            sender.catch_up(_CATCH_UP_S)
 
     def _wake_sender(self) -> None:
         sender = self._sender

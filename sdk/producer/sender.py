@@ -87,6 +87,7 @@ class Sender:
         self._sleeper: asyncio.Future[None] | None = None
         self._woken = False
         self._wake_scheduled = False
+        self._caught_up = threading.Event()  # set when a pass leaves nothing it could send
         self._stopping = False
         self._pid_task: asyncio.Task[None] | None = None
         self._watching_writable: set[int] = set()
@@ -112,6 +113,19 @@ class Sender:
                 self._loop.call_soon_threadsafe(self._wake_on_loop)
             except RuntimeError:  # the loop is closed: nothing left to wake
                 self._wake_scheduled = False
+
+    def catch_up(self, timeout_s: float) -> None:
+        """Block the calling thread (never the loop's) until the sender has written what it
+        can send now, for at most ``timeout_s``.
+
+        A thread that appends records rarely lets go of the GIL, and the loop thread needs
+        it once per system call (poll, send, receive): left alone, the sender gets through
+        one call per switch interval and falls behind, and the backlog is paid at flush.
+        Waiting here after a bulk append lets the sender run its calls back to back.
+        """
+        self._caught_up.clear()
+        self.wake()
+        self._caught_up.wait(timeout_s)
 
     def _wake_on_loop(self) -> None:
         self._wake_scheduled = False
@@ -191,6 +205,7 @@ class Sender:
             if self._woken:
                 await asyncio.sleep(0)  # let the loop breathe between busy passes
                 continue
+            self._caught_up.set()
             fut = self._sleeper = loop.create_future()
             timer = loop.call_later(delay, _resolve, fut)
             try:

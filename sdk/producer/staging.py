@@ -220,6 +220,7 @@ class Stage:
         topic_blocking: Callable[[str, float], None],
         topic_async: Callable[[str, float], Awaitable[Any]],
         max_block_s: float,
+        after_blocking_drain: Callable[[], None] = lambda: None,
     ) -> None:
         self.lock = threading.Lock()
         self.runs: dict[str, StagedRun] = {}
@@ -235,6 +236,7 @@ class Stage:
         self._topic_blocking = topic_blocking
         self._topic_async = topic_async
         self._max_block_s = max_block_s
+        self._after_blocking_drain = after_blocking_drain
         self._value_limit = accumulator.record_limit - RECORD_OVERHEAD_BOUND
 
     # ================================================================== staging
@@ -378,10 +380,7 @@ class Stage:
             outcome = self.drain(None, reserved)
             reserved = 0
             if outcome is None:
-                # The sending thread rarely lets go of the GIL, and the producer's loop
-                # thread needs it to send what was just drained: hand it over now rather
-                # than after the interpreter's switch interval.
-                time.sleep(0)
+                self._after_blocking_drain()
                 return
             remaining = max(0.0, deadline - _monotonic())
             if isinstance(outcome, NeedMemory):
