@@ -233,7 +233,7 @@ class RecordBatchBuilder:
         parts: list[bytes] = []
         extend = parts.extend
         last_n = last_ts = last_width = -1
-        length = head = tail = b""
+        lead = tail = b""
         record_size = 0
         i = start
         while i < stop:
@@ -249,13 +249,13 @@ class RecordBatchBuilder:
                 # attributes + timestamp delta, offset delta, null key, value length,
                 # value, no headers
                 body = len(head) + last_width + 1 + len(vpre) + n + 1
-                length = zz[body] if body < small else encode(body)
-                record_size = len(length) + body
+                lead = (zz[body] if body < small else encode(body)) + head  # length first
+                record_size = len(lead) - len(head) + body
                 tail = b"\x01" + vpre
             room -= record_size
             if room < 0 and (i > start or self._count):
                 break
-            extend((length, head, odb, tail, value, b"\x00"))
+            extend((lead, odb, tail, value, b"\x00"))
             od += 1
             i += 1
         if od == first_od:

@@ -11,12 +11,21 @@ Records are built with ``object.__new__`` and one store per slot: on CPython 3.1
 about a third cheaper than the dataclass ``__init__`` (specialised slot stores against a
 Python-level call with eleven arguments). Every field is set, so the result is identical.
 
+The cyclic garbage collector is paused while one batch is decoded. Every record is two
+fresh container objects (the record and its header list), so a batch of thousands of records
+would trigger a collection every 700 of them, each walking the records made so far; measured
+on a consumer reading 1 MB batches, that was a third of the decode time. The records hold no
+cycles, and the pause ends with the batch (a few milliseconds); if the collector was already
+off, it is left alone.
+
 Errors are those of the generic reader (``MalformedDataError`` for bad framing); the CRC is
 the caller's business (``RecordBatch.validate_crc``). Legacy message sets stay on the
 generic path.
 """
 
 from __future__ import annotations
+
+import gc
 
 from sdk.records._varint import DEC1, LOW2, decode_varint
 from sdk.records.errors import MalformedDataError
@@ -26,6 +35,7 @@ from sdk.types import ConsumerRecord, TimestampType
 
 __all__ = ["decode_consumer_records"]
 
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _CREATE_TIME = TimestampType.CREATE_TIME
 _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 
@@ -37,6 +47,16 @@ def decode_consumer_records(batch: RecordBatch, topic: str, partition: int) -> l
     batch's max timestamp; ``leader_epoch`` is the batch's partition leader epoch (None when
     negative). Same records, in the same order, as ``batch.records()``.
     """
+    if _gc_isenabled():
+        _gc_disable()
+        try:
+            return _decode_batch(batch, topic, partition)
+        finally:
+            _gc_enable()
+    return _decode_batch(batch, topic, partition)
+
+
+def _decode_batch(batch: RecordBatch, topic: str, partition: int) -> list[ConsumerRecord]:
     data, start, end = batch.record_bytes()
     epoch = batch.partition_leader_epoch
     if batch.attributes & TIMESTAMP_TYPE_MASK:

@@ -225,3 +225,70 @@ def test_serializers_and_config_mapping(broker: Target) -> None:
     assert meta.serialized_key_size == 4
     got = consume_all(broker.bootstrap_servers, topic, 1)
     assert (got[0].key(), got[0].value()) == (b"user", b"{'n': 1}")
+
+
+def _mixed_sends(i: int) -> dict[str, Any]:
+    """Send arguments: most records take the staged path, every fourth the general one."""
+    kwargs: dict[str, Any] = {"key": f"k{i % 3}".encode() if i % 2 else None}
+    if i % 8 == 3:
+        kwargs["headers"] = [("i", str(i).encode())]
+    elif i % 8 == 7:
+        kwargs["timestamp_ms"] = BASE_TS + i
+    return kwargs
+
+
+def _check_mixed(broker: Target, topic: str, count: int, metas: list[RecordMetadata],
+                 delivered: dict[int, RecordMetadata], started_ms: int) -> None:
+    got = consume_all(broker.bootstrap_servers, topic, count)
+    assert [int(m.value()) for m in got] == list(range(count))  # one partition: send order
+    assert delivered == dict(enumerate(metas))  # callbacks saw what the futures return
+    for i, (msg, meta) in enumerate(zip(got, metas)):
+        assert (meta.topic, meta.partition) == (topic, 0)
+        assert meta.serialized_value_size == len(msg.value())
+        assert meta.serialized_key_size == (-1 if msg.key() is None else len(msg.key()))
+        if broker.name != "tansu":
+            assert meta.offset == msg.offset()
+        _, ts = msg.timestamp()
+        if i % 8 == 7:
+            assert ts == BASE_TS + i == meta.timestamp
+        else:  # taken at send, not when the record reached a batch
+            assert started_ms <= ts <= started_ms + 60_000 and ts == meta.timestamp
+
+
+def _produce_mixed(bootstrap: str, topic: str, face: str, count: int,
+                   delivered: dict[int, RecordMetadata]) -> list[RecordMetadata]:
+    def on_delivery(err: BaseException | None, meta: RecordMetadata, i: int) -> None:
+        assert err is None
+        delivered[i] = meta
+
+    settings: dict[str, Any] = {"bootstrap_servers": bootstrap, "linger_ms": 2,
+                                "batch_size": 2048}
+    if face == "blocking":
+        with Producer(**settings) as p:
+            futures = [p.send(topic, str(i).encode(), **_mixed_sends(i),
+                              on_delivery=lambda e, m, i=i: on_delivery(e, m, i))
+                       for i in range(count)]
+            return [f.result(timeout=30) for f in futures]
+
+    async def produce() -> list[RecordMetadata]:
+        async with AsyncProducer(**settings) as ap:
+            futs = [await ap.send(topic, str(i).encode(), **_mixed_sends(i),
+                                  on_delivery=lambda e, m, i=i: on_delivery(e, m, i))
+                    for i in range(count)]
+            return [await f for f in futs]
+
+    return asyncio.run(produce())
+
+
+def test_staged_and_general_sends_keep_order_offsets_and_timestamps(broker: Target) -> None:
+    """Plain sends are staged and appended in bulk; sends with headers or a timestamp take
+    the general path. Mixed on one partition, both faces keep send order, and every
+    future and callback reports the record's real offset, sizes and timestamp."""
+    count = 600
+    for face in ("blocking", "async"):
+        topic = new_topic(f"mixed-{face}")
+        broker.create_topic(topic, 1)
+        delivered: dict[int, RecordMetadata] = {}
+        started_ms = time.time_ns() // 1_000_000
+        metas = _produce_mixed(broker.bootstrap_servers, topic, face, count, delivered)
+        _check_mixed(broker, topic, count, metas, delivered, started_ms)

@@ -126,3 +126,25 @@ def test_bad_record_count_raises() -> None:
     raw[57:61] = (2).to_bytes(4, "big")  # one fewer: bytes left over
     with pytest.raises(MalformedDataError, match="follow the last"):
         decode_consumer_records(RecordBatch(bytes(raw)), "t", 0)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled: bool) -> None:
+    """Decoding pauses the cyclic GC for one batch; its state afterwards is the caller's,
+    also when the batch turns out to be malformed."""
+    import gc
+
+    good = _batch("none", _records(random.Random(7), 50))
+    data = bytearray(good._buf)  # type: ignore[attr-defined]
+    data[RECORD_BATCH_OVERHEAD] = 0x7F  # the first record's length now runs past the batch
+    bad = RecordBatch(bytes(data), 0)  # type: ignore[call-arg]
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert len(decode_consumer_records(good, "t", 0)) == 50
+        assert gc.isenabled() is enabled
+        with pytest.raises(MalformedDataError):
+            decode_consumer_records(bad, "t", 0)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
