@@ -78,9 +78,12 @@ def record_size_bound(key: bytes | None, value: bytes | None,
 class BufferPool:
     """``buffer_memory`` accounting: reserve bytes before opening a batch, release after."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, held_back: int = 0) -> None:
+        """``total`` is ``buffer_memory``; ``held_back`` of it is not for batches (the
+        producer keeps it for staged records, see ``sdk.producer.staging``)."""
         self.total = total
-        self._available = total
+        self.held_back = held_back
+        self._available = total - held_back
         self._cond = threading.Condition(threading.Lock())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_waiters: list[asyncio.Future[None]] = []
@@ -148,8 +151,8 @@ class BufferPool:
     def _timeout(self, n: int, timeout_s: float) -> KafkaTimeoutError:
         return KafkaTimeoutError(
             f"send blocked for {timeout_s * 1000:.0f} ms (max_block_ms): buffer_memory={self.total} "
-            f"bytes are all taken by unsent batches and {n} more are needed (the brokers are "
-            f"slower than the sends, or unreachable)"
+            f"bytes are all taken by unsent batches and staged records, and {n} more are "
+            f"needed (the brokers are slower than the sends, or unreachable)"
         )
 
 

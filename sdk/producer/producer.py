@@ -65,7 +65,9 @@ class AsyncProducer:
         cfg = self.config = ProducerConfig.build(config, **kwargs)
         self._partitioner = make_partitioner(cfg.partitioner, batch_size=max(cfg.batch_size, 1),
                                              ignore_keys=cfg.partitioner_ignore_keys)
-        self._pool = BufferPool(cfg.buffer_memory)
+        # buffer_memory covers staged records too: their share is kept out of the pool.
+        stage_cap = max(1, min(_STAGE_BYTES, cfg.buffer_memory // 4))
+        self._pool = BufferPool(cfg.buffer_memory, held_back=stage_cap)
         self._raw = cfg.key_serializer is None and cfg.value_serializer is None
         self._acc = RecordAccumulator(
             batch_size=cfg.batch_size,
@@ -75,14 +77,14 @@ class AsyncProducer:
             pool=self._pool,
             partitioner=self._partitioner,
             wake_sender=self._wake_sender,
-            record_limit=min(cfg.max_request_size, cfg.buffer_memory) - BATCH_OVERHEAD,
+            record_limit=min(cfg.max_request_size, cfg.buffer_memory - stage_cap) - BATCH_OVERHEAD,
         )
         self._key_serializer = cfg.key_serializer
         self._value_serializer = cfg.value_serializer
         self._max_block_s = cfg.max_block_ms / 1000
         self._stage = Stage(
             self._acc,
-            cap=max(1, min(_STAGE_BYTES, cfg.buffer_memory // 4)),
+            cap=stage_cap,
             linger_s=cfg.linger_ms / 1000,
             delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
             wake_sender=self._wake_sender,

@@ -19,8 +19,8 @@ locking and encoding are paid once per run. The rules that keep this invisible:
   lock; whatever appends to the accumulator directly drains the stage first.
 * Timestamps are taken by ``put`` (CreateTime is the time of the send); batches opened by a
   drain count their linger and delivery timeout from the run's first record.
-* Memory: staged records are not in ``buffer_memory``; the stage is bounded by ``cap``
-  bytes (values, keys and ``_RECORD_COST`` per record).
+* Memory: the stage holds at most ``cap`` bytes (values, keys and ``_RECORD_COST`` per
+  record), a share of ``buffer_memory`` the producer keeps out of the batches' pool.
 * A run that cannot be drained (the pool stays exhausted, the topic's metadata vanished)
   fails after ``delivery_timeout_ms``, like a batch that cannot be sent.
 
