@@ -85,6 +85,7 @@ class BufferPool:
         self.held_back = held_back
         self._available = total - held_back
         self._cond = threading.Condition(threading.Lock())
+        self._sleepers = 0  # threads in reserve_blocking (release notifies only if any)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_waiters: list[asyncio.Future[None]] = []
 
@@ -106,11 +107,15 @@ class BufferPool:
         """Block the calling thread (never the event loop's) until ``n`` bytes are free."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._available < n:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise self._timeout(n, timeout_s)
-                self._cond.wait(remaining)
+            self._sleepers += 1
+            try:
+                while self._available < n:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise self._timeout(n, timeout_s)
+                    self._cond.wait(remaining)
+            finally:
+                self._sleepers -= 1
             self._available -= n
 
     async def reserve_async(self, n: int, timeout_s: float) -> None:
@@ -138,7 +143,8 @@ class BufferPool:
             return
         with self._cond:
             self._available += n
-            self._cond.notify_all()
+            if self._sleepers:
+                self._cond.notify_all()
             waiters, self._async_waiters = self._async_waiters, []
         for fut in waiters:
             if not fut.done():

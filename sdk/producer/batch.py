@@ -12,10 +12,10 @@ record, which would cost more than encoding the record.
 producer's event loop (``meta = await fut``). :class:`BulkFuture` does the same for the
 records of one ``send_many`` call.
 
-Threading: a batch completes on the producer's event loop thread; blocking waiters use the
-batch's ``threading.Event``; callbacks registered after completion run at once in the
-registering thread, before it on the loop thread (delivery callbacks must be quick and must
-not block on the producer).
+Threading: a batch completes on the producer's event loop thread; blocking waiters use a
+``threading.Event`` that the first of them makes (most batches never have one); callbacks
+registered after completion run at once in the registering thread, before it on the loop
+thread (delivery callbacks must be quick and must not block on the producer).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class ProducerBatch:
         self.error: BaseException | None = None
         self.base_offset = -1
         self.log_append_time = -1
-        self.event = threading.Event()
+        self.event: threading.Event | None = None  # made by the first blocking waiter
         self._aio_future: asyncio.Future[None] | None = None
         # Sending state (owned by the sender, on the loop thread).
         self.payload: bytes | None = None
@@ -128,7 +128,9 @@ class ProducerBatch:
         with _CALLBACKS_LOCK:
             self.done = True
             callbacks, self.callbacks = self.callbacks, None
-        self.event.set()
+            event = self.event
+        if event is not None:
+            event.set()
         fut = self._aio_future
         if fut is not None and not fut.done():
             fut.set_result(None)
@@ -147,7 +149,13 @@ class ProducerBatch:
         run_callback(record_future, fn, is_delivery)
 
     def wait(self, timeout: float | None) -> None:
-        if not self.done and not self.event.wait(timeout):
+        with _CALLBACKS_LOCK:
+            if self.done:
+                return
+            event = self.event
+            if event is None:
+                event = self.event = threading.Event()
+        if not event.wait(timeout):
             raise KafkaTimeoutError(f"record not acknowledged within {timeout:g} s")
 
     def aio_wait(self) -> asyncio.Future[None]:
