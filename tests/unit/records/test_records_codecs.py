@@ -200,3 +200,14 @@ def test_truncated_compressed_data_raises(codec: Compression) -> None:
     packed = compress(codec, os.urandom(5000))
     with pytest.raises(MalformedDataError):
         decompress(codec, packed[: len(packed) // 2])
+
+
+def test_lz4_defaults_to_the_fast_mode() -> None:
+    """Without a level, lz4 compresses in its fast mode (as librdkafka does), not cramjam's
+    default high-compression level 4, which is several times slower on real payloads."""
+    data = b"".join(b'{"user": %d, "page": "/p/%d"}' % (i * 7919 % 10007, i % 97)
+                    for i in range(20_000))
+    default = compress(Compression.LZ4, data)
+    assert default == compress(Compression.LZ4, data, 0)
+    assert default != compress(Compression.LZ4, data, 4)
+    assert decompress(Compression.LZ4, default) == data
