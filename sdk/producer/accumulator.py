@@ -82,7 +82,6 @@ class BufferPool:
         """``total`` is ``buffer_memory``; ``held_back`` of it is not for batches (the
         producer keeps it for staged records, see ``sdk.producer.staging``)."""
         self.total = total
-        self.held_back = held_back
         self._available = total - held_back
         self._cond = threading.Condition(threading.Lock())
         self._sleepers = 0  # threads in reserve_blocking (release notifies only if any)
