@@ -71,6 +71,12 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        if self.server.stopping:
+            # Accepted just before the listener closed and set up after the server's stop
+            # swept its connections: it would serve from a closed broker. Refuse it.
+            self.closed = True
+            transport.abort()
+            return
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -300,6 +306,7 @@ class KafkaServer:
         self.broker = broker
         self.connections: set[Connection] = set()
         self.file_bytes_sent = 0  # fetch data sent straight from segment files
+        self.stopping = False
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
@@ -311,6 +318,7 @@ class KafkaServer:
         return int(bound)
 
     async def stop(self) -> None:
+        self.stopping = True
         if self._server is not None:
             self._server.close()
         pending: list[asyncio.Task[Any]] = []

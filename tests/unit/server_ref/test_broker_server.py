@@ -168,6 +168,28 @@ def test_embedded_broker_restart_keeps_data_and_port(tmp_path: Path) -> None:
     assert (tmp_path / "t-0").is_dir()
 
 
+async def test_a_connection_set_up_after_stop_began_is_refused(tmp_path: Path) -> None:
+    """A client that connects while the broker stops can have its socket accepted just
+    before the listener closes and its protocol set up after stop() swept the
+    connections; served then, it would answer from closed logs until it hung up (seen as
+    CORRUPT_MESSAGE "partition log ... is closed" forever after quick restarts)."""
+    from server_ref.broker import Broker
+    from server_ref.config import BrokerConfig
+    from server_ref.server import Connection, KafkaServer
+
+    server = KafkaServer(Broker(BrokerConfig(), tmp_path))
+    server.stopping = True  # what stop() sets before it closes the listener
+    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    loop = asyncio.get_running_loop()
+    transport, conn = await loop.create_connection(lambda: Connection(server),
+                                                   "127.0.0.1", port)
+    assert conn.closed and transport.is_closing()
+    assert not server.connections
+    listener.close()
+    await listener.wait_closed()
+
+
 def test_embedded_broker_rejects_bad_settings() -> None:
     with pytest.raises(errors.ConfigError, match=r"num\.partitions"):
         EmbeddedBroker(num_partitions="many")
