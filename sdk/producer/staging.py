@@ -29,7 +29,6 @@ Lock order: the stage's lock, then the accumulator's; never the other way round.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from bisect import bisect_right
@@ -51,9 +50,6 @@ _monotonic = time.monotonic
 # Bytes charged per staged record besides its key and value: bounds the record count too.
 _RECORD_COST = 64
 
-
-def _held(key: bytes | None, value: bytes) -> int:
-    return len(value) + _RECORD_COST + (0 if key is None else len(key))
 
 
 class StagedRun:
@@ -82,7 +78,7 @@ class StagedRun:
         self.keys.append(key)
 
     def held(self, start: int, stop: int) -> int:
-        """Stage bytes held by records ``start:stop`` (see ``_held``)."""
+        """Stage bytes held by records ``start:stop`` (what ``Stage.put`` charged them)."""
         size = sum(map(len, self.values[start:stop])) + _RECORD_COST * (stop - start)
         if self.keys is not None:
             size += sum(len(k) for k in self.keys[start:stop] if k is not None)
@@ -98,7 +94,8 @@ class StagedRun:
 
 
 class _FailedRecords:
-    """Stands in for the batch of staged records that failed before reaching one."""
+    """Stands in for the batch of staged records that failed before reaching one: done from
+    the start, so futures never wait on it."""
 
     __slots__ = ("error", "topic")
 
@@ -111,16 +108,8 @@ class _FailedRecords:
         self.topic = topic
         self.error = error
 
-    def wait(self, timeout: float | None) -> None:
-        return None
-
     def add_callback(self, record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
         run_callback(record_future, fn, is_delivery)
-
-    def aio_wait(self) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        fut.set_result(None)
-        return fut
 
 
 class StagedFuture(RecordFuture):
@@ -253,9 +242,12 @@ class Stage:
         lock.acquire()
         try:
             run = self.runs.get(topic)
-            if run is None or self.held >= self.cap:
-                return None if run is not None else self._put_first(topic, key, value,
-                                                                    on_delivery)
+            if run is None:
+                run = self._open_run(topic)
+                if run is None:
+                    return None
+            elif self.held >= self.cap:
+                return None
             pos = len(run.values)
             run.timestamps.append(_time_ns() // 1_000_000)
             if key is not None or run.keys is not None:
@@ -270,24 +262,16 @@ class Stage:
             lock.release()
         return StagedFuture(run, pos)
 
-    def _put_first(self, topic: str, key: bytes | None, value: bytes,
-                   on_delivery: DeliveryCallback | None) -> StagedFuture | None:
-        """``put`` of a topic's first staged record: open its run (under the lock)."""
+    def _open_run(self, topic: str) -> StagedRun | None:
+        """A run for ``topic``'s first staged record (under the lock); None when the stage
+        is closed or full, or the topic's metadata is not known."""
         if self.closed or self.held >= self.cap or not self._acc.knows(topic):
             return None
         run = self.runs[topic] = StagedRun(self, topic, _monotonic())
-        run.timestamps.append(_time_ns() // 1_000_000)
-        if key is not None:
-            run.add_key(0, key)
-        run.values.append(value)
-        self.held += _held(key, value)
-        future = StagedFuture(run, 0)
-        if on_delivery is not None:
-            run.callbacks.append((future, on_delivery, True))
         # Its linger runs from now: the sender must look at it in time (the wake-up goes
         # through the loop's call_soon_threadsafe, which takes no lock of ours).
         self._wake_sender()
-        return future
+        return run
 
     def close(self) -> None:
         """Refuse further records (the staged ones are still drained)."""
