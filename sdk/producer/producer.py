@@ -96,6 +96,11 @@ class AsyncProducer:
             max_block_s=self._max_block_s,
             after_blocking_drain=self._let_sender_catch_up,
         )
+        # The fast paths of send and send_threadsafe: a plain record is staged in one call
+        # (see Stage.stager); send_threadsafe falls back to the class's general path.
+        self._stage_send = self._stage.stager(self._raw, None)
+        self.send_threadsafe = self._stage.stager(  # type: ignore[method-assign]
+            self._raw, AsyncProducer.send_threadsafe.__get__(self))
         self._client: NetClient | None = None
         self._sender: Sender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -236,12 +241,10 @@ class AsyncProducer:
         on_delivery: DeliveryCallback | None = None,
     ) -> RecordFuture:
         """Enqueue a record; returns its future (``await fut`` gives RecordMetadata)."""
-        # _eligible, inlined: a method call here would cost ~5% of a plain send.
-        if (self._raw and type(value) is bytes and headers is None and partition is None
-                and timestamp_ms is None and (key is None or type(key) is bytes)):
-            fut = self._stage.put(topic, key, value, on_delivery)
-            if fut is not None:
-                return fut
+        fut = self._stage_send(topic, value, key, headers, partition, timestamp_ms,
+                               on_delivery)
+        if fut is not None:
+            return fut  # type: ignore[no-any-return]
         steps = self._general_steps(topic, value, key, headers, partition, timestamp_ms,
                                     on_delivery)
         while True:
@@ -351,13 +354,10 @@ class AsyncProducer:
         on_delivery: DeliveryCallback | None = None,
     ) -> RecordFuture:
         """:meth:`send` for a thread other than the producer's event loop (may block up to
-        ``max_block_ms`` for metadata or buffer memory)."""
-        # _eligible, inlined: a method call here would cost ~5% of a plain send.
-        if (self._raw and type(value) is bytes and headers is None and partition is None
-                and timestamp_ms is None and (key is None or type(key) is bytes)):
-            fut = self._stage.put(topic, key, value, on_delivery)
-            if fut is not None:
-                return fut
+        ``max_block_ms`` for metadata or buffer memory).
+
+        Each instance binds its own ``send_threadsafe`` (``Stage.stager``): it stages a plain
+        record itself and calls this method for any other record."""
         steps = self._general_steps(topic, value, key, headers, partition, timestamp_ms,
                                     on_delivery)
         while True:

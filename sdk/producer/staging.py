@@ -118,10 +118,10 @@ class StagedFuture(RecordFuture):
 
     __slots__ = ("_pos", "_run")
 
-    def __init__(self, run: StagedRun, pos: int) -> None:
-        self._run = run
-        self._pos = pos
-        self._batch = None  # type: ignore[assignment]
+    # Made by Stage.stager without __init__: only _run and _pos are set; _batch is set
+    # once the record is found in its batch (unset until then).
+    _run: StagedRun
+    _pos: int
 
     def _resolve(self) -> ProducerBatch | None:
         """Fill in the batch fields once the record is drained; None before."""
@@ -140,7 +140,10 @@ class StagedFuture(RecordFuture):
         return batch  # type: ignore[return-value]
 
     def _batch_now(self) -> ProducerBatch | None:
-        return self._batch if self._batch is not None else self._resolve()
+        try:
+            return self._batch
+        except AttributeError:  # not drained, or not looked up since
+            return self._resolve()
 
     def _batch_waiting(self, timeout: float | None) -> ProducerBatch:
         batch = self._batch_now()
@@ -227,40 +230,72 @@ class Stage:
         self._max_block_s = max_block_s
         self._after_blocking_drain = after_blocking_drain
         self._value_limit = accumulator.record_limit - RECORD_OVERHEAD_BOUND
+        self._put = self.stager(True, None)
 
     # ================================================================== staging
 
     def put(self, topic: str, key: bytes | None, value: bytes,
             on_delivery: DeliveryCallback | None) -> StagedFuture | None:
-        """Stage one record; None when it cannot be staged now: the stage is full (drain,
-        then put again), closed, or the topic's metadata is not known (general path).
-        The per-record hot path of ``send``: every line here costs."""
-        size = len(value) if key is None else len(value) + len(key)
-        if size > self._value_limit:
-            raise self._acc.too_large(size + RECORD_OVERHEAD_BOUND)
+        """Stage one serialized record; None when it cannot be staged now: the stage is full
+        (drain, then put again), closed, or the topic's metadata is not known."""
+        return self._put(topic, value, key, None, None, None, on_delivery)
+
+    def stager(self, raw: bool, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+        """The per-record hot path of ``send``, as a function with ``send``'s arguments
+        ``(topic, value, key, headers, partition, timestamp_ms, on_delivery)``.
+
+        It stages a plain record (bytes value, bytes or no key, nothing else; with ``raw``
+        False, none at all, as serializers must run first) and returns its future; any
+        other call, and a record that cannot be staged now (see :meth:`put`), goes to
+        ``otherwise`` with the same arguments (None: returns None).
+
+        A closure rather than a method: the producer faces bind it directly, so a plain
+        send is one Python call with the stage's state in cells. Every line here costs.
+        """
         lock = self.lock
-        lock.acquire()
-        try:
-            run = self.runs.get(topic)
-            if run is None:
-                run = self._open_run(topic)
-                if run is None:
-                    return None
-            elif self.held >= self.cap:
+        runs = self.runs
+        value_limit = self._value_limit
+        open_run = self._open_run
+        too_large = self._acc.too_large
+        new_future = object.__new__
+
+        def stage_send(topic: str, value: Any = None, key: Any = None,
+                       headers: Any = None, partition: int | None = None,
+                       timestamp_ms: int | None = None,
+                       on_delivery: DeliveryCallback | None = None) -> Any:
+            if (raw and type(value) is bytes and headers is None and partition is None
+                    and timestamp_ms is None and (key is None or type(key) is bytes)):
+                size = len(value) if key is None else len(value) + len(key)
+                if size > value_limit:
+                    raise too_large(size + RECORD_OVERHEAD_BOUND)
+                lock.acquire()
+                try:
+                    run = runs.get(topic)
+                    if run is None:
+                        run = open_run(topic)
+                    elif self.held >= self.cap:
+                        run = None
+                    if run is not None:
+                        pos = len(run.values)
+                        run.timestamps.append(_time_ns() // 1_000_000)
+                        if key is not None or run.keys is not None:
+                            run.add_key(pos, key)
+                        run.values.append(value)
+                        self.held += size + _RECORD_COST
+                        # No __init__ call: its frame would cost a tenth of this function.
+                        future = new_future(StagedFuture)
+                        future._run = run
+                        future._pos = pos
+                        if on_delivery is not None:
+                            run.callbacks.append((future, on_delivery, True))
+                        return future
+                finally:
+                    lock.release()
+            if otherwise is None:
                 return None
-            pos = len(run.values)
-            run.timestamps.append(_time_ns() // 1_000_000)
-            if key is not None or run.keys is not None:
-                run.add_key(pos, key)
-            run.values.append(value)
-            self.held += size + _RECORD_COST
-            if on_delivery is not None:
-                future = StagedFuture(run, pos)
-                run.callbacks.append((future, on_delivery, True))
-                return future
-        finally:
-            lock.release()
-        return StagedFuture(run, pos)
+            return otherwise(topic, value, key, headers, partition, timestamp_ms, on_delivery)
+
+        return stage_send
 
     def _open_run(self, topic: str) -> StagedRun | None:
         """A run for ``topic``'s first staged record (under the lock); None when the stage

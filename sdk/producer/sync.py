@@ -33,6 +33,9 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._core = AsyncProducer(config, **kwargs)  # validates the settings first
         self._thread = LoopThread(name=f"{self._core.config.client_id}-loop")
+        # The core's per-instance fast path (Stage.stager), bound directly: a plain send
+        # is then a single Python call. The method below documents it.
+        self.send = self._core.send_threadsafe  # type: ignore[method-assign]
         try:
             self._thread.run(self._core.start(), timeout=30)
         except BaseException:
