@@ -337,6 +337,7 @@ class RecordAccumulator:
         reserved: int = 0,
         plain: bool = False,
         created: float | None = None,
+        sized: bool = False,
     ) -> tuple[int, NeedMemory | None]:
         """Append ``values[start:]`` (with ``keys``, or no keys) under one lock hold.
 
@@ -344,7 +345,8 @@ class RecordAccumulator:
         promises that no value is None; without keys it enables a tight loop that fills one
         batch at a time (and consults a sticky partitioner once per batch). ``created``
         backdates the batches this call opens (their linger started when the records were
-        staged, see ``sdk.producer.staging``).
+        staged, see ``sdk.producer.staging``). ``sized`` promises that every record fits
+        ``record_limit`` (the stage checked each), which spares the bulk path a scan.
 
         Extends ``parts`` with ``[batch, first offset delta, count, timestamp]`` segments
         (the BulkFuture's). Returns ``(len(values), None)`` when all were appended, or
@@ -359,7 +361,7 @@ class RecordAccumulator:
             return -1, None
         if plain and keys is None and (partition is not None or self._sticky):
             return self._append_run(topic, info, partition, values, start, parts,  # type: ignore[arg-type]
-                                    timestamp, reserved, created)
+                                    timestamp, reserved, created, sized)
         stamps = timestamp if type(timestamp) is list else None
         ids, avail = info.partition_ids, info.available_ids
         choose = self.partitioner.partition
@@ -423,7 +425,7 @@ class RecordAccumulator:
     def _append_run(self, topic: str, info: TopicInfo, partition: int | None,
                     values: list[bytes], start: int, parts: list[list[Any]],
                     timestamp: int | list[int], reserved: int,
-                    created: float | None) -> tuple[int, NeedMemory | None]:
+                    created: float | None, sized: bool) -> tuple[int, NeedMemory | None]:
         """append_many for keyless, non-null values: batch by batch, each batch's records
         encoded in one pass (``RecordBatchBuilder.append_values``).
 
@@ -432,7 +434,7 @@ class RecordAccumulator:
         partitioner moves on too.
         """
         n = len(values)
-        if start < n:
+        if start < n and not sized:
             largest = max(map(len, values[start:]))
             if RECORD_OVERHEAD_BOUND + largest > self.record_limit:
                 self.give_back(reserved)

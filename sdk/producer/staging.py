@@ -342,7 +342,8 @@ class Stage:
         need: NeedMemory | None = None
         try:
             i, need = self._acc.append_many(run.topic, None, run.keys, run.values, start,  # type: ignore[arg-type]
-                                            parts, run.timestamps, reserved, True, run.started)
+                                            parts, run.timestamps, reserved, True, run.started,
+                                            sized=True)
         except Exception as exc:  # e.g. the producer closed: the rest fail with it
             run.drained = self._note_parts(run, before, start)
             self.held -= run.held(start, run.drained)

@@ -232,36 +232,48 @@ class RecordBatchBuilder:
         od = first_od = self._next_delta
         parts: list[bytes] = []
         extend = parts.extend
-        last_n = last_ts = last_width = -1
+        # Each record goes in as (lead, offset delta, tail, value). The lead starts with
+        # the previous record's header count (0), so a record is four parts, not five; the
+        # first lead's extra byte is cut off below and the last record's count added.
+        last_n = last_ts = -1
+        wider_at = 0  # the first offset delta whose varint is wider than the last one's
         lead = tail = b""
         record_size = 0
+        top = -1 << 63  # the largest timestamp met, and the record it came from
+        top_at = -1
         i = start
         while i < stop:
             value = values[i]
-            n = len(value)
             ts = timestamps[i]
+            n = len(value)
             odb = zz[od] if od < small else encode(od)
-            if n != last_n or ts != last_ts or len(odb) != last_width:
-                last_n, last_ts, last_width = n, ts, len(odb)
+            if n != last_n or ts != last_ts or od >= wider_at:
+                last_n, last_ts, width = n, ts, len(odb)
+                wider_at = 1 << (7 * width - 1)  # zigzag varints: 63, 8191, ... fit
+                if ts > top:
+                    top, top_at = ts, od
                 td = ts - base
                 head = attr_ts[td] if 0 <= td < ts_small else b"\x00" + encode(td)
                 vpre = zz[n] if n < small else encode(n)
                 # attributes + timestamp delta, offset delta, null key, value length,
                 # value, no headers
-                body = len(head) + last_width + 1 + len(vpre) + n + 1
-                lead = (zz[body] if body < small else encode(body)) + head  # length first
-                record_size = len(lead) - len(head) + body
+                body = len(head) + width + 1 + len(vpre) + n + 1
+                lead = b"\x00" + (zz[body] if body < small else encode(body)) + head
+                record_size = len(lead) - 1 - len(head) + body
                 tail = b"\x01" + vpre
             room -= record_size
-            if room < 0 and (i > start or self._count):
+            if room < 0 and (od > first_od or self._count):
                 break
-            extend((lead, odb, tail, value, b"\x00"))
+            extend((lead, odb, tail, value))
             od += 1
             i += 1
         if od == first_od:
             return i
+        parts[0] = parts[0][1:]
+        parts.append(b"\x00")
         self._buf += b"".join(parts)
-        top = max(timestamps[start:i])
+        if top_at >= od:  # the record that raised it did not fit
+            top = max(timestamps[start:i])
         if self._count:
             if top > self._max_ts:
                 self._max_ts = top

@@ -206,9 +206,11 @@ def test_a_future_asked_for_its_outcome_drains_the_stage() -> None:
     deltas=st.lists(st.integers(min_value=-5, max_value=5000), min_size=60, max_size=60),
     preload=st.integers(min_value=0, max_value=70),
     max_bytes=st.integers(min_value=61, max_value=6000),
+    skip=st.integers(min_value=0, max_value=3),
 )
 def test_append_values_encodes_exactly_like_append(values: list[bytes], deltas: list[int],
-                                                   preload: int, max_bytes: int) -> None:
+                                                   preload: int, max_bytes: int,
+                                                   skip: int) -> None:
     base = 1_700_000_000_000
     stamps = [base + d for d in deltas[: len(values)]]
     bulk, single = RecordBatchBuilder(), RecordBatchBuilder()
@@ -216,12 +218,13 @@ def test_append_values_encodes_exactly_like_append(values: list[bytes], deltas: 
         bulk.append(None, base, None, b"p%d" % i)
         single.append(None, base, None, b"p%d" % i)
     limit = bulk.size_in_bytes() + max_bytes
-    stop = bulk.append_values(values, stamps, 0, len(values), limit)
-    assert stop >= 1 or preload  # an empty batch takes at least one record
-    for i in range(stop):
+    start = min(skip, len(values) - 1)  # records before ``start`` are not this batch's
+    stop = bulk.append_values(values, stamps, start, len(values), limit)
+    assert stop >= start + 1 or preload  # an empty batch takes at least one record
+    for i in range(start, stop):
         single.append(None, stamps[i], None, values[i])
     assert bulk.build() == single.build()
-    if stop > 1 or preload:
+    if stop > start + 1 or preload:
         assert single.size_in_bytes() <= limit
     if stop < len(values):  # it stopped because the next record would not fit
         td = stamps[stop] - single.base_timestamp
