@@ -575,6 +575,12 @@ class RecordAccumulator:
             or head.builder.size_in_bytes() >= head.limit
         )
 
+    def any_ready(self, now: float) -> bool:
+        """Whether some partition has a batch to send now (full, or its linger passed)."""
+        with self.lock:
+            return any(pq.batches and self.is_ready(pq, now)
+                       for queues in self.queues.values() for pq in queues.values())
+
     # ------------------------------------------------------------------ compression estimate
 
     def batch_limit(self, topic: str) -> int:

@@ -140,7 +140,7 @@ class AsyncProducer:
         """After a bulk append from another thread: let the sender write it out (see
         ``Sender.catch_up``). Bounded, so a slow broker only slows the sender's writes."""
         sender = self._sender
-        if sender is not None:
+        if sender is not None and self._acc.any_ready(time.monotonic()):
             sender.catch_up(_CATCH_UP_S)
 
     def _wake_sender(self) -> None:
