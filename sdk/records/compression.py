@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import cramjam
+import lz4.frame as _lz4_frame
 
 from sdk.records.errors import MalformedDataError, UnsupportedCompressionError
 
@@ -65,11 +66,16 @@ class Compression(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Codec:
-    """A codec: ``compress(data, level)`` and ``decompress(data)``, both returning bytes."""
+    """A codec: ``compress(data, level)`` and ``decompress(data)``, both returning bytes.
+
+    ``quick``: compresses a batch in a fraction of a millisecond with the GIL released, so a
+    producer's sending thread may go on while the sender compresses (``Sender.catch_up``).
+    """
 
     name: str
     compress: Callable[[bytes, int | None], bytes]
     decompress: Callable[[bytes], bytes]
+    quick: bool = False
 
 
 # ----------------------------------------------------------------------------- gzip
@@ -141,14 +147,17 @@ def _snappy_decompress(data: bytes) -> bytes:
 
 # lz4's own default, the fast mode (librdkafka's default too). cramjam's default is 4, the
 # high-compression mode: 4x slower on JSON-like records, 35x on incompressible ones.
+# Levels 3 and up are the high-compression mode in both libraries.
 _LZ4_DEFAULT_LEVEL = 0
 
 
 def _lz4_compress(data: bytes, level: int | None) -> bytes:
-    c = cramjam.lz4.Compressor(level=_LZ4_DEFAULT_LEVEL if level is None else level,
-                               content_checksum=False, block_linked=False)
-    c.compress(data)
-    return bytes(c.finish())
+    # python-lz4 rather than cramjam here: it lets go of the GIL while it compresses (the
+    # producer's calling thread goes on meanwhile) and is ~20% faster at the fast level.
+    return _lz4_frame.compress(
+        data, compression_level=_LZ4_DEFAULT_LEVEL if level is None else level,
+        block_size=_lz4_frame.BLOCKSIZE_MAX64KB, block_linked=False,  # Java needs both
+        content_checksum=False, store_size=False)
 
 
 def _lz4_decompress(data: bytes) -> bytes:
@@ -218,8 +227,8 @@ def _identity_decompress(data: bytes) -> bytes:
 _CODECS: dict[int, Codec] = {
     Compression.NONE: Codec("none", _identity_compress, _identity_decompress),
     Compression.GZIP: Codec("gzip", _gzip_compress, _gzip_decompress),
-    Compression.SNAPPY: Codec("snappy", _snappy_compress, _snappy_decompress),
-    Compression.LZ4: Codec("lz4", _lz4_compress, _lz4_decompress),
+    Compression.SNAPPY: Codec("snappy", _snappy_compress, _snappy_decompress, quick=True),
+    Compression.LZ4: Codec("lz4", _lz4_compress, _lz4_decompress, quick=True),
     Compression.ZSTD: Codec("zstd", _zstd_compress, _zstd_decompress),
 }
 
