@@ -45,6 +45,7 @@ from sdk.producer.partitioner import (
 )
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.compression import Compression
+from sdk.records.reader import RecordBatch
 
 __all__ = ["BufferPool", "NeedMemory", "PartitionQueue", "RecordAccumulator",
            "record_size_bound"]
@@ -560,6 +561,34 @@ class RecordAccumulator:
     def give_back(self, n: int) -> None:
         if n > 0:
             self.pool.release(n)
+
+    def split_batch(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """``batch``'s records (from its built bytes) in new batches of its partition, in
+        order, each holding at most half of its record bytes and at most ``batch_size``,
+        so a batch refused again splits again until single records remain.
+
+        The parts share the batch's creation time and deadline and reserve no buffer
+        memory (the batch keeps its share until it completes). They are not queued: the
+        sender sends them next, as retries.
+        """
+        assert batch.payload is not None
+        rb = RecordBatch(batch.payload)
+        _, start, end = rb.record_bytes()
+        limit = max(1, min(self.batch_size, BATCH_OVERHEAD + (end - start) // 2))
+        parts: list[ProducerBatch] = []
+        builder: RecordBatchBuilder | None = None
+        with self.lock:
+            for record in rb.records():
+                if builder is None or not builder.has_room_for(
+                        record.key, record.value, record.headers, limit, record.timestamp):
+                    builder = RecordBatchBuilder(self.compression)
+                    part = ProducerBatch(batch.queue, builder, batch.created, batch.deadline, 0)
+                    part.limit = limit
+                    parts.append(part)
+                    self.incomplete.add(part)
+                builder.append(None, record.timestamp, record.key, record.value, record.headers)
+                parts[-1].count += 1
+        return parts
 
     # ================================================================== for the sender
 

@@ -12,6 +12,10 @@ record, which would cost more than encoding the record.
 producer's event loop (``meta = await fut``). :class:`BulkFuture` does the same for the
 records of one ``send_many`` call.
 
+A batch the broker refuses as MESSAGE_TOO_LARGE is *split* (``Sender._split``): its records
+go out again in smaller batches, listed in its ``split``; it completes once they all have,
+and a record's outcome is that of the part that carried it (:meth:`ProducerBatch.part_of`).
+
 Threading: a batch completes on the producer's event loop thread; blocking waiters use a
 ``threading.Event`` that the first of them makes (most batches never have one); callbacks
 registered after completion run at once in the registering thread, before it on the loop
@@ -24,6 +28,7 @@ import asyncio
 import logging
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +71,7 @@ class ProducerBatch:
         "limit",
         "log_append_time",
         "outcome_unknown",
+        "parent",
         "partition",
         "payload",
         "payload_state",
@@ -75,6 +81,7 @@ class ProducerBatch:
         "reserved",
         "retry_at",
         "room",
+        "split",
         "topic",
     )
 
@@ -97,6 +104,9 @@ class ProducerBatch:
         self.log_append_time = -1
         self.event: threading.Event | None = None  # made by the first blocking waiter
         self._aio_future: asyncio.Future[None] | None = None
+        # After a split: [(index of its first record here, part)]; a part's parent.
+        self.split: list[tuple[int, ProducerBatch]] | None = None
+        self.parent: ProducerBatch | None = None
         # Sending state (owned by the sender, on the loop thread).
         self.payload: bytes | None = None
         self.payload_state: tuple[int, int, int] | None = None  # (pid, epoch, seq) encoded
@@ -108,6 +118,30 @@ class ProducerBatch:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
+
+    # ------------------------------------------------------------------ split batches
+
+    def part_of(self, index: int) -> tuple[ProducerBatch, int]:
+        """The batch that carried record ``index`` of this one, and the record's index there:
+        itself unless the batch was split."""
+        batch = self
+        while batch.split is not None:
+            parts = batch.split
+            first, batch = parts[bisect_right([f for f, _ in parts], index) - 1]
+            index -= first
+        return batch, index
+
+    def segments(self, first: int, n: int) -> list[tuple[ProducerBatch, int, int]]:
+        """Records ``first`` to ``first + n`` as ``(batch that carried them, index there,
+        count)`` runs, in order."""
+        if self.split is None:
+            return [(self, first, n)]
+        out: list[tuple[ProducerBatch, int, int]] = []
+        for start, part in self.split:
+            lo, hi = max(first, start), min(first + n, start + part.count)
+            if lo < hi:
+                out.extend(part.segments(lo - start, hi - lo))
+        return out
 
     # ------------------------------------------------------------------ completion
 
@@ -231,10 +265,16 @@ class RecordFuture:
         """Records cannot be taken back once handed to the producer: always False."""
         return False
 
+    def _error_of(self, b: ProducerBatch) -> BaseException | None:
+        """The record's error once ``b``, its batch, is done."""
+        return b.error if b.split is None else b.part_of(self._index)[0].error
+
     def metadata(self) -> RecordMetadata:
         """Metadata of the completed record (offset -1 if it failed or acks=0)."""
-        b = self._batch
-        offset = b.base_offset + self._index if b.base_offset >= 0 else -1
+        b, index = self._batch, self._index
+        if b.split is not None:
+            b, index = b.part_of(index)
+        offset = b.base_offset + index if b.base_offset >= 0 else -1
         ts = b.log_append_time if b.log_append_time >= 0 else self._timestamp
         return RecordMetadata(b.topic, b.partition, offset, ts, self._key_size, self._value_size)
 
@@ -246,15 +286,16 @@ class RecordFuture:
         b = self._batch_waiting(timeout)
         if not b.done:
             b.wait(timeout)
-        if b.error is not None:
-            raise b.error
+        error = self._error_of(b)
+        if error is not None:
+            raise error
         return self.metadata()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         b = self._batch_waiting(timeout)
         if not b.done:
             b.wait(timeout)
-        return b.error
+        return self._error_of(b)
 
     def add_done_callback(self, fn: Callable[[RecordFuture], Any]) -> None:
         """``fn(future)`` when the record completes (runs at once if it has)."""
@@ -265,8 +306,9 @@ class RecordFuture:
         if not b.done:
             # shield: a cancelled awaiter must not cancel the batch's shared future.
             yield from asyncio.shield(b.aio_wait()).__await__()
-        if b.error is not None:
-            raise b.error
+        error = self._error_of(b)
+        if error is not None:
+            raise error
         return self.metadata()
 
     def __repr__(self) -> str:
@@ -309,11 +351,19 @@ class BulkFuture:
             if not b.done:
                 b.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
+    def _carried(self) -> list[tuple[ProducerBatch, int, int, int]]:
+        """The parts as ``(batch, first offset delta, count, timestamp)``, split batches
+        replaced by the batches that carried their records."""
+        if all(b.split is None for b, _, _, _ in self._parts):
+            return self._parts  # type: ignore[return-value]
+        return [(part, i, k, ts) for b, first, n, ts in self._parts
+                for part, i, k in b.segments(first, n)]
+
     def errors(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
         self._wait(timeout)
         out: list[tuple[int, BaseException]] = []
         i = 0
-        for b, _, n, _ in self._parts:
+        for b, _, n, _ in self._carried():
             if b.error is not None:
                 out.extend((i + k, b.error) for k in range(n))
             i += n
@@ -321,7 +371,7 @@ class BulkFuture:
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._wait(timeout)
-        return next((b.error for b, _, _, _ in self._parts if b.error is not None), None)
+        return next((b.error for b, _, _, _ in self._carried() if b.error is not None), None)
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         self._wait(timeout)
@@ -329,7 +379,7 @@ class BulkFuture:
 
     def _collect(self) -> list[RecordMetadata]:
         out: list[RecordMetadata] = []
-        for b, first, n, ts in self._parts:
+        for b, first, n, ts in self._carried():
             if b.error is not None:
                 raise b.error
             stamp = b.log_append_time if b.log_append_time >= 0 else ts

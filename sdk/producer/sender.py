@@ -63,6 +63,7 @@ _IDLE_WAKE_S = 1.0  # look around at least this often, even without a wake-up
 _ACKS0_BARRIER_EVERY = 256  # acks=0 requests between two barrier round trips
 _OUT_OF_ORDER = 45
 _DUPLICATE_SEQUENCE = 46
+_MESSAGE_TOO_LARGE = 10
 _PRODUCER_STATE_LOST = (59, 47, 90)  # UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, FENCED
 
 
@@ -253,7 +254,7 @@ class Sender:
                     if not acc.is_ready(pq, now):
                         next_time = min(next_time, acc.next_linger_deadline(pq))
                         continue
-                    if len(pq.in_flight) >= self._max_in_flight:
+                    if len(pq.in_flight) >= self._in_flight_limit(pq):
                         continue
                 else:
                     continue
@@ -333,6 +334,15 @@ class Sender:
                 continue
             pqs = [pq for pq in pqs if pq.batches or pq.retries]
 
+    def _in_flight_limit(self, pq: PartitionQueue) -> int:
+        """Batches of ``pq`` that may be in flight at once. With idempotence, one until the
+        partition acknowledged a batch of the current producer id: a broker with no state
+        for a producer takes its first batch whatever its sequence, so a batch sent behind
+        a first batch that fails (or is split) would be written ahead of it."""
+        if self._ids is not None and pq.last_acked_sequence < 0:
+            return 1
+        return self._max_in_flight
+
     def _drain(self, pqs: list[PartitionQueue], now: float) -> list[ProducerBatch]:
         acc = self._acc
         batches: list[ProducerBatch] = []
@@ -350,7 +360,7 @@ class Sender:
                 else:
                     if not pq.batches or not acc.is_ready(pq, now):
                         continue
-                    if len(pq.in_flight) >= self._max_in_flight:
+                    if len(pq.in_flight) >= self._in_flight_limit(pq):
                         continue
                     est = acc.estimated_size(pq.batches[0])
                     if batches and size + est > self._max_request_size:
@@ -491,6 +501,8 @@ class Sender:
                 pq.last_acked_sequence = last
         batch.complete(base_offset, log_append_time)
         self._acc.finished(batch)
+        if batch.parent is not None:
+            self._part_done(batch)
 
     def _attempt_failed(self, batch: ProducerBatch, error: BaseException, *, unknown: bool) -> None:
         if batch.done:
@@ -511,6 +523,9 @@ class Sender:
             else:
                 self._fail_sent(batch, self._timeout_error(batch, "while being retried"))
             return
+        if code == _MESSAGE_TOO_LARGE and batch.count > 1 and now < batch.deadline:
+            self._split(batch, now)
+            return
         retriable = isinstance(error, KafkaError) and error.retriable
         if retriable and batch.attempts <= self._retries and now < batch.deadline:
             if getattr(error, "invalid_metadata", False):
@@ -522,8 +537,52 @@ class Sender:
             error = self._timeout_error(batch, "while being retried")
         self._fail_sent(batch, error)
 
+    def _split(self, batch: ProducerBatch, now: float) -> None:
+        """MESSAGE_TOO_LARGE for a batch of several records: the broker's max.message.bytes
+        is below the batch (a topic setting, or a compression estimate that was too kind).
+        Send its records again in smaller batches, at once and before anything after them,
+        as Java does. The parts take the batch's sequence numbers, so idempotence holds:
+        batches sent after it fail out of order and are retried behind the parts."""
+        parts = self._acc.split_batch(batch)
+        log.info("%s-%s: %d records refused as too large (%s); sending them in %d batches",
+                 batch.topic, batch.partition, batch.count, batch.last_error, len(parts))
+        split: list[tuple[int, ProducerBatch]] = []
+        first = 0
+        sequence = batch.base_sequence
+        for part in parts:
+            part.parent = batch
+            split.append((first, part))
+            first += part.count
+            if sequence >= 0:
+                part.producer_id, part.producer_epoch = batch.producer_id, batch.producer_epoch
+                part.base_sequence = sequence
+                sequence += part.count
+            part.retry_at = now
+            self._insert_retry(part)
+        batch.split = split
+
+    def _part_done(self, batch: ProducerBatch) -> None:
+        """A part of a split batch completed: complete the batch once all have."""
+        parent = batch.parent
+        assert parent is not None and parent.split is not None
+        if parent.done or not all(part.done for _, part in parent.split):
+            return
+        error = next((p.error for _, p in parent.split if p.error is not None), None)
+        if error is None:
+            parent.complete(parent.split[0][1].base_offset)
+        else:
+            parent.fail(error)  # records read their own part's outcome (part_of)
+        self._acc.finished(parent)
+        if parent.parent is not None:
+            self._part_done(parent)
+
     def _requeue(self, batch: ProducerBatch, now: float) -> None:
         batch.retry_at = now + self._retry_backoff.delay(batch.attempts)
+        self._insert_retry(batch)
+
+    def _insert_retry(self, batch: ProducerBatch) -> None:
+        """Queue ``batch`` among its partition's retries: by sequence number (idempotence),
+        else by creation time."""
         retries = batch.queue.retries
         if self._ids is not None and batch.base_sequence >= 0:
             keys = [b.base_sequence for b in retries]
@@ -570,6 +629,8 @@ class Sender:
             self._leave_flight(batch)
         batch.fail(error)
         self._acc.finished(batch)
+        if batch.parent is not None:
+            self._part_done(batch)
 
 
 def _ignore_outcome(fut: asyncio.Future[Any]) -> None:

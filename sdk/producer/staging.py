@@ -103,6 +103,7 @@ class _FailedRecords:
     partition = -1
     base_offset = -1
     log_append_time = -1
+    split = None
 
     def __init__(self, topic: str, error: BaseException) -> None:
         self.topic = topic

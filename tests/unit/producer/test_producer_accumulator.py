@@ -292,3 +292,64 @@ def test_compression_ratio_estimate_lets_batches_grow() -> None:
     assert fut._batch.count == 21 and fut._batch.limit == 50_000  # type: ignore[union-attr]
     assert acc.estimated_size(fut._batch) < 1000  # type: ignore[union-attr]
     assert make()[0].batch_limit("t") == 1000  # uncompressed: always batch_size
+
+
+# ============================================================================ split batches
+
+
+def test_split_batch_halves_the_records_in_order_with_their_fields() -> None:
+    from sdk.producer.batch import BulkFuture
+    from sdk.records.reader import RecordBatch
+
+    acc, _ = make(batch_size=100_000)
+    futures = [acc.append("t", 0, b"k%d" % i, b"v" * (10 + i), [("h", b"%d" % i)], 1000 + i,
+                          None, 0) for i in range(9)]
+    batch = acc.pop_head(acc.queues["t"][0])
+    batch.payload = batch.builder.build()  # type: ignore[union-attr]
+    parts = acc.split_batch(batch)
+    assert len(parts) >= 2 and sum(p.count for p in parts) == 9
+    raw = len(RecordBatch(batch.payload).record_bytes()[0])
+    records = []
+    for part in parts:
+        built = part.builder.build()  # type: ignore[union-attr]
+        assert len(built) <= 61 + raw // 2 or part.count == 1
+        records += [(r.key, r.value, r.headers, r.timestamp) for r in RecordBatch(built)]
+        assert part.reserved == 0 and part in acc.incomplete and part.deadline == batch.deadline
+    assert records == [(b"k%d" % i, b"v" * (10 + i), [("h", b"%d" % i)], 1000 + i)
+                       for i in range(9)]
+
+    # The split batch answers for its records through the parts that carried them.
+    first = 0
+    batch.split = []
+    for n, part in enumerate(parts):
+        batch.split.append((first, part))
+        first += part.count
+        part.complete(100 * (n + 1))
+    batch.complete(-1)
+    offsets = [f.result(0).offset for f in futures]  # type: ignore[union-attr]
+    expected = [100 * (n + 1) + i for n, (_, p) in enumerate(batch.split) for i in range(p.count)]
+    assert offsets == expected
+    bulk = BulkFuture("t", [[batch, 2, 5, 1000]])
+    assert [m.offset for m in bulk.result(0)] == expected[2:7]
+
+
+def test_a_failed_part_fails_only_its_records() -> None:
+    from sdk.errors import MessageTooLargeError
+
+    acc, _ = make(batch_size=100_000)
+    futures = [append(acc, b"x" * 50) for _ in range(6)]
+    batch = acc.pop_head(acc.queues["t"][0])
+    batch.payload = batch.builder.build()  # type: ignore[union-attr]
+    parts = acc.split_batch(batch)
+    batch.split = [(0, parts[0])]
+    start = parts[0].count
+    for part in parts[1:]:
+        batch.split.append((start, part))
+        start += part.count
+    parts[0].fail(MessageTooLargeError("one"))
+    for part in parts[1:]:
+        part.complete(7)
+    batch.fail(MessageTooLargeError("one"))
+    outcomes = [f.exception(0) for f in futures]  # type: ignore[union-attr]
+    assert all(isinstance(e, MessageTooLargeError) for e in outcomes[:parts[0].count])
+    assert outcomes[parts[0].count:] == [None] * (6 - parts[0].count)
