@@ -99,8 +99,9 @@ class ClientFraming:
         return cid
 
     def encode_request(self, request: Message, version: int, *,
-                       expect_response: bool = True) -> tuple[int, bytes]:
-        """Returns ``(correlation_id, frame bytes)``."""
+                       expect_response: bool = True) -> tuple[int, bytearray]:
+        """Returns ``(correlation_id, frame)``; the frame is the caller's (not copied into
+        ``bytes``: a Produce frame is mostly record batches)."""
         api_key = request.API_KEY
         cid = self.next_correlation_id()
         w = bytearray(b"\0\0\0\0")
@@ -113,7 +114,7 @@ class ClientFraming:
             self._pending[cid] = _Pending(api_key, version)
         else:
             self._silent.append(cid)
-        return cid, bytes(w)
+        return cid, w
 
     def forget(self, correlation_id: int) -> None:
         """Stop waiting for a response (after a timeout the connection is usually closed)."""
