@@ -1,8 +1,10 @@
 """Staged sends: the per-record fast path of ``send``.
 
 A record without headers, explicit partition or timestamp is not appended to a batch by
-``send``: :meth:`Stage.put` adds it to its topic's *run* (three lists: values, keys,
-timestamps) and returns a :class:`StagedFuture`. Runs enter the accumulator in bulk
+``send``: the stage adds it to its topic's *run* (three lists: values, keys, timestamps) and
+returns a :class:`StagedFuture`. The producer faces call the function :meth:`Stage.stager`
+makes (``send``'s arguments, one Python call per record); :meth:`Stage.put` is the same for
+a record the general path has serialized. Runs enter the accumulator in bulk
 (``RecordAccumulator.append_many``, which encodes a batch's records in one pass):
 
 * by the sending thread, when the stage holds ``cap`` bytes (``put`` returns None and the
