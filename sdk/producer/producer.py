@@ -99,8 +99,9 @@ class AsyncProducer:
         # The fast paths of send and send_threadsafe: a plain record is staged in one call
         # (see Stage.stager); send_threadsafe falls back to the class's general path.
         self._stage_send = self._stage.stager(self._raw, None)
-        self.send_threadsafe = self._stage.stager(  # type: ignore[method-assign]
-            self._raw, AsyncProducer.send_threadsafe.__get__(self))
+        if type(self).send_threadsafe is AsyncProducer.send_threadsafe:  # not overridden
+            self.send_threadsafe = self._stage.stager(  # type: ignore[method-assign]
+                self._raw, AsyncProducer.send_threadsafe.__get__(self))
         self._client: NetClient | None = None
         self._sender: Sender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -34,8 +34,10 @@ class Producer:
         self._core = AsyncProducer(config, **kwargs)  # validates the settings first
         self._thread = LoopThread(name=f"{self._core.config.client_id}-loop")
         # The core's per-instance fast path (Stage.stager), bound directly: a plain send
-        # is then a single Python call. The method below documents it.
-        self.send = self._core.send_threadsafe  # type: ignore[method-assign]
+        # is then a single Python call. The method below documents it (and a subclass
+        # that overrides it keeps its own).
+        if type(self).send is Producer.send:
+            self.send = self._core.send_threadsafe  # type: ignore[method-assign]
         try:
             self._thread.run(self._core.start(), timeout=30)
         except BaseException:

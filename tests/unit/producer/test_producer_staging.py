@@ -230,3 +230,23 @@ def test_append_values_encodes_exactly_like_append(values: list[bytes], deltas: 
         td = stamps[stop] - single.base_timestamp
         next_size = record_size(single.last_offset_delta + 1, td, None, values[stop])
         assert single.size_in_bytes() + next_size > limit
+
+
+def test_the_faces_bind_the_stager_as_send_unless_a_subclass_overrides_it() -> None:
+    from sdk import AsyncProducer, Producer
+
+    class Counting(Producer):
+        def send(self, topic: str, value: Any = None, **kwargs: Any) -> Any:
+            return super().send(topic, value, **kwargs)
+
+    class CountingAsync(AsyncProducer):
+        def send_threadsafe(self, topic: str, value: Any = None, **kwargs: Any) -> Any:
+            return super().send_threadsafe(topic, value, **kwargs)
+
+    assert AsyncProducer(bootstrap_servers="127.0.0.1:1").send_threadsafe.__name__ == "stage_send"
+    assert CountingAsync(bootstrap_servers="127.0.0.1:1").send_threadsafe.__func__ is (
+        CountingAsync.send_threadsafe)
+    with Producer(bootstrap_servers="127.0.0.1:1") as plain:
+        assert plain.send.__name__ == "stage_send"  # one call per plain record
+    with Counting(bootstrap_servers="127.0.0.1:1") as counting:
+        assert counting.send.__func__ is Counting.send  # type: ignore[attr-defined]
