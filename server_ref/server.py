@@ -153,6 +153,11 @@ class Connection(asyncio.Protocol):
         try:
             result = self.handle(ctx, req)
             if isinstance(result, Awaitable):
+                if asyncio.iscoroutine(result):
+                    # Its own task: were the answering task cancelled (the connection
+                    # closing) before it started, the handler's coroutine would be dropped
+                    # unawaited, and Python warns about it.
+                    result = self._track(asyncio.get_running_loop().create_task(result))
                 self._enqueue(self._await_result(ctx, result))
             else:
                 self._enqueue_ready(self._encode(ctx, result))
@@ -217,10 +222,14 @@ class Connection(asyncio.Protocol):
         self.queue.append(out)
         self._update_reading()
 
-    def _enqueue(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+    def _track(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+        """Keep ``task`` until it is done; closing the connection cancels it."""
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
+
+    def _enqueue(self, coro: Any) -> None:
+        task = self._track(asyncio.get_running_loop().create_task(coro))
         self.queue.append(task)
         self._update_reading()
         if self.writer is None:

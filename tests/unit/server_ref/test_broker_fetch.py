@@ -203,3 +203,28 @@ async def test_timed_out_long_polls_leave_no_waiters_behind(served: Served) -> N
     for _ in range(3):
         await client.call(fetch_request("t", {0: 0}, max_wait_ms=20, min_bytes=1), 12)
     assert served.b.topics.get("t").partitions[0].waiters == []
+
+
+async def test_a_long_poll_cut_off_before_it_starts_leaves_nothing_unawaited(
+        served: Served) -> None:
+    import gc
+    import warnings
+
+    from sdk.protocol.framing import ClientFraming
+
+    served.b.topics.create("t", 1)
+    client = await served.client()
+    await client.call(fetch_request("t", {0: 0}), 12)  # the connection is set up
+    assert served.server is not None
+    (conn,) = served.server.connections
+    _, frame = ClientFraming("t").encode_request(
+        fetch_request("t", {0: 0}, max_wait_ms=10_000, min_bytes=1), 12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        conn.data_received(bytes(frame))  # dispatched: the long poll is a task now ...
+        conn.connection_lost(None)  # ... cancelled before the loop ever ran it
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+    assert not conn.tasks
