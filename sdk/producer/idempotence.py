@@ -12,8 +12,13 @@ The sender (``sdk.producer.sender``) applies these rules:
 
 * A batch gets its sequence when it is first sent (drained) and keeps it across retries.
   At most ``max_in_flight_requests_per_connection`` (<= 5) batches of one partition are in
-  flight. After a failed attempt a partition sends only its retried batches, lowest
-  sequence first and one at a time, before any new batch.
+  flight; only one until the partition acknowledged a batch of the current producer id (a
+  broker with no state for a producer takes its first batch whatever its sequence, so a
+  batch behind a failed first one would be written ahead of it). After a failed attempt a
+  partition sends only its retried batches, lowest sequence first and one at a time,
+  before any new batch.
+* MESSAGE_TOO_LARGE for a batch of several records splits it: its parts take its sequence
+  numbers and are sent next, as retries (``Sender._split``).
 * OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is *not* the next one the broker should see
   (an earlier batch of the partition is being retried) is a consequence of that earlier
   failure: the batch is retried after it. For the next expected batch, and for
@@ -30,7 +35,8 @@ unknown until an attempt succeeds. A batch fails only in these cases:
    broker unreachable, no producer id yet, stuck behind a retry) -> DeliveryTimeoutError.
    It was not written and holds no sequence numbers; nothing else is affected.
 2. **Sent, outcome known, refused for good**: the broker answered with a non-retriable
-   error (e.g. MESSAGE_TOO_LARGE, INVALID_RECORD, TOPIC_AUTHORIZATION_FAILED) -> that
+   error (e.g. MESSAGE_TOO_LARGE for a single record, INVALID_RECORD,
+   TOPIC_AUTHORIZATION_FAILED) -> that
    error; or with retriable errors until ``retries`` attempts were used up -> the last
    error; or until ``delivery_timeout_ms`` passed -> DeliveryTimeoutError chained to it.
    It was definitely not written: the partition's later batches get their sequence
