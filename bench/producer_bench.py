@@ -17,6 +17,10 @@ bulk (our send_many, aiokafka's create_batch/send_batch). Every client uses its 
 otherwise (ours: idempotence on with acks=all; confluent: partitioner murmur2_random and
 ``linger.ms=5`` like the others). tansu runs with memory storage and is restarted after
 every round, as it never frees memory.
+
+Defaults differ in one way that matters: batch size (16 KB for ours, aiokafka and
+kafka-python, as in Java; 1 MB for confluent-kafka). ``--batch-size N`` gives every client
+the same one; the broker's per-batch cost then stops favouring the client with big batches.
 """
 
 from __future__ import annotations
@@ -45,11 +49,16 @@ LINGER_MS = 5
 # ============================================================================ workers
 
 
+def _batching(a: argparse.Namespace, name: str) -> dict[str, int]:
+    """``{name: --batch-size}`` when one batch size is given to every client, else {}."""
+    return {name: a.batch_size} if a.batch_size else {}
+
+
 def _sdk_sync(a: argparse.Namespace, value: bytes) -> float:
     from sdk import Producer
 
     with Producer(bootstrap_servers=a.bootstrap, acks=a.acks, compression_type=a.codec,
-                  linger_ms=LINGER_MS) as p:
+                  linger_ms=LINGER_MS, **_batching(a, "batch_size")) as p:
         p.send(a.topic, b"warm-up").result(30)
         start = time.perf_counter()
         send = p.send
@@ -63,7 +72,7 @@ def _sdk_batch(a: argparse.Namespace, value: bytes) -> float:
     from sdk import Producer
 
     with Producer(bootstrap_servers=a.bootstrap, acks=a.acks, compression_type=a.codec,
-                  linger_ms=LINGER_MS) as p:
+                  linger_ms=LINGER_MS, **_batching(a, "batch_size")) as p:
         p.send(a.topic, b"warm-up").result(30)
         start = time.perf_counter()
         p.send_many(a.topic, [value] * a.count)
@@ -76,7 +85,8 @@ def _sdk_async(a: argparse.Namespace, value: bytes) -> float:
 
     async def run() -> float:
         async with AsyncProducer(bootstrap_servers=a.bootstrap, acks=a.acks,
-                                 compression_type=a.codec, linger_ms=LINGER_MS) as p:
+                                 compression_type=a.codec, linger_ms=LINGER_MS,
+                                 **_batching(a, "batch_size")) as p:
             await p.send_and_wait(a.topic, b"warm-up")
             start = time.perf_counter()
             send = p.send
@@ -93,7 +103,8 @@ def _sdk_async_batch(a: argparse.Namespace, value: bytes) -> float:
 
     async def run() -> float:
         async with AsyncProducer(bootstrap_servers=a.bootstrap, acks=a.acks,
-                                 compression_type=a.codec, linger_ms=LINGER_MS) as p:
+                                 compression_type=a.codec, linger_ms=LINGER_MS,
+                                 **_batching(a, "batch_size")) as p:
             await p.send_and_wait(a.topic, b"warm-up")
             start = time.perf_counter()
             await p.send_many(a.topic, [value] * a.count)
@@ -112,7 +123,7 @@ def _aiokafka_producer(a: argparse.Namespace) -> Any:
 
     return AIOKafkaProducer(bootstrap_servers=a.bootstrap, acks=_aiokafka_acks(a.acks),
                             compression_type=None if a.codec == "none" else a.codec,
-                            linger_ms=LINGER_MS)
+                            linger_ms=LINGER_MS, **_batching(a, "max_batch_size"))
 
 
 def _aiokafka(a: argparse.Namespace, value: bytes) -> float:
@@ -165,7 +176,7 @@ def _kafka_python(a: argparse.Namespace, value: bytes) -> float:
     p = KafkaProducer(bootstrap_servers=a.bootstrap,
                       acks="all" if a.acks == "all" else int(a.acks),
                       compression_type=None if a.codec == "none" else a.codec,
-                      linger_ms=LINGER_MS)
+                      linger_ms=LINGER_MS, **_batching(a, "batch_size"))
     try:
         p.send(a.topic, b"warm-up").get(30)
         start = time.perf_counter()
@@ -181,7 +192,8 @@ def _confluent(a: argparse.Namespace, value: bytes) -> float:
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": a.bootstrap, "acks": a.acks, "linger.ms": LINGER_MS,
-                  "compression.type": a.codec, "partitioner": "murmur2_random"})
+                  "compression.type": a.codec, "partitioner": "murmur2_random",
+                  **_batching(a, "batch.size")})
     p.produce(a.topic, b"warm-up")
     p.flush(30)
     start = time.perf_counter()
@@ -266,7 +278,7 @@ class Broker:
 
 
 def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec: str,
-            timeout_s: float) -> float | None:
+            timeout_s: float, batch_size: int | None = None) -> float | None:
     from tests.integration.conftest import create_topic
 
     topic = f"bench-{uuid.uuid4().hex[:8]}"
@@ -274,6 +286,8 @@ def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec
     cmd = [sys.executable, __file__, "--worker", client, "--bootstrap-server", broker.bootstrap,
            "--topic", topic, "--count", str(count), "--size", str(size), "--acks", acks,
            "--codec", codec]
+    if batch_size:
+        cmd += ["--batch-size", str(batch_size)]
     try:
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -301,6 +315,10 @@ def main() -> None:
     parser.add_argument("--acks-list", default="1,all")
     parser.add_argument("--codecs", default="none,lz4")
     parser.add_argument("--json", default=None, help="write all results to this file")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="give every client this batch size (bytes) instead of its own "
+                             "default (16 KB for ours, aiokafka and kafka-python as in Java; "
+                             "1 MB for confluent-kafka)")
     # worker mode (internal)
     parser.add_argument("--worker", choices=CLIENTS)
     parser.add_argument("--topic")
@@ -337,7 +355,8 @@ def main() -> None:
                             order = clients[r % len(clients):] + clients[:r % len(clients)]
                             for client in order:
                                 rate = run_one(broker, client, count, size, acks, codec,
-                                               timeout_s=max(120, count / 5000))
+                                               timeout_s=max(120, count / 5000),
+                                               batch_size=a.batch_size)
                                 if rate is not None:
                                     rates[client].append(rate)
                             broker.restart()
