@@ -250,3 +250,39 @@ def test_the_faces_bind_the_stager_as_send_unless_a_subclass_overrides_it() -> N
         assert plain.send.__name__ == "stage_send"  # one call per plain record
     with Counting(bootstrap_servers="127.0.0.1:1") as counting:
         assert counting.send.__func__ is Counting.send  # type: ignore[attr-defined]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    size=st.integers(min_value=0, max_value=2000),
+    count=st.integers(min_value=1, max_value=400),
+    steps=st.lists(st.integers(min_value=0, max_value=3), min_size=400, max_size=400),
+    preload=st.integers(min_value=0, max_value=70),
+    max_bytes=st.integers(min_value=61, max_value=200_000),
+    skip=st.integers(min_value=0, max_value=3),
+)
+def test_append_values_of_one_size_encode_exactly_like_append(
+        size: int, count: int, steps: list[int], preload: int, max_bytes: int,
+        skip: int) -> None:
+    """The sliced fast path of append_values (runs of equal-sized values in time order)."""
+    base = 1_700_000_000_000
+    stamps, t = [], base
+    for step in steps[:count]:
+        t += step // 2  # mostly the same millisecond, sometimes the next ones
+        stamps.append(t)
+    values = [bytes([i % 251]) * size for i in range(count)]
+    bulk, single = RecordBatchBuilder(), RecordBatchBuilder()
+    for i in range(preload):  # offset deltas past 63 take two bytes
+        bulk.append(None, base, None, b"p%d" % i)
+        single.append(None, base, None, b"p%d" % i)
+    limit = bulk.size_in_bytes() + max_bytes
+    start = min(skip, count - 1)
+    stop = bulk.append_values(values, stamps, start, count, limit)
+    assert stop >= start + 1 or preload
+    for i in range(start, stop):
+        single.append(None, stamps[i], None, values[i])
+    assert bulk.build() == single.build()
+    if stop < count:  # it stopped because the next record would not fit
+        td = stamps[stop] - single.base_timestamp
+        next_size = record_size(single.last_offset_delta + 1, td, None, values[stop])
+        assert single.size_in_bytes() + next_size > limit
