@@ -14,8 +14,8 @@ a record the general path has serialized. Runs enter the accumulator in bulk
 * by ``flush``, ``close``, ``send_many``, a general-path ``send`` and a future asked for
   its outcome.
 
-Per record ``send`` then costs two list appends (three with a key), a clock read and a future; partitioning, batch lookup,
-locking and encoding are paid once per run. The rules that keep this invisible:
+Per record ``send`` then costs two list appends (three with a key), a clock read, a lock
+and a future; partitioning, batch lookup and encoding are paid once per run. The rules that keep this invisible:
 
 * Order: one run per topic, drained from its first undrained record on, under the stage's
   lock; whatever appends to the accumulator directly drains the stage first.
