@@ -277,10 +277,12 @@ def test_compression_ratio_estimate_lets_batches_grow() -> None:
                             record_limit=50_000)
     acc.metadata = three_partitions()
     assert acc.batch_limit("t") == 1000  # no estimate yet: ratio 1.0
-    for _ in range(100):
-        acc.observe_compression("t", 10_000, 1_000)  # compresses 10x
-    # improves by 0.005 per batch (1.0 -> 0.5 after 100 batches), with a 5% safety margin
+    acc.observe_compression("t", 10_000, 1_000)  # compresses 10x
+    # improves by at most half per batch, with a 5% safety margin
     assert acc.batch_limit("t") == int(1000 / (0.5 * 1.05))
+    for _ in range(3):
+        acc.observe_compression("t", 10_000, 1_000)
+    assert acc.batch_limit("t") == int(1000 / (0.1 * 1.05))  # 0.5, 0.25, 0.125 -> 0.1
     acc.observe_compression("t", 1000, 900)  # worse: the estimate jumps back up quickly
     assert acc.batch_limit("t") == int(1000 / (0.9 * 1.05))
     for _ in range(400):
