@@ -472,9 +472,8 @@ class RecordBatchBuilder:
             return self._built
         buf = self._buf
         if self._codec:
-            records = compress(
-                self._codec, bytes(memoryview(buf)[RECORD_BATCH_OVERHEAD:]), self._level
-            )
+            with memoryview(buf) as view:  # no copy of the records region
+                records = compress(self._codec, view[RECORD_BATCH_OVERHEAD:], self._level)
             buf = bytearray(RECORD_BATCH_OVERHEAD)
             buf += records
         attributes = self._codec
