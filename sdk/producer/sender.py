@@ -392,6 +392,7 @@ class Sender:
                 self._caught_up.set()
             batch.payload = builder.build()
             batch.builder = None
+            self._acc.recycle(builder.take_buffer())
             if builder.compression:
                 self._acc.observe_compression(batch.topic, raw, len(batch.payload))
         elif ids is not None and batch.payload_state != state:

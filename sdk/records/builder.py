@@ -2,7 +2,9 @@
 
 The buffer starts with 61 placeholder bytes for the header; ``build()`` fills them in, so an
 uncompressed batch is never copied record by record. With a codec, the records region is
-compressed once at ``build()``. Size checks for a producer accumulator use the uncompressed
+compressed once at ``build()``, from a view of the buffer. A producer reuses the working
+buffer of a built batch for a new one (``take_buffer``, ``buffer=``): the batch is its
+first ``_size`` bytes, written over whatever the buffer held. Size checks for a producer accumulator use the uncompressed
 size, an upper bound for any useful compression.
 """
 
@@ -126,6 +128,7 @@ class RecordBatchBuilder:
         "_partition_leader_epoch",
         "_producer_epoch",
         "_producer_id",
+        "_size",
         "_timestamp_type",
     )
 
@@ -142,6 +145,7 @@ class RecordBatchBuilder:
         timestamp_type: int = TimestampType.CREATE_TIME,
         base_offset: int = 0,
         partition_leader_epoch: int = -1,
+        buffer: bytearray | None = None,
     ) -> None:
         self._codec = Compression.parse(compression)
         self._level = compression_level
@@ -155,7 +159,15 @@ class RecordBatchBuilder:
         self._timestamp_type = TimestampType(timestamp_type)
         self._base_offset = base_offset
         self._partition_leader_epoch = partition_leader_epoch
-        self._buf = bytearray(RECORD_BATCH_OVERHEAD)
+        # The working buffer; only its first _size bytes are the batch. A reused one (see
+        # take_buffer) is written over in place: its pages are already mapped, while a fresh
+        # ~1 MB buffer per batch page-faulted as the heap was trimmed and grown again.
+        if buffer is None:
+            buffer = bytearray(RECORD_BATCH_OVERHEAD)
+        elif len(buffer) < RECORD_BATCH_OVERHEAD:
+            buffer[len(buffer):] = bytes(RECORD_BATCH_OVERHEAD - len(buffer))
+        self._buf = buffer
+        self._size = RECORD_BATCH_OVERHEAD
         self._count = 0
         self._next_delta = 0
         self._base_ts = -1
@@ -215,9 +227,12 @@ class RecordBatchBuilder:
             )
         )
         n = len(body)
-        buf = self._buf
-        buf += zz[n] if n < small else _encode(n)
-        buf += body
+        size = self._size
+        prefix = zz[n] if n < small else _encode(n)
+        end = size + len(prefix)
+        self._buf[size:end] = prefix  # in place, or growing the buffer past its end
+        self._buf[end:end + n] = body
+        self._size = end + n
         # State changes only after the record encoded: a bad argument leaves the batch intact.
         if self._count:
             if timestamp_ms > self._max_ts:
@@ -248,9 +263,11 @@ class RecordBatchBuilder:
         base = self._base_ts if self._count else timestamps[start]
         zz, small, encode, shape = _ZZ, _SMALL, _encode, _value_record_shape
 
+        # The batch's state changes only at the end: an exception (a value that is not
+        # bytes) leaves it as it was, whatever was written past _size.
         buf = self._buf
-        mark = len(buf)
-        room = max_bytes - mark
+        used = self._size
+        room = max_bytes - used
         od = first_od = self._next_delta
         parts: list[bytes] = []
         extend = parts.extend
@@ -269,85 +286,85 @@ class RecordBatchBuilder:
         top = -1 << 63  # the largest timestamp met, and the record it came from
         top_at = -1
         i = start
-        try:
-            while i < stop:
-                first_size = len(values[i]) + 7  # a record is at least 7 bytes more
-                chunk_end = i + min(_JOIN_BYTES, max(room, 0)) // first_size + 1
-                if chunk_end > stop:
-                    chunk_end = stop
-                count = chunk_end - i
-                if count >= _BULK_MIN:
-                    chunk = values[i:chunk_end]
-                    stamps = timestamps[i:chunk_end]
-                    size = len(chunk[0])
-                    bulk = list(map(len, chunk)).count(size) == count and (
-                        stamps.count(stamps[0]) == count or stamps == sorted(stamps))
-                else:
-                    bulk = False
-                if bulk:
-                    pos = 0
-                    full = False
-                    while pos < count and not full:
-                        ts = stamps[pos]
-                        group_end = bisect_right(stamps, ts, pos)  # this millisecond's
-                        while pos < group_end:
-                            if size != last_n or ts != last_ts or od >= wider_at:
-                                last_n, last_ts = size, ts
-                                lead, tail, record_size, wider_at = shape(size, ts - base, od)
-                            want = min(group_end - pos, wider_at - od)
-                            fit = room // record_size if room >= 0 else 0
-                            if not fit and od == first_od and not self._count:
-                                fit = 1  # an empty batch takes one record in any case
-                            take = min(want, fit)
-                            if take:
-                                # Four strided slice assignments: C loops, no tuples.
-                                run = [lead] * (4 * take)
-                                run[1::4] = (zz[od:od + take] if od + take <= small
-                                             else [encode(x) for x in range(od, od + take)])
-                                run[2::4] = [tail] * take
-                                run[3::4] = chunk[pos:pos + take]
-                                extend(run)
-                                room -= take * record_size
-                                od += take
-                                pos += take
-                                if ts > top:
-                                    top = ts
-                            if take < want:
-                                full = True
-                                break
-                    i += pos
-                    if full:
-                        stop = i  # ends the outer loop too
-                else:
-                    while i < chunk_end:
-                        value = values[i]
-                        ts = timestamps[i]
-                        n = len(value)
-                        odb = zz[od] if od < small else encode(od)
-                        if n != last_n or ts != last_ts or od >= wider_at:
-                            last_n, last_ts = n, ts
-                            lead, tail, record_size, wider_at = shape(n, ts - base, od)
+        while i < stop:
+            first_size = len(values[i]) + 7  # a record is at least 7 bytes more
+            chunk_end = i + min(_JOIN_BYTES, max(room, 0)) // first_size + 1
+            if chunk_end > stop:
+                chunk_end = stop
+            count = chunk_end - i
+            if count >= _BULK_MIN:
+                chunk = values[i:chunk_end]
+                stamps = timestamps[i:chunk_end]
+                size = len(chunk[0])
+                bulk = list(map(len, chunk)).count(size) == count and (
+                    stamps.count(stamps[0]) == count or stamps == sorted(stamps))
+            else:
+                bulk = False
+            if bulk:
+                pos = 0
+                full = False
+                while pos < count and not full:
+                    ts = stamps[pos]
+                    group_end = bisect_right(stamps, ts, pos)  # this millisecond's
+                    while pos < group_end:
+                        if size != last_n or ts != last_ts or od >= wider_at:
+                            last_n, last_ts = size, ts
+                            lead, tail, record_size, wider_at = shape(size, ts - base, od)
+                        want = min(group_end - pos, wider_at - od)
+                        fit = room // record_size if room >= 0 else 0
+                        if not fit and od == first_od and not self._count:
+                            fit = 1  # an empty batch takes one record in any case
+                        take = min(want, fit)
+                        if take:
+                            # Four strided slice assignments: C loops, no tuples.
+                            run = [lead] * (4 * take)
+                            run[1::4] = (zz[od:od + take] if od + take <= small
+                                         else [encode(x) for x in range(od, od + take)])
+                            run[2::4] = [tail] * take
+                            run[3::4] = chunk[pos:pos + take]
+                            extend(run)
+                            room -= take * record_size
+                            od += take
+                            pos += take
                             if ts > top:
-                                top, top_at = ts, od
-                        room -= record_size
-                        if room < 0 and (od > first_od or self._count):
-                            stop = i  # full: ends the outer loop too
+                                top = ts
+                        if take < want:
+                            full = True
                             break
-                        extend((lead, odb, tail, value))
-                        od += 1
-                        i += 1
-                if parts:
-                    if cut:
-                        parts[0] = parts[0][1:]
-                        cut = False
-                    buf += b"".join(parts)
-                    parts.clear()
-        except BaseException:  # e.g. a value that is not bytes: leave the batch as it was
-            del buf[mark:]
-            raise
+                i += pos
+                if full:
+                    stop = i  # ends the outer loop too
+            else:
+                while i < chunk_end:
+                    value = values[i]
+                    ts = timestamps[i]
+                    n = len(value)
+                    odb = zz[od] if od < small else encode(od)
+                    if n != last_n or ts != last_ts or od >= wider_at:
+                        last_n, last_ts = n, ts
+                        lead, tail, record_size, wider_at = shape(n, ts - base, od)
+                        if ts > top:
+                            top, top_at = ts, od
+                    room -= record_size
+                    if room < 0 and (od > first_od or self._count):
+                        stop = i  # full: ends the outer loop too
+                        break
+                    extend((lead, odb, tail, value))
+                    od += 1
+                    i += 1
+            if parts:
+                if cut:
+                    parts[0] = parts[0][1:]
+                    cut = False
+                joined = b"".join(parts)
+                end = used + len(joined)
+                buf[used:end] = joined
+                used = end
+                parts.clear()
         if od == first_od:
             return i
-        buf.append(0)
+        buf[used:used + 1] = b"\x00"
+        self._size = used + 1
         if top_at >= od:  # the record that raised it did not fit
             top = max(timestamps[start:i])
         if self._count:
@@ -397,14 +414,14 @@ class RecordBatchBuilder:
             return True
         if not headers:
             # Fast accept: key and value plus the largest possible record overhead fit.
-            n = len(self._buf) + _MAX_OVERHEAD
+            n = self._size + _MAX_OVERHEAD
             if key is not None:
                 n += len(key)
             if value is not None:
                 n += len(value)
             if n <= max_bytes:
                 return True
-        size = len(self._buf) + self.estimate_record_size(key, value, headers, timestamp_ms)
+        size = self._size + self.estimate_record_size(key, value, headers, timestamp_ms)
         return size <= max_bytes
 
     # ------------------------------------------------------------------ state
@@ -447,7 +464,7 @@ class RecordBatchBuilder:
 
     def size_in_bytes(self) -> int:
         """Current batch size: header plus uncompressed records, or the built size."""
-        return len(self._built) if self._built is not None else len(self._buf)
+        return len(self._built) if self._built is not None else self._size
 
     def set_producer_state(
         self,
@@ -471,11 +488,13 @@ class RecordBatchBuilder:
         if self._built is not None:
             return self._built
         buf = self._buf
+        size = self._size
         if self._codec:
             with memoryview(buf) as view:  # no copy of the records region
-                records = compress(self._codec, view[RECORD_BATCH_OVERHEAD:], self._level)
+                records = compress(self._codec, view[RECORD_BATCH_OVERHEAD:size], self._level)
             buf = bytearray(RECORD_BATCH_OVERHEAD)
             buf += records
+            size = len(buf)
         attributes = self._codec
         if self._timestamp_type == TimestampType.LOG_APPEND_TIME:
             attributes |= TIMESTAMP_TYPE_MASK
@@ -487,7 +506,7 @@ class RecordBatchBuilder:
             buf,
             0,
             self._base_offset,
-            len(buf) - LOG_OVERHEAD,
+            size - LOG_OVERHEAD,
             self._partition_leader_epoch,
             2,  # magic
             0,  # crc, computed below over the filled-in bytes
@@ -500,13 +519,21 @@ class RecordBatchBuilder:
             self._base_sequence,
             self._count,
         )
-        crc = crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:])
-        buf[CRC_OFFSET : CRC_OFFSET + 4] = crc.to_bytes(4, "big")
-        self._built = bytes(buf)
-        self._buf = bytearray()  # the records live on in _built; free the working buffer
+        with memoryview(buf) as view:
+            crc = crc32c(view[ATTRIBUTES_OFFSET:size])
+            buf[CRC_OFFSET : CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+            self._built = bytes(view[:size])
         return self._built
 
     close = build
+
+    def take_buffer(self) -> bytearray | None:
+        """After ``build``: the working buffer, for another builder to reuse (None before
+        ``build`` or once taken). The builder keeps only its built bytes."""
+        if self._built is None:
+            return None
+        buf, self._buf = self._buf, bytearray()
+        return buf if buf else None
 
 
 def build_control_batch(

@@ -355,3 +355,24 @@ def test_a_failed_part_fails_only_its_records() -> None:
     outcomes = [f.exception(0) for f in futures]  # type: ignore[union-attr]
     assert all(isinstance(e, MessageTooLargeError) for e in outcomes[:parts[0].count])
     assert outcomes[parts[0].count:] == [None] * (6 - parts[0].count)
+
+
+def test_built_batches_hand_their_buffers_to_new_batches_within_their_limit() -> None:
+    acc, _ = make(batch_size=1000)
+    first = append(acc, b"a" * 500, partition=0)
+    batch = first._batch  # type: ignore[union-attr]
+    acc.finished(acc.pop_head(batch.queue))
+    payload = batch.builder.build()
+    spare = batch.builder.take_buffer()
+    acc.recycle(spare)
+    acc.recycle(bytearray(5000))  # larger than the next batch's limit (1000)
+    acc.recycle(bytearray(100))  # a third spare is not kept
+    assert len(acc._spare_buffers) == 2
+    # The newest spare (5000 bytes) is over the limit: dropped, the batch starts fresh.
+    append(acc, b"b" * 500, partition=1)
+    assert acc._spare_buffers == [spare]
+    # The next batch writes over the first batch's buffer and builds what a fresh one would.
+    third = append(acc, b"a" * 500, partition=2)
+    assert not acc._spare_buffers
+    assert third._batch.builder._buf is spare  # type: ignore[union-attr]
+    assert third._batch.builder.build() == payload  # type: ignore[union-attr]

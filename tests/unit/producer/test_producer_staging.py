@@ -207,13 +207,16 @@ def test_a_future_asked_for_its_outcome_drains_the_stage() -> None:
     preload=st.integers(min_value=0, max_value=70),
     max_bytes=st.integers(min_value=61, max_value=6000),
     skip=st.integers(min_value=0, max_value=3),
+    dirty=st.integers(min_value=0, max_value=9000),
 )
 def test_append_values_encodes_exactly_like_append(values: list[bytes], deltas: list[int],
                                                    preload: int, max_bytes: int,
-                                                   skip: int) -> None:
+                                                   skip: int, dirty: int) -> None:
     base = 1_700_000_000_000
     stamps = [base + d for d in deltas[: len(values)]]
-    bulk, single = RecordBatchBuilder(), RecordBatchBuilder()
+    # The bulk builder writes over a reused buffer holding ``dirty`` bytes of garbage.
+    bulk = RecordBatchBuilder(buffer=bytearray(b"\xa5" * dirty) if dirty else None)
+    single = RecordBatchBuilder()
     for i in range(preload):  # offset deltas past 63 take two bytes
         bulk.append(None, base, None, b"p%d" % i)
         single.append(None, base, None, b"p%d" % i)
@@ -260,10 +263,11 @@ def test_the_faces_bind_the_stager_as_send_unless_a_subclass_overrides_it() -> N
     preload=st.integers(min_value=0, max_value=70),
     max_bytes=st.integers(min_value=61, max_value=200_000),
     skip=st.integers(min_value=0, max_value=3),
+    dirty=st.integers(min_value=0, max_value=9000),
 )
 def test_append_values_of_one_size_encode_exactly_like_append(
         size: int, count: int, steps: list[int], preload: int, max_bytes: int,
-        skip: int) -> None:
+        skip: int, dirty: int) -> None:
     """The sliced fast path of append_values (runs of equal-sized values in time order)."""
     base = 1_700_000_000_000
     stamps, t = [], base
@@ -271,7 +275,9 @@ def test_append_values_of_one_size_encode_exactly_like_append(
         t += step // 2  # mostly the same millisecond, sometimes the next ones
         stamps.append(t)
     values = [bytes([i % 251]) * size for i in range(count)]
-    bulk, single = RecordBatchBuilder(), RecordBatchBuilder()
+    # Both write over reused buffers holding garbage (``append`` too, for the preload).
+    bulk = RecordBatchBuilder(buffer=bytearray(b"\x5a" * dirty))
+    single = RecordBatchBuilder(buffer=bytearray(b"\xc3" * (9000 - dirty)))
     for i in range(preload):  # offset deltas past 63 take two bytes
         bulk.append(None, base, None, b"p%d" % i)
         single.append(None, base, None, b"p%d" % i)

@@ -220,3 +220,21 @@ def test_empty_batch() -> None:
     batch.validate_crc()
     assert batch.record_count == 0 and batch.records() == []
     assert batch.base_timestamp == -1 and batch.max_timestamp == -1
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
+def test_a_builder_writing_over_a_reused_buffer_builds_the_same_batch(codec: Compression) -> None:
+    def fill(b: RecordBatchBuilder) -> bytes:
+        for i in range(50):
+            b.append(None, 1_700_000_000_000 + i, b"k%d" % i, b"v" * i, [("h", b"%d" % i)])
+        b.append_values([b"x" * 40] * 40, [1_700_000_000_100] * 40, 0, 40, 1 << 20)
+        return b.build()
+
+    fresh = RecordBatchBuilder(codec)
+    assert fresh.take_buffer() is None  # nothing to hand on before build
+    expected = fill(fresh)
+    spare = fresh.take_buffer()
+    assert spare is not None and len(spare) >= RECORD_BATCH_OVERHEAD
+    assert fresh.take_buffer() is None and fresh.build() == expected  # built bytes stay
+    for buffer in (spare, bytearray(b"\xee" * 100_000), bytearray(b"\x01" * 10)):
+        assert fill(RecordBatchBuilder(codec, buffer=buffer)) == expected
