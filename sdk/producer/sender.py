@@ -47,7 +47,7 @@ from sdk.net.retry import Backoff
 from sdk.producer.accumulator import PartitionQueue, RecordAccumulator
 from sdk.producer.batch import ProducerBatch
 from sdk.producer.config import ProducerConfig
-from sdk.producer.idempotence import SEQUENCE_MASK, ProducerIdManager
+from sdk.producer.idempotence import SEQUENCE_MASK, ProducerIdManager, reset_bumps_epoch
 from sdk.producer.staging import Stage
 from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.compression import get_codec
@@ -299,7 +299,8 @@ class Sender:
             self.wake()
 
     def _apply_reset(self, queues: list[PartitionQueue]) -> None:
-        """Rule 4 of sdk.producer.idempotence: fail unknown-outcome retries, restart sequences."""
+        """Rules 4 and 5 of sdk.producer.idempotence: fail unknown-outcome retries, restart
+        sequences, then bump the epoch or drop the id (``ProducerIdManager.apply_reset``)."""
         assert self._ids is not None
         for pq in queues:
             keep: list[ProducerBatch] = []
@@ -308,13 +309,13 @@ class Sender:
                     self._fail(batch, batch.last_error or KafkaConnectionError(
                         "the outcome of an earlier attempt is unknown"))
                 else:
-                    batch.base_sequence = -1  # resequenced under the new id when sent
+                    batch.base_sequence = -1  # resequenced under the new id/epoch when sent
                     keep.append(batch)
             pq.retries = keep
         for pq in self._acc.all_queues():
             pq.next_sequence = 0
             pq.last_acked_sequence = -1
-        self._ids.clear()
+        self._ids.apply_reset()
 
     # ================================================================== sending
 
@@ -496,7 +497,9 @@ class Sender:
             return
         self._leave_flight(batch)
         pq = batch.queue
-        if self._ids is not None and batch.producer_id == self._ids.producer_id:
+        ids = self._ids
+        if ids is not None and batch.producer_id == ids.producer_id \
+                and batch.producer_epoch == ids.epoch:
             last = batch.base_sequence + batch.count - 1
             if last > pq.last_acked_sequence:
                 pq.last_acked_sequence = last
@@ -518,7 +521,8 @@ class Sender:
             sent_sequence = batch.payload_state[2] if batch.payload_state else -1
             expected = (batch.queue.last_acked_sequence + 1) & SEQUENCE_MASK
             if code != _OUT_OF_ORDER or sent_sequence == expected:
-                self._ids.request_reset(f"{error} for {batch.topic}-{batch.partition}")
+                self._ids.request_reset(f"{error} for {batch.topic}-{batch.partition}",
+                                        bump_epoch=reset_bumps_epoch(code, sent_sequence))
             if now < batch.deadline:
                 self._requeue(batch, now)
             else:
@@ -610,7 +614,7 @@ class Sender:
                 and batch.producer_epoch == ids.epoch):
             if batch.outcome_unknown:
                 ids.request_reset(f"the outcome of a batch for {batch.topic}-{batch.partition} "
-                                  "is unknown and it failed")
+                                  "is unknown and it failed", bump_epoch=True)
             else:
                 self._shift_sequences(batch)
         self._fail(batch, error)

@@ -12,7 +12,9 @@ The ``broker`` fixture (module scope) is parametrized over:
 
 Helpers: ``target.create_topic(name, partitions)``, ``new_topic(prefix)`` for unique
 names, ``consume_all(bootstrap, topic, count)`` (reads back with confluent-kafka, an
-independent client). Every test in this directory gets the ``integration`` mark.
+independent client), ``read_batches(bootstrap, topic, partition)`` (the stored batches'
+producer id, epoch and sequence, which consumers do not show). Every test in this directory
+gets the ``integration`` mark.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from typing import Any
 
 import pytest
 
-from sdk.net.client import NetClient
+from sdk.net.client import LeaderOf, NetClient
 from sdk.net.config import CommonConfig
 from sdk.protocol.messages.create_topics import CreateTopicsRequest
+from sdk.protocol.messages.fetch import FetchRequest
+from sdk.records.reader import RecordBatch, iter_batches
 
 TANSU_START_TIMEOUT_S = 20.0
 
@@ -82,11 +86,14 @@ def tansu_binary() -> Path | None:
 
 class TansuProcess:
     """A tansu broker (memory storage) in a subprocess on a fixed port; stop/start keep
-    the port (data does not survive a restart: memory storage)."""
+    the port (data does not survive a restart: memory storage). ``advertised_port`` makes
+    it send clients elsewhere (to a proxy in front of it)."""
 
-    def __init__(self, binary: Path, port: int | None = None) -> None:
+    def __init__(self, binary: Path, port: int | None = None, *,
+                 advertised_port: int | None = None) -> None:
         self.binary = binary
         self.port = port or free_port()
+        self.advertised_port = advertised_port or self.port
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -95,8 +102,10 @@ class TansuProcess:
 
     def start(self) -> TansuProcess:
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port}"
         self.proc = subprocess.Popen(
-            [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [str(self.binary), "broker", "--listener-url", url,
+             "--advertised-listener-url", advertised,
              "--storage-engine", "memory://tansu/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
@@ -173,6 +182,45 @@ def consume_all(bootstrap_servers: str, topic: str, count: int, timeout_s: float
         return out
     finally:
         consumer.close()
+
+
+def read_batches(bootstrap_servers: str, topic: str, partition: int) -> list[RecordBatch]:
+    """Every stored batch of one partition, from offset 0 to the high watermark, read with
+    plain Fetch requests (v12 at most: by topic name)."""
+    return asyncio.run(_read_batches(bootstrap_servers, topic, partition))
+
+
+async def _read_batches(bootstrap_servers: str, topic: str, partition: int) -> list[RecordBatch]:
+    client = NetClient(CommonConfig.build(bootstrap_servers=bootstrap_servers))
+    out: list[RecordBatch] = []
+    deadline = time.monotonic() + 30
+    try:
+        await client.start()
+        offset, end = 0, 1
+        while offset < end:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}-{partition}: read up to {offset} of {end}")
+            # min_bytes 1 with a wait: tansu answers a zero-wait fetch with no data at all.
+            request = FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=1 << 24, topics=[
+                FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
+                    partition=partition, fetch_offset=offset, partition_max_bytes=1 << 24)])])
+            response = await client.call(request, LeaderOf(topic, partition), max_version=12,
+                                         timeout_s=20)
+            if not response.responses or not response.responses[0].partitions:
+                continue
+            data = response.responses[0].partitions[0]
+            if data.error_code:
+                raise RuntimeError(f"Fetch {topic}-{partition} at {offset}: "
+                                   f"error {data.error_code}")
+            end = data.high_watermark
+            batches = [b for b in iter_batches(data.records or b"") if isinstance(b, RecordBatch)
+                       and b.next_offset > offset]
+            out.extend(batches)
+            if batches:
+                offset = batches[-1].next_offset
+        return out
+    finally:
+        await client.close()
 
 
 # ----------------------------------------------------------------------------- targets

@@ -1,4 +1,5 @@
-"""The producer when brokers go away: restarts mid-stream, and every broker down.
+"""The producer when brokers go away or lose its state: restarts mid-stream, every broker
+down, and resets of the idempotent producer state (epoch bumps).
 
 These tests start their own brokers (stopping the shared module broker would disturb the
 other tests).
@@ -6,16 +7,30 @@ other tests).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from sdk import errors
 from sdk.producer import AsyncProducer, Producer
+from sdk.protocol.api import ApiKey
 
-from .conftest import TansuProcess, consume_all, new_topic, start_target, tansu_binary
+from .conftest import (
+    TansuProcess,
+    consume_all,
+    create_topic,
+    free_port,
+    new_topic,
+    read_batches,
+    start_target,
+    tansu_binary,
+)
+from .proxy import SwallowingProxy
 
 
 @pytest.mark.timeout(240)
@@ -137,3 +152,137 @@ async def test_async_producer_closes_within_its_timeout_with_the_broker_gone() -
                 await pending
     finally:
         proc.stop()
+
+
+# ----------------------------------------------------------------------------- resets
+
+Batch = tuple[int, int, int, list[bytes]]  # producer id, epoch, base sequence, values
+
+
+def _stored(bootstrap: str, topic: str, partition: int) -> list[Batch]:
+    return [(b.producer_id, b.producer_epoch, b.base_sequence,
+             [r.value or b"" for r in b.records()])
+            for b in read_batches(bootstrap, topic, partition)]
+
+
+def _pairs_in_order(batches: list[Batch]) -> list[tuple[int, int]]:
+    """The (producer id, epoch) pairs of a partition in log order; each pair's sequences
+    must start at 0 and follow on without gaps."""
+    pairs: list[tuple[int, int]] = []
+    next_sequence: dict[tuple[int, int], int] = {}
+    for pid, epoch, sequence, values in batches:
+        pair = (pid, epoch)
+        if not pairs or pairs[-1] != pair:
+            assert pair not in pairs, f"{pair} came back after {pairs[-1]}"
+            pairs.append(pair)
+        assert sequence == next_sequence.get(pair, 0), f"{pair}: sequence {sequence}"
+        next_sequence[pair] = sequence + len(values)
+    return pairs
+
+
+def _send_round(p: Producer, topic: str, name: str, partitions: int, count: int
+                ) -> dict[int, list[bytes]]:
+    """``count`` records spread over the partitions; all must be acknowledged."""
+    sent: dict[int, list[bytes]] = defaultdict(list)
+    futures = []
+    for i in range(count):
+        value = f"{name}-{i}".encode()
+        sent[i % partitions].append(value)
+        futures.append(p.send(topic, value, partition=i % partitions))
+    p.flush(timeout=60)
+    for fut in futures:
+        assert fut.exception(0) is None, repr(fut.exception(0))
+    return sent
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("code", [errors.UnknownProducerIdError.errno,
+                                  errors.OutOfOrderSequenceNumberError.errno],
+                         ids=["unknown-producer-id", "out-of-order"])
+def test_lost_producer_state_bumps_the_epoch_under_the_same_producer_id(code: int) -> None:
+    """The reference broker answers that it lost our sequences (the control surface answers
+    for it; its own state still holds the old epoch): the producer keeps its id, bumps the
+    epoch by one without InitProducerId, and every partition starts again at sequence 0,
+    which the broker takes for a higher epoch. The refused records are written once, in
+    order (rule 5 of sdk.producer.idempotence)."""
+    partitions = 2
+    with start_target("ref") as target:
+        control = target.embedded.control
+        topic = new_topic("bump")
+        target.create_topic(topic, partitions)
+        with Producer(bootstrap_servers=target.bootstrap_servers, linger_ms=5,
+                      retry_backoff_ms=10) as p:
+            rounds = [_send_round(p, topic, "before", partitions, 40)]
+            inits = control.seen(ApiKey.INIT_PRODUCER_ID)
+            control.fail_next(ApiKey.PRODUCE, code)
+            rounds.append(_send_round(p, topic, "refused", partitions, 40))
+            rounds.append(_send_round(p, topic, "after", partitions, 40))
+            assert control.seen(ApiKey.INIT_PRODUCER_ID) == inits  # no new producer id
+        for partition in range(partitions):
+            batches = _stored(target.bootstrap_servers, topic, partition)
+            assert [v for b in batches for v in b[3]] == [v for r in rounds for v in r[partition]]
+            (pid, epoch), *rest = _pairs_in_order(batches)
+            assert rest == [(pid, epoch + 1)]
+
+
+@contextlib.contextmanager
+def _swallowing_target(name: str) -> Iterator[tuple[str, Callable[[], None], Callable[[], None]]]:
+    """(bootstrap servers, swallow, resume): while swallowing, Produce requests reach no
+    broker and get no answer. The reference broker does it with its control surface;
+    tansu, which has none, sits behind a SwallowingProxy."""
+    if name == "ref":
+        with start_target("ref") as target:
+            control = target.embedded.control
+            yield (target.bootstrap_servers,
+                   lambda: control.drop_next(ApiKey.PRODUCE, handle=False, times=1_000_000),
+                   control.clear)
+        return
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("tansu is not installed")
+    proxy_port = free_port()
+    tansu = TansuProcess(binary, advertised_port=proxy_port).start()
+    proxy = SwallowingProxy(tansu.port, proxy_port)
+    try:
+        yield f"127.0.0.1:{proxy_port}", proxy.swallow, proxy.resume
+    finally:
+        proxy.close()
+        tansu.stop()
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("target_name", ["ref", "tansu"])
+def test_unknown_outcome_resets_the_producer_state_and_the_rest_is_written_once(
+        target_name: str) -> None:
+    """Produce requests go unanswered until records fail by delivery timeout with an
+    unknown outcome (rules 3 and 4): the producer resets its state, and what is sent after
+    is written exactly once, in order, every partition starting again at sequence 0.
+
+    The reference broker takes the locally bumped epoch: same producer id, epoch + 1. tansu
+    refuses a bumped epoch (PRODUCER_FENCED): the producer then fetches a new producer id
+    and carries on."""
+    partitions = 2
+    with _swallowing_target(target_name) as (bootstrap, swallow, resume):
+        topic = new_topic("unknown")
+        asyncio.run(create_topic(bootstrap, topic, partitions))
+        with Producer(bootstrap_servers=bootstrap, linger_ms=5, request_timeout_ms=1000,
+                      delivery_timeout_ms=2500, retry_backoff_ms=20,
+                      reconnect_backoff_ms=20, reconnect_backoff_max_ms=200) as p:
+            rounds = [_send_round(p, topic, "before", partitions, 40)]
+            swallow()
+            lost = [p.send(topic, f"lost-{i}".encode(), partition=0) for i in range(10)]
+            for fut in lost:
+                assert isinstance(fut.exception(timeout=30), errors.KafkaError)
+            resume()
+            rounds.append(_send_round(p, topic, "after", partitions, 40))
+            rounds.append(_send_round(p, topic, "later", partitions, 40))
+        for partition in range(partitions):
+            batches = _stored(bootstrap, topic, partition)
+            # Nothing failed came back; the rest is there once, in order.
+            assert [v for b in batches for v in b[3]] == [v for r in rounds for v in r[partition]]
+            (pid, epoch), *rest = _pairs_in_order(batches)
+            assert rest, "the producer state was not reset"
+            if target_name == "ref":
+                assert rest == [(pid, epoch + 1)]
+            else:  # tansu refused the bump: a new producer id
+                assert rest[-1][0] != pid

@@ -175,18 +175,24 @@ async def test_async_producer_back_pressure_and_send_many(embedded_broker: Any, 
         assert metas[1].offset == metas[0].offset + 1
 
 
-@pytest.mark.parametrize("code", [errors.UnknownProducerIdError.errno,
-                                  errors.OutOfOrderSequenceNumberError.errno])
-def test_lost_producer_state_resets_the_producer_id_and_delivers(
-        embedded_broker: Any, control: Any, topic: str, read_values: Any, code: int) -> None:
-    """The broker forgot (or never had) our state for the next expected batch: the batch was
-    not written, so it is resent under a new producer id (rule 5 in sdk.producer.idempotence)."""
+@pytest.mark.parametrize(("code", "new_ids"), [
+    (errors.UnknownProducerIdError.errno, 0),
+    (errors.OutOfOrderSequenceNumberError.errno, 0),
+    (errors.InvalidProducerEpochError.errno, 1),
+    (errors.ProducerFencedError.errno, 1),
+])
+def test_lost_producer_state_resets_the_producer_state_and_delivers(
+        embedded_broker: Any, control: Any, topic: str, read_values: Any, code: int,
+        new_ids: int) -> None:
+    """The broker lost or replaced our state for the next expected batch: the batch was not
+    written, so it is resent under a bumped epoch (lost state: no InitProducerId) or a new
+    producer id (fenced) - rule 5 in sdk.producer.idempotence."""
     with Producer(bootstrap_servers=embedded_broker.bootstrap_servers, linger_ms=0,
                   retry_backoff_ms=10) as p:
         p.send(topic, b"one").result(timeout=10)
         inits = control.seen(ApiKey.INIT_PRODUCER_ID)
         control.fail_next(ApiKey.PRODUCE, code)
         assert p.send(topic, b"two").result(timeout=15).offset == 1
-        assert control.seen(ApiKey.INIT_PRODUCER_ID) == inits + 1  # a new producer id
+        assert control.seen(ApiKey.INIT_PRODUCER_ID) == inits + new_ids
         assert p.send(topic, b"three").result(timeout=10).offset == 2
     assert read_values(embedded_broker.bootstrap_servers, topic, 3) == [b"one", b"two", b"three"]
