@@ -576,13 +576,17 @@ class RecordAccumulator:
             self._spare_buffers.append(buffer)
 
     def _spare_buffer(self, limit: int) -> bytearray | None:
-        """A spare buffer no larger than ``limit``, so a batch's memory stays within what it
-        reserved; a larger one is dropped."""
+        """A spare buffer cut to at most ``limit`` bytes. The limit moves with the ratio
+        estimate, so spares often are a little larger (dropping them, a third of the lz4
+        batches started fresh again); CPython keeps the allocation when at most half is cut
+        and frees the rest otherwise, so a batch holds at most twice what it reserved."""
         try:
             buffer = self._spare_buffers.pop()  # atomic: recycle may run on another thread
         except IndexError:
             return None
-        return buffer if len(buffer) <= limit else None
+        if len(buffer) > limit:
+            del buffer[limit:]
+        return buffer
 
     def give_back(self, n: int) -> None:
         if n > 0:

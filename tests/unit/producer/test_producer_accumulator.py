@@ -357,7 +357,7 @@ def test_a_failed_part_fails_only_its_records() -> None:
     assert outcomes[parts[0].count:] == [None] * (6 - parts[0].count)
 
 
-def test_built_batches_hand_their_buffers_to_new_batches_within_their_limit() -> None:
+def test_built_batches_hand_their_buffers_to_new_batches_cut_to_their_limit() -> None:
     acc, _ = make(batch_size=1000)
     first = append(acc, b"a" * 500, partition=0)
     batch = first._batch  # type: ignore[union-attr]
@@ -365,11 +365,13 @@ def test_built_batches_hand_their_buffers_to_new_batches_within_their_limit() ->
     payload = batch.builder.build()
     spare = batch.builder.take_buffer()
     acc.recycle(spare)
-    acc.recycle(bytearray(5000))  # larger than the next batch's limit (1000)
+    big = bytearray(5000)
+    acc.recycle(big)  # larger than the next batch's limit (1000)
     acc.recycle(bytearray(100))  # a third spare is not kept
     assert len(acc._spare_buffers) == 2
-    # The newest spare (5000 bytes) is over the limit: dropped, the batch starts fresh.
-    append(acc, b"b" * 500, partition=1)
+    # The newest spare is cut to the batch's limit, so the batch stays within its share.
+    second = append(acc, b"b" * 500, partition=1)
+    assert second._batch.builder._buf is big and len(big) <= 1000  # type: ignore[union-attr]
     assert acc._spare_buffers == [spare]
     # The next batch writes over the first batch's buffer and builds what a fresh one would.
     third = append(acc, b"a" * 500, partition=2)
