@@ -4,8 +4,8 @@ The buffer starts with 61 placeholder bytes for the header; ``build()`` fills th
 uncompressed batch is never copied record by record. With a codec, the records region is
 compressed once at ``build()``, from a view of the buffer. A producer reuses the working
 buffer of a built batch for a new one (``take_buffer``, ``buffer=``): the batch is its
-first ``_size`` bytes, written over whatever the buffer held. Size checks for a producer accumulator use the uncompressed
-size, an upper bound for any useful compression.
+first ``_size`` bytes, written over whatever the buffer held. Size checks for a producer
+accumulator use the uncompressed size, an upper bound for any useful compression.
 """
 
 from __future__ import annotations
