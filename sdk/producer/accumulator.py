@@ -15,12 +15,13 @@ ratio), ours may halve per batch: a batch's uncompressed size is capped at
 ``max_request_size`` anyway, and a batch the broker refuses as too large is split.
 
 Memory: every batch reserves its uncompressed limit (at least ``batch_size``, or the record
-size) of ``buffer_memory`` in
-a :class:`BufferPool` when it opens, released when it completes. When the pool is
-exhausted ``append`` returns the number of bytes it needs instead of a future; the caller
-waits for them (blocking thread: ``BufferPool.reserve_blocking``; event loop:
-``BufferPool.reserve_async``), up to ``max_block_ms``, and calls ``append`` again with the
-reservation.
+size) of ``buffer_memory`` in a :class:`BufferPool` when it opens, released when it
+completes. When the pool is exhausted ``append`` returns the number of bytes it needs
+instead of a future; the caller waits for them (blocking thread:
+``BufferPool.reserve_blocking``; event loop: ``BufferPool.reserve_async``), up to
+``max_block_ms``, and calls ``append`` again with the reservation. Outside that count: at
+most two spare working buffers of built batches, kept for new batches (:meth:`recycle`),
+each no larger than the largest batch limit (``max_request_size``).
 
 Thread-safety: ``append``/``append_many`` may run on any thread (the blocking Producer
 appends from its callers' threads), everything else on the producer's event loop. The
