@@ -570,9 +570,9 @@ class RecordAccumulator:
     def recycle(self, buffer: bytearray | None) -> None:
         """Keep a built batch's working buffer (``RecordBatchBuilder.take_buffer``) for a
         new batch: writing over mapped pages instead of growing a fresh ~1 MB buffer per
-        batch, which page-faulted as the heap was trimmed and grown again, made 1 KB lz4
-        sends ~15% faster. Any thread; at most _SPARE_BUFFERS are kept, outside
-        ``buffer_memory`` (each at most the largest batch limit)."""
+        batch, which page-faulted as the heap was trimmed and grown again (1 KB lz4: 0.06 to
+        0.1 faults per record, 0 to 0.05 with reuse). Any thread; at most _SPARE_BUFFERS are
+        kept, outside ``buffer_memory`` (each at most the largest batch limit)."""
         if buffer is not None and len(self._spare_buffers) < _SPARE_BUFFERS:
             self._spare_buffers.append(buffer)
 

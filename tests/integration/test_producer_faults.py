@@ -27,8 +27,8 @@ from .conftest import (
     free_port,
     new_topic,
     read_batches,
+    require_tansu,
     start_target,
-    tansu_binary,
 )
 from .proxy import SwallowingProxy
 
@@ -92,8 +92,8 @@ def _stop(target_name: str, target: object) -> None:
 @pytest.mark.parametrize("target_name", ["ref", "tansu"])
 def test_every_broker_down_fails_after_delivery_timeout_and_close_returns(
         target_name: str) -> None:
-    if target_name == "tansu" and tansu_binary() is None:
-        pytest.skip("tansu is not installed")
+    if target_name == "tansu":
+        require_tansu()
     with start_target(target_name) as target:
         topic = new_topic("down")
         target.create_topic(topic, 1)
@@ -136,9 +136,7 @@ def test_unreachable_bootstrap_send_times_out_and_close_is_prompt() -> None:
 
 @pytest.mark.timeout(60)
 async def test_async_producer_closes_within_its_timeout_with_the_broker_gone() -> None:
-    binary = tansu_binary()
-    if binary is None:
-        pytest.skip("tansu is not installed")
+    binary = require_tansu()
     proc = TansuProcess(binary).start()
     try:
         async with AsyncProducer(bootstrap_servers=proc.bootstrap_servers, linger_ms=0,
@@ -237,9 +235,7 @@ def _swallowing_target(name: str) -> Iterator[tuple[str, Callable[[], None], Cal
                    lambda: control.drop_next(ApiKey.PRODUCE, handle=False, times=1_000_000),
                    control.clear)
         return
-    binary = tansu_binary()
-    if binary is None:
-        pytest.skip("tansu is not installed")
+    binary = require_tansu()
     proxy_port = free_port()
     tansu = TansuProcess(binary, advertised_port=proxy_port).start()
     proxy = SwallowingProxy(tansu.port, proxy_port)
