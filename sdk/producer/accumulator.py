@@ -485,6 +485,7 @@ class RecordAccumulator:
                 builder = batch.builder
                 assert builder is not None
                 first = batch.count
+                size_before = builder.size_in_bytes()
                 j = builder.append_values(values, stamps, i, n, batch.limit)
                 batch.count = first + (j - i)
                 batch.room = batch.limit - builder.size_in_bytes()
@@ -496,10 +497,11 @@ class RecordAccumulator:
                         p, switched = None, True
                     elif j - i > 1:
                         # The run ended with room left: tell the partitioner how many bytes
-                        # went to its sticky partition (it counted the first record only),
-                        # so it still moves on after batch_size bytes over several calls.
-                        partitioner.partition(topic, None,
-                                              int(sum(map(len, values[i + 1:j])) * scale),
+                        # went to its sticky partition (it counted the first record's value
+                        # only), so it still moves on after batch_size bytes over several
+                        # calls. The batch's growth counts them, records' framing included.
+                        written = builder.size_in_bytes() - size_before - len(values[i])
+                        partitioner.partition(topic, None, int(written * scale),
                                               info.partition_ids, info.available_ids)
                 i = j
         self.give_back(reserved)

@@ -14,7 +14,7 @@ from sdk.errors import DeliveryTimeoutError, MessageTooLargeError, ProducerClose
 from sdk.net.metadata import ClusterMetadata
 from sdk.producer.accumulator import NeedMemory, RecordAccumulator
 from sdk.producer.partitioner import default_partition
-from sdk.producer.staging import Stage, StagedFuture
+from sdk.producer.staging import Stage, StagedFuture, _ns_to_ms
 from sdk.records.builder import RecordBatchBuilder, record_size
 from sdk.records.reader import iter_batches
 
@@ -292,3 +292,32 @@ def test_append_values_of_one_size_encode_exactly_like_append(
         td = stamps[stop] - single.base_timestamp
         next_size = record_size(single.last_offset_delta + 1, td, None, values[stop])
         assert single.size_in_bytes() + next_size > limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=st.integers(min_value=0, max_value=2**62),
+       steps=st.lists(st.integers(min_value=-3_000_000, max_value=2_500_000), max_size=80),
+       forward=st.booleans())
+def test_staged_send_times_convert_to_the_millisecond_they_fall_in(
+        start: int, steps: list[int], forward: bool) -> None:
+    """Send times are read in nanoseconds and converted in bulk before a drain; in order
+    (mostly) by one division per millisecond, else one per record."""
+    stamps, t = [], start
+    for step in steps:
+        t = max(0, t + (abs(step) if forward else step))
+        stamps.append(t)
+    assert _ns_to_ms(stamps) == [t // 1_000_000 for t in stamps]
+
+
+def test_a_staged_record_reports_its_send_time_in_milliseconds_before_and_after_a_drain(
+) -> None:
+    stage, acc, _ = staged()
+    before = time.time_ns() // 1_000_000
+    fut = stage.put("t", None, b"v", None)
+    assert fut is not None
+    staged_ts = fut.metadata().timestamp
+    assert before <= staged_ts <= time.time_ns() // 1_000_000
+    assert stage.drain() is None
+    assert fut.metadata().timestamp == staged_ts
+    assert [rb.max_timestamp for pq in acc.all_queues() for batch in pq.batches
+            for rb in iter_batches(batch.builder.build())] == [staged_ts]  # type: ignore[union-attr]
