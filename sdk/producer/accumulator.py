@@ -11,8 +11,10 @@ With compression, ``batch_size`` counts *estimated compressed* bytes: a batch ma
 ``batch_size / ratio`` uncompressed bytes, the ratio being estimated per topic from the
 batches built so far (:meth:`RecordAccumulator.observe_compression`). Unlike Java, whose
 estimate improves by 0.005 per batch (~200 batches of ``batch_size`` to learn a 100:1
-ratio), ours may halve per batch: a batch's uncompressed size is capped at
-``max_request_size`` anyway, and a batch the broker refuses as too large is split.
+ratio), ours takes the ratio of any batch of at least half ``batch_size`` (a *telling*
+one), and the first full batch of a topic is compressed as soon as it fills to learn it:
+a batch's uncompressed size is capped at ``max_request_size`` anyway, and a batch the
+broker refuses as too large is split.
 
 Memory: every batch reserves its uncompressed limit (at least ``batch_size``, or the record
 size) of ``buffer_memory`` in a :class:`BufferPool` when it opens, released when it
@@ -55,8 +57,9 @@ __all__ = ["BufferPool", "NeedMemory", "PartitionQueue", "RecordAccumulator",
            "record_size_bound"]
 
 _time_ns = time.time_ns
-# Compression ratio estimate: improves by at most half per batch, worsens at once and by
-# at least Java's step; Java's 5% safety factor.
+# Compression ratio estimate (see observe_compression): a small batch improves it by at
+# most half; a telling batch worsens it at once, by Java's step or at most doubling it;
+# Java's 5% safety factor.
 _RATIO_BETTER_FACTOR = 0.5
 _RATIO_WORSE_STEP = 0.05
 _RATIO_SAFETY = 1.05
@@ -249,6 +252,7 @@ class RecordAccumulator:
         self.closed = False
         self.record_limit = record_limit
         self._ratios: dict[str, float] = {}  # compressed / uncompressed, per topic
+        self._ratio_told: set[str] = set()  # topics with an estimate from a telling batch
         self._max_uncompressed = max(batch_size, record_limit)
         # The built-in partitioners stick to one partition per batch for keyless records:
         # bulk appends then ask them once per batch instead of once per record.
@@ -317,6 +321,7 @@ class RecordAccumulator:
                 if room < 0 and batch.count:  # the bound is loose: check the real size
                     room = batch.limit - batch.builder.size_in_bytes() - size  # type: ignore[union-attr]
                     if room < 0:
+                        self._learn_ratio(topic, batch)
                         batch = None
             if batch is None:
                 batch = self._open_batch_for(pq, size, reserved)
@@ -409,6 +414,7 @@ class RecordAccumulator:
                         if room < 0 and batch.count:
                             room = batch.limit - batch.builder.size_in_bytes() - size  # type: ignore[union-attr]
                             if room < 0:
+                                self._learn_ratio(topic, batch)
                                 batch = None
                     if batch is None:
                         batch = self._open_batch_for(pq, size, reserved, created)
@@ -491,6 +497,8 @@ class RecordAccumulator:
                 batch.room = batch.limit - builder.size_in_bytes()
                 parts.append([batch, first, j - i, stamps[i]])
                 switched = False
+                if j < n:
+                    self._learn_ratio(topic, batch)
                 if partition is None:
                     if j < n:  # the batch is full: move on, as the partitioner would
                         partitioner.on_new_batch(topic, p)
@@ -656,16 +664,38 @@ class RecordAccumulator:
         return min(int(self.batch_size / ratio), self._max_uncompressed)
 
     def observe_compression(self, topic: str, uncompressed: int, compressed: int) -> None:
-        """Update the topic's compression ratio estimate from a built batch: it worsens at
-        once (as Java's) and improves by at most half per batch (Java: 0.005 per batch)."""
+        """Update the topic's compression ratio estimate from a built batch.
+
+        A *telling* batch (at least half of ``batch_size`` uncompressed) sets it to its own
+        ratio when better, and when worse to its ratio or Java's step more, whichever is
+        higher, but at most double. A smaller batch (a lone record, a few that lingered)
+        improves it by at most half and never worsens it: the batch header is most of
+        such a batch, and its ratio says little (at 100:1, one made batches 12x smaller).
+        Only full batches depend on the estimate, and those are telling.
+        """
         if uncompressed <= 0:
             return
         observed = compressed / uncompressed
         current = self._ratios.get(topic, 1.0)
+        telling = uncompressed >= self.batch_size // 2
         if observed > current:
-            self._ratios[topic] = max(current + _RATIO_WORSE_STEP, observed)
+            if telling:
+                self._ratios[topic] = max(observed, current + min(_RATIO_WORSE_STEP, current))
         elif observed < current:
-            self._ratios[topic] = max(current * _RATIO_BETTER_FACTOR, observed)
+            if not telling:
+                observed = max(current * _RATIO_BETTER_FACTOR, observed)
+            self._ratios[topic] = observed
+        if telling:
+            self._ratio_told.add(topic)
+
+    def _learn_ratio(self, topic: str, batch: ProducerBatch) -> None:
+        """A batch filled (under lock): until a batch of at least half ``batch_size`` was
+        built, it is compressed at once to learn the ratio, so the batches opened after it
+        are sized by it. Otherwise the first drain of a send loop (up to a megabyte staged)
+        opened dozens of ``batch_size`` batches before the sender built one."""
+        if self.compression and topic not in self._ratio_told and batch.builder is not None:
+            builder = batch.builder
+            self.observe_compression(topic, builder.size_in_bytes(), builder.compressed_size())
 
     def estimated_size(self, batch: ProducerBatch) -> int:
         """Expected size on the wire of an unsent batch (its compressed size estimate)."""

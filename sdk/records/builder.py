@@ -477,6 +477,16 @@ class RecordBatchBuilder:
         """Current batch size: header plus uncompressed records, or the built size."""
         return len(self._built) if self._built is not None else self._size
 
+    def compressed_size(self) -> int:
+        """The size the batch would have if built now: its records region is compressed
+        (and the result dropped). For a producer learning a topic's compression ratio from
+        its first full batch, before the batches after it open."""
+        if not self._codec:
+            return self._size
+        with memoryview(self._buf) as view:
+            records = compress(self._codec, view[RECORD_BATCH_OVERHEAD:self._size], self._level)
+        return RECORD_BATCH_OVERHEAD + len(records)
+
     def set_producer_state(
         self,
         producer_id: int,

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -277,14 +278,21 @@ def test_compression_ratio_estimate_lets_batches_grow() -> None:
                             record_limit=50_000)
     acc.metadata = three_partitions()
     assert acc.batch_limit("t") == 1000  # no estimate yet: ratio 1.0
-    acc.observe_compression("t", 10_000, 1_000)  # compresses 10x
-    # improves by at most half per batch, with a 5% safety margin
+    acc.observe_compression("t", 400, 40)  # a batch under half of batch_size: 10x
+    # improves by at most half per such batch, with a 5% safety margin
     assert acc.batch_limit("t") == int(1000 / (0.5 * 1.05))
     for _ in range(3):
-        acc.observe_compression("t", 10_000, 1_000)
+        acc.observe_compression("t", 400, 40)
     assert acc.batch_limit("t") == int(1000 / (0.1 * 1.05))  # 0.5, 0.25, 0.125 -> 0.1
+    acc.observe_compression("t", 100, 90)  # worse, but a small batch: ignored
+    assert acc.batch_limit("t") == int(1000 / (0.1 * 1.05))
     acc.observe_compression("t", 1000, 900)  # worse: the estimate jumps back up quickly
     assert acc.batch_limit("t") == int(1000 / (0.9 * 1.05))
+    acc.observe_compression("t", 500, 50)  # half of batch_size or more: straight to its ratio
+    assert acc.batch_limit("t") == int(1000 / (0.1 * 1.05))
+    acc.observe_compression("t", 10_000, 1)
+    acc.observe_compression("t", 10_000, 2)  # worse by a little: doubles, not + 0.05
+    assert acc._ratios["t"] == 0.0002
     for _ in range(400):
         acc.observe_compression("t", 10_000, 1)
     assert acc.batch_limit("t") == 50_000  # capped by max_request_size / buffer_memory
@@ -294,6 +302,24 @@ def test_compression_ratio_estimate_lets_batches_grow() -> None:
     assert fut._batch.count == 21 and fut._batch.limit == 50_000  # type: ignore[union-attr]
     assert acc.estimated_size(fut._batch) < 1000  # type: ignore[union-attr]
     assert make()[0].batch_limit("t") == 1000  # uncompressed: always batch_size
+
+
+def test_the_first_full_batch_of_a_topic_teaches_the_ratio_to_the_batches_after_it() -> None:
+    acc = RecordAccumulator(batch_size=10_000, linger_s=1, delivery_timeout_s=60,
+                            compression="lz4", pool=BufferPool(1 << 30),
+                            partitioner=DefaultPartitioner(10_000), wake_sender=Wakes(),
+                            record_limit=500_000)
+    acc.metadata = three_partitions()
+    parts: list[list[Any]] = []
+    now = int(time.time() * 1000)
+    values = [b"x" * 400] * 1000
+    assert acc.append_many("t", 0, None, values, 0, parts, now, plain=True) == (1000, None)  # type: ignore[arg-type]
+    first, *rest = acc.queues["t"][0].batches
+    assert first.limit == 10_000 and first.count == 24  # no estimate yet: batch_size
+    # It was compressed when it filled: the next batch holds what compresses to about
+    # batch_size (~40x here), nearly all the rest.
+    assert acc.batch_limit("t") > 300_000
+    assert rest[0].limit == acc.batch_limit("t") and rest[0].count > 900
 
 
 # ============================================================================ split batches
