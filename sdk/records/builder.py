@@ -483,9 +483,11 @@ class RecordBatchBuilder:
         its first full batch, before the batches after it open."""
         if not self._codec:
             return self._size
-        with memoryview(self._buf) as view:
-            records = compress(self._codec, view[RECORD_BATCH_OVERHEAD:self._size], self._level)
-        return RECORD_BATCH_OVERHEAD + len(records)
+        return RECORD_BATCH_OVERHEAD + len(self._compressed_records())
+
+    def _compressed_records(self) -> bytes:
+        with memoryview(self._buf) as view:  # no copy of the records region
+            return compress(self._codec, view[RECORD_BATCH_OVERHEAD:self._size], self._level)
 
     def set_producer_state(
         self,
@@ -511,8 +513,7 @@ class RecordBatchBuilder:
         buf = self._buf
         size = self._size
         if self._codec:
-            with memoryview(buf) as view:  # no copy of the records region
-                records = compress(self._codec, view[RECORD_BATCH_OVERHEAD:size], self._level)
+            records = self._compressed_records()
             buf = bytearray(RECORD_BATCH_OVERHEAD)
             buf += records
             size = len(buf)
