@@ -13,8 +13,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	touch $(STAMP)
 
+# Apache Kafka's jars are fetched once into ~/.cache/kafka-sdk (or $$KAFKA_SDK_CACHE).
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/python tools/apache_kafka.py fetch --optional
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)

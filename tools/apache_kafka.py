@@ -521,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_fetch = sub.add_parser("fetch", help="resolve Kafka's jars into the cache")
     p_fetch.add_argument("--version", default=DEFAULT_VERSION)
+    p_fetch.add_argument("--optional", action="store_true",
+                         help="without java or mvn, say so and exit 0 (unless "
+                              "REQUIRE_APACHE_KAFKA is set): the Apache tests then skip")
     p_cp = sub.add_parser("classpath", help="print the classpath of the cached jars")
     p_cp.add_argument("--version", default=DEFAULT_VERSION)
     p_start = sub.add_parser("start", help="run a KRaft cluster until SIGTERM/SIGINT")
@@ -532,7 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "fetch":
-        print(fetch(args.version, quiet=False))
+        required = os.environ.get("REQUIRE_APACHE_KAFKA", "") not in ("", "0")
+        if args.optional and not required and missing_tools():
+            print(f"Apache Kafka not fetched ({missing_tools()}): its tests will skip")
+            return 0
+        print(fetch(args.version, quiet=True))
         return 0
     if args.command == "classpath":
         print(classpath(args.version))
