@@ -1,0 +1,316 @@
+"""Kafka's own Java tools as peers of our client, against our broker and Apache Kafka.
+
+Every test runs twice: against the reference broker (a subprocess) and against Apache Kafka
+4.3.1 (one combined KRaft node, its jars run as JVMs). The Java side is Kafka's command-line
+tools from those jars: the console producer and consumer and the consumer-groups tool, so
+the Java client library itself (its partitioner, its group membership, its admin client)
+talks to the same broker as our SDK. Each JVM start costs a second or two of CPU, so each
+test launches as few as it can (one console producer writes every record, for instance).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from apache_support import apache_cluster, require_apache_kafka
+from interop_kit import BrokerProcess, wait_until
+
+from sdk import AdminClient, Consumer, NewTopic, Producer, TopicPartition
+from sdk.producer.partitioner import default_partition
+from sdk.types import ConsumerRecord
+from tools.apache_kafka import java_command
+
+PRODUCER_TOOL = "org.apache.kafka.tools.ConsoleProducer"
+CONSUMER_TOOL = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+GROUPS_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+COOPERATIVE = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+JAVA_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Target:
+    name: str  # "ref" (our broker) or "kafka" (Apache Kafka)
+    bootstrap: str
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        with AdminClient(bootstrap_servers=self.bootstrap) as admin:
+            admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                          replication_factor=1)]).raise_if_failed()
+        # Apache Kafka publishes a new topic's leaders asynchronously; wait until a
+        # metadata answer lists every partition so the Java tools never see it half made.
+        with Consumer(bootstrap_servers=self.bootstrap) as consumer:
+            wait_until(lambda: len(consumer.partitions_for_topic(name)) == partitions)
+
+
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Target]:
+    require_apache_kafka()  # the Java tools come from Apache Kafka's jars either way
+    if request.param == "ref":
+        broker = BrokerProcess(tmp_path_factory.mktemp("java-interop"))
+        broker.start()
+        try:
+            yield Target("ref", broker.bootstrap)
+        finally:
+            broker.kill()
+    else:
+        with apache_cluster(brokers=1) as cluster:
+            yield Target("kafka", cluster.bootstrap_servers)
+
+
+def run_java(main_class: str, *args: str, stdin: str | None = None) -> str:
+    """Run one Java tool to its end; its stdout, or a failure with what it printed."""
+    result = subprocess.run(java_command(main_class, *args), input=stdin, capture_output=True,
+                            text=True, timeout=JAVA_TIMEOUT_S)
+    assert result.returncode == 0, (
+        f"{main_class} exited {result.returncode}\nstdout: {result.stdout[-3000:]}\n"
+        f"stderr: {result.stderr[-3000:]}")
+    return result.stdout
+
+
+def printed_records(lines: list[str]) -> list[tuple[int, int, str, str, str]]:
+    """(partition, offset, headers, key, value) from the console consumer's lines printed
+    with print.partition, print.offset, print.headers and print.key (tab-separated)."""
+    rows = []
+    for line in lines:
+        partition, offset, headers, key, value = line.rstrip("\n").split("\t")
+        assert partition.startswith("Partition:") and offset.startswith("Offset:"), line
+        rows.append((int(partition.removeprefix("Partition:")),
+                     int(offset.removeprefix("Offset:")), headers, key, value))
+    return rows
+
+
+PRINT_ALL = ("--formatter-property", "print.partition=true", "--formatter-property",
+             "print.offset=true", "--formatter-property", "print.headers=true",
+             "--formatter-property", "print.key=true")
+
+
+def consume_assigned(bootstrap: str, topic: str, partitions: int, count: int
+                     ) -> list[ConsumerRecord]:
+    """Every record of ``topic`` from the start, read by our consumer without a group."""
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        return poll_until(consumer, count)
+
+
+def poll_until(consumer: Consumer, count: int, into: list[ConsumerRecord] | None = None,
+               timeout_s: float = 60.0) -> list[ConsumerRecord]:
+    """Poll until ``into`` (a new list by default) holds ``count`` records or time is up."""
+    got = [] if into is None else into
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=200).values():
+            got.extend(records)
+    return got
+
+
+# ----------------------------------------------------------------------------- 1. Java -> us
+
+
+def test_java_console_producer_to_our_consumer(target: Target) -> None:
+    """Keyed records with headers, lz4-compressed by the Java producer, read by our consumer:
+    values, keys, headers in order, and the partition Java's murmur2 chose for each key."""
+    topic, partitions, count = "java-to-sdk", 4, 60
+    target.create_topic(topic, partitions)
+    lines = []
+    for i in range(count):
+        key = "<null>" if i % 20 == 7 else f"user-{i}"
+        lines.append(f"trace:t-{i},seq:{i},empty:\t{key}\tpayload {i} = {{'n': {i}}}\n")
+    run_java(PRODUCER_TOOL, "--bootstrap-server", target.bootstrap, "--topic", topic,
+             "--compression-codec", "lz4",
+             "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true",
+             "--reader-property", "null.marker=<null>", stdin="".join(lines))
+
+    got = consume_assigned(target.bootstrap, topic, partitions, count)
+    assert len(got) == count
+    by_index = {int(r.value.split()[1]): r for r in got}
+    assert sorted(by_index) == list(range(count))
+    for i, record in by_index.items():
+        assert record.value == f"payload {i} = {{'n': {i}}}".encode()
+        assert list(record.headers) == [("trace", f"t-{i}".encode()), ("seq", str(i).encode()),
+                                        ("empty", b"")]
+        if i % 20 == 7:
+            assert record.key is None  # the null marker: Java sent no key
+        else:
+            assert record.key == f"user-{i}".encode()
+            # Java's default partitioner for a keyed record: toPositive(murmur2(key)) % n.
+            assert record.partition == default_partition(record.key, partitions), record.key
+    # One producer, lines sent in order: each partition holds its records in line order.
+    for p in range(partitions):
+        in_log = [int(r.value.split()[1]) for r in sorted(got, key=lambda r: r.offset)
+                  if r.partition == p]
+        assert in_log == sorted(in_log)
+        assert [r.offset for r in got if r.partition == p] == list(range(len(in_log)))
+
+
+# ----------------------------------------------------------------------------- 2. us -> Java
+
+
+def test_our_producer_to_java_console_consumer(target: Target) -> None:
+    """Our producer's keyed records (headers on most) read by the Java console consumer:
+    everything arrives, at the offsets we were told, in the partitions Java would pick."""
+    topic, partitions, count = "sdk-to-java", 5, 100
+    target.create_topic(topic, partitions)
+    sent: dict[str, tuple[str, str, int, int]] = {}  # key -> (value, headers, partition, offset)
+    with Producer(bootstrap_servers=target.bootstrap, linger_ms=5) as producer:
+        futures = []
+        for i in range(count):
+            headers = [] if i % 10 == 0 else [("origin", b"sdk"), ("n", str(i).encode())]
+            futures.append((i, headers, producer.send(topic, f"value-{i}".encode(),
+                                                      key=f"k-{i}".encode(), headers=headers)))
+        for i, headers, future in futures:
+            meta = future.result(timeout=30)
+            shown = ",".join(f"{k}:{v.decode()}" for k, v in headers) or "NO_HEADERS"
+            sent[f"k-{i}"] = (f"value-{i}", shown, meta.partition, meta.offset)
+
+    out = run_java(CONSUMER_TOOL, "--bootstrap-server", target.bootstrap, "--topic", topic,
+                   "--from-beginning", "--max-messages", str(count), "--timeout-ms", "30000",
+                   *PRINT_ALL)
+    rows = printed_records(out.splitlines())
+    assert len(rows) == count
+    received = {key: (value, headers, partition, offset)
+                for partition, offset, headers, key, value in rows}
+    assert received == sent
+    for key, (_value, _headers, partition, _offset) in received.items():
+        assert partition == default_partition(key.encode(), partitions), key
+
+
+# ----------------------------------------------------------------------------- 3. one group
+
+
+def test_java_and_our_consumer_share_a_group(target: Target) -> None:
+    """A Java console consumer and our consumer in one cooperative-sticky group: each holds
+    some of the partitions, each receives records, and together they receive each record."""
+    topic, group, partitions, per_partition = "shared-group", "java-sdk-group", 4, 25
+    target.create_topic(topic, partitions)
+    java = subprocess.Popen(
+        java_command(CONSUMER_TOOL, "--bootstrap-server", target.bootstrap, "--topic", topic,
+                     "--group", group, "--from-beginning", *PRINT_ALL,
+                     "--command-property", f"partition.assignment.strategy={COOPERATIVE}",
+                     "--command-property", "heartbeat.interval.ms=500",
+                     "--command-property", "client.id=java-member"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    java_lines: list[str] = []
+    java_err: list[str] = []
+    readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
+               for s, into in ((java.stdout, java_lines), (java.stderr, java_err))]
+    for reader in readers:
+        reader.start()
+    ours: list[ConsumerRecord] = []
+    try:
+        with Consumer(topic, bootstrap_servers=target.bootstrap, group_id=group,
+                      client_id="sdk-member", auto_offset_reset="earliest",
+                      partition_assignment_strategy=["cooperative-sticky"],
+                      heartbeat_interval_ms=500) as consumer, \
+                AdminClient(bootstrap_servers=target.bootstrap) as admin:
+
+            def split() -> dict[str, set[int]]:
+                (description,) = admin.describe_consumer_groups([group]).values()
+                return {m.client_id: {tp.partition for tp in m.assignment}
+                        for m in description.members}
+
+            def settled() -> bool:
+                ours.extend(r for rs in consumer.poll(timeout_ms=200).values() for r in rs)
+                assert java.poll() is None, f"the Java consumer exited: {''.join(java_err)}"
+                owners = split()
+                mine = {tp.partition for tp in consumer.assignment()}
+                return (set(owners) == {"java-member", "sdk-member"} and all(owners.values())
+                        and owners["sdk-member"] == mine
+                        and sorted(p for ps in owners.values() for p in ps)
+                        == list(range(partitions)))
+
+            wait_until(settled, timeout=60, interval=0)
+            owners = split()
+            with Producer(bootstrap_servers=target.bootstrap) as producer:
+                for p in range(partitions):
+                    for i in range(per_partition):
+                        producer.send(topic, f"v-{p}-{i}".encode(), key=f"k-{p}-{i}".encode(),
+                                      partition=p)
+            total = partitions * per_partition
+
+            def all_arrived() -> bool:
+                ours.extend(r for rs in consumer.poll(timeout_ms=200).values() for r in rs)
+                return len(ours) + len(java_lines) >= total
+
+            wait_until(all_arrived, timeout=60, interval=0)
+            assert consumer.poll(timeout_ms=1000) == {}  # nothing beyond the total
+            assert split() == owners  # no rebalance while the records flowed
+    finally:
+        java.terminate()  # the tool's shutdown hook closes its consumer: it leaves the group
+        java.wait(30)
+        for reader in readers:
+            reader.join(10)
+    java_rows = printed_records(java_lines)
+    java_got = sorted((key, value, p) for p, _offset, _headers, key, value in java_rows)
+    our_got = sorted((r.key.decode(), r.value.decode(), r.partition) for r in ours)
+    assert java_got and our_got, "each member receives records"
+    assert {p for _k, _v, p in java_got} == owners["java-member"]
+    assert {p for _k, _v, p in our_got} == owners["sdk-member"]
+    expected = sorted((f"k-{p}-{i}", f"v-{p}-{i}", p)
+                      for p in range(partitions) for i in range(per_partition))
+    assert sorted(java_got + our_got) == expected  # each record once, none missing
+
+
+# ----------------------------------------------------------------------------- 4. groups tool
+
+
+def describe_rows(out: str, group: str) -> dict[int, list[str]]:
+    """The consumer-groups tool's --describe table: partition -> its columns."""
+    rows = {}
+    for line in out.splitlines():
+        cells = line.split()
+        if cells and cells[0] == group:
+            rows[int(cells[2])] = cells
+    return rows
+
+
+def test_groups_tool_describes_and_resets_our_group(target: Target, tmp_path: Path) -> None:
+    """Java's consumer-groups tool describes a group our consumer committed (offsets, lag,
+    our member), then resets it to the earliest offsets, and our consumer reads it again."""
+    topic, group, partitions = "tool-group", "sdk-committed", 3
+    target.create_topic(topic, partitions)
+    with Producer(bootstrap_servers=target.bootstrap) as producer:
+        for p in range(partitions):
+            for i in range(10):
+                producer.send(topic, f"first-{p}-{i}".encode(), partition=p)
+    with Consumer(topic, bootstrap_servers=target.bootstrap, group_id=group,
+                  client_id="sdk-tool-member", auto_offset_reset="earliest",
+                  enable_auto_commit=False) as consumer:
+        assert len(poll_until(consumer, 30)) == 30
+        consumer.commit()
+        with Producer(bootstrap_servers=target.bootstrap) as producer:
+            for p in range(partitions):
+                for i in range(5):
+                    producer.send(topic, f"later-{p}-{i}".encode(), partition=p)
+        # Described while our member is active: its committed offsets, the lag, the member.
+        out = run_java(GROUPS_TOOL, "--bootstrap-server", target.bootstrap,
+                       "--describe", "--group", group)
+        rows = describe_rows(out, group)
+        assert sorted(rows) == list(range(partitions)), out
+        for cells in rows.values():
+            _group, shown_topic, _p, current, log_end, lag, member, host, client = cells
+            assert (shown_topic, current, log_end, lag) == (topic, "10", "15", "5"), out
+            assert member != "-" and host.lstrip("/") == "127.0.0.1", out
+            assert client == "sdk-tool-member", out
+
+    # Reset (the group is empty now that our consumer left) to the earliest offsets.
+    out = run_java(GROUPS_TOOL, "--bootstrap-server", target.bootstrap, "--reset-offsets",
+                   "--to-earliest", "--execute", "--topic", topic, "--group", group)
+    rows = describe_rows(out, group)
+    assert {p: cells[1:] for p, cells in rows.items()} == {
+        p: [topic, str(p), "0"] for p in range(partitions)}, out
+
+    with Consumer(topic, bootstrap_servers=target.bootstrap, group_id=group,
+                  auto_offset_reset="latest", enable_auto_commit=False) as consumer:
+        again = poll_until(consumer, 45)
+    assert len(again) == 45  # auto_offset_reset=latest: only the reset offsets say "from 0"
+    for p in range(partitions):
+        values = [r.value.decode() for r in again if r.partition == p]
+        assert values == ([f"first-{p}-{i}" for i in range(10)]
+                          + [f"later-{p}-{i}" for i in range(5)])
