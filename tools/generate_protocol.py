@@ -240,11 +240,11 @@ def func_name(kind: str, owner: str, lo: int, hi: int) -> str:
     return f"_{kind}_{owner.replace('.', '_')}_v{lo}" + (f"_{hi}" if hi != lo else "")
 
 
-def emit_encoder(em: Emitter, s: StructDef, owner: str, lo: int, hi: int, layout: tuple,
-                 schema: Schema, groups_of: dict[str, list]) -> None:
+def emit_encoder(em: Emitter, s: StructDef, owner: str, cls_expr: str, lo: int, hi: int,
+                 layout: tuple, schema: Schema, groups_of: dict[str, list]) -> None:
     flexible, fields = layout
     out = em.lines
-    out.append(f"def {func_name('enc', owner, lo, hi)}(w: bytearray, o: Any) -> None:")
+    out.append(f"def {func_name('enc', owner, lo, hi)}(w: bytearray, o: {cls_expr}) -> None:")
     body: list[str] = []
     run: list[Field] = []
 
@@ -296,15 +296,17 @@ def encode_value(em: Emitter, f: Field, lay: tuple, expr: str, w: str, schema: S
     cp = "compact_" if flex else ""
     req = "" if nullable else "required_"
     if is_array:
-        lines = [f"v = {expr}", f"write_{req}{cp}array_length({w}, v)", "if v:"]
+        # Names per field: mypy gives a local one type, and arrays differ in element type.
+        v, item = f"v_{f.attr}", f"it_{f.attr}"
+        lines = [f"{v} = {expr}", f"write_{req}{cp}array_length({w}, {v})", f"if {v}:"]
         if child is not None:
             fn = child_func("enc", f, child, schema, groups_of)
-            lines += ["    for item in v:", f"        {fn}({w}, item)"]
+            lines += [f"    for {item} in {v}:", f"        {fn}({w}, {item})"]
         elif t in FIXED:
-            lines.append(f'    {w} += struct.pack(">%d{FIXED[t]}" % len(v), *v)')
+            lines.append(f'    {w} += struct.pack(">%d{FIXED[t]}" % len({v}), *{v})')
         else:
-            lines += ["    for item in v:"]
-            lines += ["        " + ln for ln in encode_scalar(t, flex, False, "item", w)]
+            lines += [f"    for {item} in {v}:"]
+            lines += ["        " + ln for ln in encode_scalar(t, flex, False, item, w)]
         return lines
     if child is not None:
         fn = child_func("enc", f, child, schema, groups_of)
@@ -354,7 +356,8 @@ def emit_decoder(em: Emitter, s: StructDef, owner: str, cls_expr: str, lo: int, 
                  layout: tuple, schema: Schema, groups_of: dict) -> None:
     flexible, fields = layout
     out = em.lines
-    out.append(f"def {func_name('dec', owner, lo, hi)}(buf: Any, pos: int) -> tuple[Any, int]:")
+    out.append(f"def {func_name('dec', owner, lo, hi)}(buf: Any, pos: int) "
+               f"-> tuple[{cls_expr}, int]:")
     body: list[str] = []
     run: list[Field] = []
     present: list[Field] = []
@@ -387,8 +390,11 @@ def emit_decoder(em: Emitter, s: StructDef, owner: str, cls_expr: str, lo: int, 
     if flexible:
         qual = groups_of["#qual"]
         for f, _lay in tagged:
-            body.append(f"f_{f.attr} = {default_value_expr(f, qual)}")
-        body += ["unknown = None", "n_tags, pos = read_uvarint(buf, pos)", "for _ in range(n_tags):",
+            # Annotated: the default alone (often ``[]``) tells mypy nothing of the element
+            # type. Local annotations are never evaluated, so this costs nothing at run time.
+            body.append(f"f_{f.attr}: {annotation(f, qual)} = {default_value_expr(f, qual)}")
+        body += ["unknown: list[tuple[int, bytes]] | None = None",
+                 "n_tags, pos = read_uvarint(buf, pos)", "for _ in range(n_tags):",
                  "    tag, pos = read_uvarint(buf, pos)"]
         branch = "if"
         for f, lay in sorted(tagged, key=lambda x: x[0].tag or 0):
@@ -417,19 +423,20 @@ def decode_value(f: Field, lay: tuple, target: str, schema: Schema, groups_of: d
     cp = "compact_" if flex else ""
     if is_array:
         req = "" if nullable else "required_"
+        item = f"it_{f.attr}"  # one name per field, as in encode_value
         lines = [f"n, pos = read_{req}{cp}array_length(buf, pos)"]
         if child is not None:
             fn = child_func("dec", f, child, schema, groups_of)
-            body = [f"{target} = []", "for _ in range(n):", f"    item, pos = {fn}(buf, pos)",
-                    f"    {target}.append(item)"]
+            body = [f"{target} = []", "for _ in range(n):", f"    {item}, pos = {fn}(buf, pos)",
+                    f"    {target}.append({item})"]
         elif t in FIXED:
             c = FIXED[t]
             body = [f'{target} = list(struct.unpack_from(">%d{c}" % n, buf, pos))',
                     f"pos += {FIXED_SIZE[c]} * n"]
         else:
             body = [f"{target} = []", "for _ in range(n):"]
-            body += ["    " + ln for ln in decode_scalar(t, flex, False, "item")]
-            body.append(f"    {target}.append(item)")
+            body += ["    " + ln for ln in decode_scalar(t, flex, False, item)]
+            body.append(f"    {target}.append({item})")
         if nullable:
             return [*lines, "if n < 0:", f"    {target} = None", "else:",
                     *("    " + ln for ln in body)]
@@ -508,12 +515,14 @@ def emit_module(schemas: list[Schema]) -> str:
         em.lines = func_lines
         for name, sdef in schema.structs.items():
             for lo, hi, lay in groups_of[name]:
-                emit_encoder(em, sdef, f"{schema.name}_{name}", lo, hi, lay, schema, groups_of)
+                emit_encoder(em, sdef, f"{schema.name}_{name}", qual[name], lo, hi, lay, schema,
+                             groups_of)
                 emit_decoder(em, sdef, f"{schema.name}_{name}", qual[name], lo, hi, lay, schema,
                              groups_of)
         enc, dec = [], []
         for lo, hi, lay in version_groups(schema.root, schema):
-            emit_encoder(em, schema.root, schema.name, lo, hi, lay, schema, groups_of)
+            emit_encoder(em, schema.root, schema.name, schema.name, lo, hi, lay, schema,
+                         groups_of)
             emit_decoder(em, schema.root, schema.name, schema.name, lo, hi, lay, schema, groups_of)
             enc += [func_name("enc", schema.name, lo, hi)] * (hi - lo + 1)
             dec += [func_name("dec", schema.name, lo, hi)] * (hi - lo + 1)

@@ -280,44 +280,45 @@ def skip_to(buf: Buffer, pos: int, end: int, what: str) -> int:
 
 # ----------------------------------------------------------------------------- strict variants
 # Generated encoders use these for fields that are not nullable at the version being written,
-# so a None is refused at the sender instead of producing bytes the peer rejects.
+# so a None is refused at the sender instead of producing bytes the peer rejects. They take
+# ``X | None`` because a field nullable in some versions is typed so on its class.
 
 
 def _null_refused(what: str) -> MalformedDataError:
     return MalformedDataError(f"None given for a non-nullable {what}")
 
 
-def write_required_string(w: bytearray, value: str) -> None:
+def write_required_string(w: bytearray, value: str | None) -> None:
     if value is None:
         raise _null_refused("string")
     write_string(w, value)
 
 
-def write_required_compact_string(w: bytearray, value: str) -> None:
+def write_required_compact_string(w: bytearray, value: str | None) -> None:
     if value is None:
         raise _null_refused("string")
     write_compact_string(w, value)
 
 
-def write_required_bytes(w: bytearray, value: Buffer) -> None:
+def write_required_bytes(w: bytearray, value: Buffer | None) -> None:
     if value is None:
         raise _null_refused("bytes field")
     write_bytes(w, value)
 
 
-def write_required_compact_bytes(w: bytearray, value: Buffer) -> None:
+def write_required_compact_bytes(w: bytearray, value: Buffer | None) -> None:
     if value is None:
         raise _null_refused("bytes field")
     write_compact_bytes(w, value)
 
 
-def write_required_array_length(w: bytearray, value: list[Any]) -> None:
+def write_required_array_length(w: bytearray, value: list[Any] | None) -> None:
     if value is None:
         raise _null_refused("array")
     w += INT32.pack(len(value))
 
 
-def write_required_compact_array_length(w: bytearray, value: list[Any]) -> None:
+def write_required_compact_array_length(w: bytearray, value: list[Any] | None) -> None:
     if value is None:
         raise _null_refused("array")
     write_uvarint(w, len(value) + 1)

@@ -55,13 +55,13 @@ class AddOffsetsToTxnResponse(Message):
 
 
 
-def _enc_AddOffsetsToTxnRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddOffsetsToTxnRequest_v0_2(w: bytearray, o: AddOffsetsToTxnRequest) -> None:
     write_required_string(w, o.transactional_id)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
     write_required_string(w, o.group_id)
 
 
-def _dec_AddOffsetsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddOffsetsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
     f_transactional_id, pos = read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -69,7 +69,7 @@ def _dec_AddOffsetsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     return AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id), pos
 
 
-def _enc_AddOffsetsToTxnRequest_v3_4(w: bytearray, o: Any) -> None:
+def _enc_AddOffsetsToTxnRequest_v3_4(w: bytearray, o: AddOffsetsToTxnRequest) -> None:
     write_required_compact_string(w, o.transactional_id)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
     write_required_compact_string(w, o.group_id)
@@ -79,12 +79,12 @@ def _enc_AddOffsetsToTxnRequest_v3_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AddOffsetsToTxnRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddOffsetsToTxnRequest_v3_4(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     f_group_id, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -94,17 +94,17 @@ def _dec_AddOffsetsToTxnRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     return AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id, unknown_tags=unknown), pos
 
 
-def _enc_AddOffsetsToTxnResponse_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddOffsetsToTxnResponse_v0_2(w: bytearray, o: AddOffsetsToTxnResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
 
 
-def _dec_AddOffsetsToTxnResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddOffsetsToTxnResponse_v0_2(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return AddOffsetsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code), pos
 
 
-def _enc_AddOffsetsToTxnResponse_v3_4(w: bytearray, o: Any) -> None:
+def _enc_AddOffsetsToTxnResponse_v3_4(w: bytearray, o: AddOffsetsToTxnResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -112,10 +112,10 @@ def _enc_AddOffsetsToTxnResponse_v3_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AddOffsetsToTxnResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddOffsetsToTxnResponse_v3_4(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

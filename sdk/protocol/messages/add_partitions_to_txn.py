@@ -93,15 +93,15 @@ class AddPartitionsToTxnResponse(Message):
 
 
 
-def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(w: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -109,24 +109,24 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf: Any, pos: i
     return AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -136,7 +136,7 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf: Any, pos: i
     return AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(w: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction) -> None:
     if o.transactional_id != '':
         refuse_absent_field("AddPartitionsToTxnTransaction", "transactional_id", 0)
     if o.producer_id != 0:
@@ -149,11 +149,11 @@ def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(w: bytearr
         refuse_absent_field("AddPartitionsToTxnTransaction", "topics", 0)
 
 
-def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction, int]:
     return AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(), pos
 
 
-def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(w: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction) -> None:
     if o.transactional_id != '':
         refuse_absent_field("AddPartitionsToTxnTransaction", "transactional_id", 3)
     if o.producer_id != 0:
@@ -170,8 +170,8 @@ def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(w: bytearray
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -181,30 +181,30 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf: Any, po
     return AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(w: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction) -> None:
     write_required_compact_string(w, o.transactional_id)
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.verify_only)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_verify_only = _S_qho.unpack_from(buf, pos)
     pos += 11
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -214,56 +214,56 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf: Any, 
     return AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, verify_only=f_verify_only, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_v0_2(w: bytearray, o: AddPartitionsToTxnRequest) -> None:
     if o.transactions:
         refuse_absent_field("AddPartitionsToTxnRequest", "transactions", 0)
     write_required_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    v = o.v3_and_below_topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(w, item)
+    v_v3_and_below_topics = o.v3_and_below_topics
+    write_required_array_length(w, v_v3_and_below_topics)
+    if v_v3_and_below_topics:
+        for it_v3_and_below_topics in v_v3_and_below_topics:
+            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(w, it_v3_and_below_topics)
 
 
-def _dec_AddPartitionsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
     f_v3_and_below_transactional_id, pos = read_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_array_length(buf, pos)
     f_v3_and_below_topics = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf, pos)
-        f_v3_and_below_topics.append(item)
+        it_v3_and_below_topics, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0_2(buf, pos)
+        f_v3_and_below_topics.append(it_v3_and_below_topics)
     return AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics), pos
 
 
-def _enc_AddPartitionsToTxnRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnRequest_v3(w: bytearray, o: AddPartitionsToTxnRequest) -> None:
     if o.transactions:
         refuse_absent_field("AddPartitionsToTxnRequest", "transactions", 3)
     write_required_compact_string(w, o.v3_and_below_transactional_id)
     w += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    v = o.v3_and_below_topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w, item)
+    v_v3_and_below_topics = o.v3_and_below_topics
+    write_required_compact_array_length(w, v_v3_and_below_topics)
+    if v_v3_and_below_topics:
+        for it_v3_and_below_topics in v_v3_and_below_topics:
+            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(w, it_v3_and_below_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_v3(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
     f_v3_and_below_transactional_id, pos = read_compact_string(buf, pos)
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_compact_array_length(buf, pos)
     f_v3_and_below_topics = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
-        f_v3_and_below_topics.append(item)
-    unknown = None
+        it_v3_and_below_topics, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3_5(buf, pos)
+        f_v3_and_below_topics.append(it_v3_and_below_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -273,12 +273,12 @@ def _dec_AddPartitionsToTxnRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnRequest_v4_5(w: bytearray, o: Any) -> None:
-    v = o.transactions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(w, item)
+def _enc_AddPartitionsToTxnRequest_v4_5(w: bytearray, o: AddPartitionsToTxnRequest) -> None:
+    v_transactions = o.transactions
+    write_required_compact_array_length(w, v_transactions)
+    if v_transactions:
+        for it_transactions in v_transactions:
+            _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(w, it_transactions)
     if o.v3_and_below_transactional_id != '':
         refuse_absent_field("AddPartitionsToTxnRequest", "v3_and_below_transactional_id", 4)
     if o.v3_and_below_producer_id != 0:
@@ -293,13 +293,13 @@ def _enc_AddPartitionsToTxnRequest_v4_5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnRequest_v4_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_transactions = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf, pos)
-        f_transactions.append(item)
-    unknown = None
+        it_transactions, pos = _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4_5(buf, pos)
+        f_transactions.append(it_transactions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -309,46 +309,46 @@ def _dec_AddPartitionsToTxnRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     return AddPartitionsToTxnRequest(transactions=f_transactions, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
     write_required_string(w, o.name)
-    v = o.results_by_partition
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(w, item)
+    v_results_by_partition = o.results_by_partition
+    write_required_array_length(w, v_results_by_partition)
+    if v_results_by_partition:
+        for it_results_by_partition in v_results_by_partition:
+            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(w, it_results_by_partition)
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_results_by_partition = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(buf, pos)
-        f_results_by_partition.append(item)
+        it_results_by_partition, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(buf, pos)
+        f_results_by_partition.append(it_results_by_partition)
     return AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=f_name, results_by_partition=f_results_by_partition), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
     write_required_compact_string(w, o.name)
-    v = o.results_by_partition
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(w, item)
+    v_results_by_partition = o.results_by_partition
+    write_required_compact_array_length(w, v_results_by_partition)
+    if v_results_by_partition:
+        for it_results_by_partition in v_results_by_partition:
+            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(w, it_results_by_partition)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_results_by_partition = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf, pos)
-        f_results_by_partition.append(item)
-    unknown = None
+        it_results_by_partition, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf, pos)
+        f_results_by_partition.append(it_results_by_partition)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -358,17 +358,17 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf: Any,
     return AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=f_name, results_by_partition=f_results_by_partition, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.partition_error_code)
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult, int]:
     f_partition_index, f_partition_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.partition_error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -376,10 +376,10 @@ def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(w: by
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult, int]:
     f_partition_index, f_partition_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -389,23 +389,23 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3_5(buf: 
     return AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0_2(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult) -> None:
     pass
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnResult, int]:
     return AddPartitionsToTxnResponse.AddPartitionsToTxnResult(), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnResult, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -415,27 +415,27 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf: Any, pos: i
     return AddPartitionsToTxnResponse.AddPartitionsToTxnResult(unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult) -> None:
     write_required_compact_string(w, o.transactional_id)
-    v = o.topic_results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w, item)
+    v_topic_results = o.topic_results
+    write_required_compact_array_length(w, v_topic_results)
+    if v_topic_results:
+        for it_topic_results in v_topic_results:
+            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w, it_topic_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnResult, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_results = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
-        f_topic_results.append(item)
-    unknown = None
+        it_topic_results, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
+        f_topic_results.append(it_topic_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -445,48 +445,48 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf: Any, pos:
     return AddPartitionsToTxnResponse.AddPartitionsToTxnResult(transactional_id=f_transactional_id, topic_results=f_topic_results, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnResponse_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_v0_2(w: bytearray, o: AddPartitionsToTxnResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results_by_topic_v3_and_below
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w, item)
+    v_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
+    write_required_array_length(w, v_results_by_topic_v3_and_below)
+    if v_results_by_topic_v3_and_below:
+        for it_results_by_topic_v3_and_below in v_results_by_topic_v3_and_below:
+            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(w, it_results_by_topic_v3_and_below)
 
 
-def _dec_AddPartitionsToTxnResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_v0_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results_by_topic_v3_and_below = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf, pos)
-        f_results_by_topic_v3_and_below.append(item)
+        it_results_by_topic_v3_and_below, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0_2(buf, pos)
+        f_results_by_topic_v3_and_below.append(it_results_by_topic_v3_and_below)
     return AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below), pos
 
 
-def _enc_AddPartitionsToTxnResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_v3(w: bytearray, o: AddPartitionsToTxnResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results_by_topic_v3_and_below
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w, item)
+    v_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
+    write_required_compact_array_length(w, v_results_by_topic_v3_and_below)
+    if v_results_by_topic_v3_and_below:
+        for it_results_by_topic_v3_and_below in v_results_by_topic_v3_and_below:
+            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(w, it_results_by_topic_v3_and_below)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_v3(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results_by_topic_v3_and_below = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
-        f_results_by_topic_v3_and_below.append(item)
-    unknown = None
+        it_results_by_topic_v3_and_below, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3_5(buf, pos)
+        f_results_by_topic_v3_and_below.append(it_results_by_topic_v3_and_below)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -496,28 +496,28 @@ def _dec_AddPartitionsToTxnResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below, unknown_tags=unknown), pos
 
 
-def _enc_AddPartitionsToTxnResponse_v4_5(w: bytearray, o: Any) -> None:
+def _enc_AddPartitionsToTxnResponse_v4_5(w: bytearray, o: AddPartitionsToTxnResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.results_by_transaction
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w, item)
+    v_results_by_transaction = o.results_by_transaction
+    write_required_compact_array_length(w, v_results_by_transaction)
+    if v_results_by_transaction:
+        for it_results_by_transaction in v_results_by_transaction:
+            _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(w, it_results_by_transaction)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddPartitionsToTxnResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddPartitionsToTxnResponse_v4_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_results_by_transaction = []
     for _ in range(n):
-        item, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf, pos)
-        f_results_by_transaction.append(item)
-    unknown = None
+        it_results_by_transaction, pos = _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4_5(buf, pos)
+        f_results_by_transaction.append(it_results_by_transaction)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

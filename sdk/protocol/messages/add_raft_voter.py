@@ -65,7 +65,7 @@ class AddRaftVoterResponse(Message):
 
 
 
-def _enc_AddRaftVoterRequest_Listener_v0(w: bytearray, o: Any) -> None:
+def _enc_AddRaftVoterRequest_Listener_v0(w: bytearray, o: AddRaftVoterRequest.Listener) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -75,12 +75,12 @@ def _enc_AddRaftVoterRequest_Listener_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AddRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest.Listener, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -90,22 +90,22 @@ def _dec_AddRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return AddRaftVoterRequest.Listener(name=f_name, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_AddRaftVoterRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_AddRaftVoterRequest_v0(w: bytearray, o: AddRaftVoterRequest) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_ii.pack(o.timeout_ms, o.voter_id)
     w += o.voter_directory_id.bytes
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AddRaftVoterRequest_Listener_v0(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_AddRaftVoterRequest_Listener_v0(w, it_listeners)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_timeout_ms, f_voter_id = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -113,9 +113,9 @@ def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_AddRaftVoterRequest_Listener_v0(buf, pos)
-        f_listeners.append(item)
-    unknown = None
+        it_listeners, pos = _dec_AddRaftVoterRequest_Listener_v0(buf, pos)
+        f_listeners.append(it_listeners)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -125,7 +125,7 @@ def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, unknown_tags=unknown), pos
 
 
-def _enc_AddRaftVoterResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AddRaftVoterResponse_v0(w: bytearray, o: AddRaftVoterResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -134,11 +134,11 @@ def _enc_AddRaftVoterResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AddRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AddRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

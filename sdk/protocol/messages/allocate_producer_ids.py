@@ -55,7 +55,7 @@ class AllocateProducerIdsResponse(Message):
 
 
 
-def _enc_AllocateProducerIdsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_AllocateProducerIdsRequest_v0(w: bytearray, o: AllocateProducerIdsRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -63,10 +63,10 @@ def _enc_AllocateProducerIdsRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AllocateProducerIdsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AllocateProducerIdsRequest_v0(buf: Any, pos: int) -> tuple[AllocateProducerIdsRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -76,7 +76,7 @@ def _dec_AllocateProducerIdsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return AllocateProducerIdsRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AllocateProducerIdsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AllocateProducerIdsResponse_v0(w: bytearray, o: AllocateProducerIdsResponse) -> None:
     w += _S_ihqi.pack(o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -84,10 +84,10 @@ def _enc_AllocateProducerIdsResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AllocateProducerIdsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AllocateProducerIdsResponse_v0(buf: Any, pos: int) -> tuple[AllocateProducerIdsResponse, int]:
     f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len = _S_ihqi.unpack_from(buf, pos)
     pos += 18
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

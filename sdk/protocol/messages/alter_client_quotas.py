@@ -87,18 +87,18 @@ class AlterClientQuotasResponse(Message):
 
 
 
-def _enc_AlterClientQuotasRequest_EntityData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasRequest_EntityData_v0(w: bytearray, o: AlterClientQuotasRequest.EntityData) -> None:
     write_required_string(w, o.entity_type)
     write_string(w, o.entity_name)
 
 
-def _dec_AlterClientQuotasRequest_EntityData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_EntityData_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntityData, int]:
     f_entity_type, pos = read_string(buf, pos)
     f_entity_name, pos = read_nullable_string(buf, pos)
     return AlterClientQuotasRequest.EntityData(entity_type=f_entity_type, entity_name=f_entity_name), pos
 
 
-def _enc_AlterClientQuotasRequest_EntityData_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasRequest_EntityData_v1(w: bytearray, o: AlterClientQuotasRequest.EntityData) -> None:
     write_required_compact_string(w, o.entity_type)
     write_compact_string(w, o.entity_name)
     if o.unknown_tags:
@@ -107,10 +107,10 @@ def _enc_AlterClientQuotasRequest_EntityData_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterClientQuotasRequest_EntityData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_EntityData_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntityData, int]:
     f_entity_type, pos = read_compact_string(buf, pos)
     f_entity_name, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -120,19 +120,19 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(buf: Any, pos: int) -> tuple[Any
     return AlterClientQuotasRequest.EntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tags=unknown), pos
 
 
-def _enc_AlterClientQuotasRequest_OpData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasRequest_OpData_v0(w: bytearray, o: AlterClientQuotasRequest.OpData) -> None:
     write_required_string(w, o.key)
     w += _S_do.pack(o.value, o.remove)
 
 
-def _dec_AlterClientQuotasRequest_OpData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_OpData_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.OpData, int]:
     f_key, pos = read_string(buf, pos)
     f_value, f_remove = _S_do.unpack_from(buf, pos)
     pos += 9
     return AlterClientQuotasRequest.OpData(key=f_key, value=f_value, remove=f_remove), pos
 
 
-def _enc_AlterClientQuotasRequest_OpData_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasRequest_OpData_v1(w: bytearray, o: AlterClientQuotasRequest.OpData) -> None:
     write_required_compact_string(w, o.key)
     w += _S_do.pack(o.value, o.remove)
     if o.unknown_tags:
@@ -141,11 +141,11 @@ def _enc_AlterClientQuotasRequest_OpData_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterClientQuotasRequest_OpData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_OpData_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.OpData, int]:
     f_key, pos = read_compact_string(buf, pos)
     f_value, f_remove = _S_do.unpack_from(buf, pos)
     pos += 9
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -155,62 +155,62 @@ def _dec_AlterClientQuotasRequest_OpData_v1(buf: Any, pos: int) -> tuple[Any, in
     return AlterClientQuotasRequest.OpData(key=f_key, value=f_value, remove=f_remove, unknown_tags=unknown), pos
 
 
-def _enc_AlterClientQuotasRequest_EntryData_v0(w: bytearray, o: Any) -> None:
-    v = o.entity
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasRequest_EntityData_v0(w, item)
-    v = o.ops
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasRequest_OpData_v0(w, item)
+def _enc_AlterClientQuotasRequest_EntryData_v0(w: bytearray, o: AlterClientQuotasRequest.EntryData) -> None:
+    v_entity = o.entity
+    write_required_array_length(w, v_entity)
+    if v_entity:
+        for it_entity in v_entity:
+            _enc_AlterClientQuotasRequest_EntityData_v0(w, it_entity)
+    v_ops = o.ops
+    write_required_array_length(w, v_ops)
+    if v_ops:
+        for it_ops in v_ops:
+            _enc_AlterClientQuotasRequest_OpData_v0(w, it_ops)
 
 
-def _dec_AlterClientQuotasRequest_EntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_EntryData_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntryData, int]:
     n, pos = read_required_array_length(buf, pos)
     f_entity = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos)
-        f_entity.append(item)
+        it_entity, pos = _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos)
+        f_entity.append(it_entity)
     n, pos = read_required_array_length(buf, pos)
     f_ops = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasRequest_OpData_v0(buf, pos)
-        f_ops.append(item)
+        it_ops, pos = _dec_AlterClientQuotasRequest_OpData_v0(buf, pos)
+        f_ops.append(it_ops)
     return AlterClientQuotasRequest.EntryData(entity=f_entity, ops=f_ops), pos
 
 
-def _enc_AlterClientQuotasRequest_EntryData_v1(w: bytearray, o: Any) -> None:
-    v = o.entity
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasRequest_EntityData_v1(w, item)
-    v = o.ops
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasRequest_OpData_v1(w, item)
+def _enc_AlterClientQuotasRequest_EntryData_v1(w: bytearray, o: AlterClientQuotasRequest.EntryData) -> None:
+    v_entity = o.entity
+    write_required_compact_array_length(w, v_entity)
+    if v_entity:
+        for it_entity in v_entity:
+            _enc_AlterClientQuotasRequest_EntityData_v1(w, it_entity)
+    v_ops = o.ops
+    write_required_compact_array_length(w, v_ops)
+    if v_ops:
+        for it_ops in v_ops:
+            _enc_AlterClientQuotasRequest_OpData_v1(w, it_ops)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterClientQuotasRequest_EntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_EntryData_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntryData, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_entity = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos)
-        f_entity.append(item)
+        it_entity, pos = _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos)
+        f_entity.append(it_entity)
     n, pos = read_required_compact_array_length(buf, pos)
     f_ops = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasRequest_OpData_v1(buf, pos)
-        f_ops.append(item)
-    unknown = None
+        it_ops, pos = _dec_AlterClientQuotasRequest_OpData_v1(buf, pos)
+        f_ops.append(it_ops)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -220,32 +220,32 @@ def _dec_AlterClientQuotasRequest_EntryData_v1(buf: Any, pos: int) -> tuple[Any,
     return AlterClientQuotasRequest.EntryData(entity=f_entity, ops=f_ops, unknown_tags=unknown), pos
 
 
-def _enc_AlterClientQuotasRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.entries
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasRequest_EntryData_v0(w, item)
+def _enc_AlterClientQuotasRequest_v0(w: bytearray, o: AlterClientQuotasRequest) -> None:
+    v_entries = o.entries
+    write_required_array_length(w, v_entries)
+    if v_entries:
+        for it_entries in v_entries:
+            _enc_AlterClientQuotasRequest_EntryData_v0(w, it_entries)
     w += _S_o.pack(o.validate_only)
 
 
-def _dec_AlterClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_entries = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasRequest_EntryData_v0(buf, pos)
-        f_entries.append(item)
+        it_entries, pos = _dec_AlterClientQuotasRequest_EntryData_v0(buf, pos)
+        f_entries.append(it_entries)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     return AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only), pos
 
 
-def _enc_AlterClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.entries
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasRequest_EntryData_v1(w, item)
+def _enc_AlterClientQuotasRequest_v1(w: bytearray, o: AlterClientQuotasRequest) -> None:
+    v_entries = o.entries
+    write_required_compact_array_length(w, v_entries)
+    if v_entries:
+        for it_entries in v_entries:
+            _enc_AlterClientQuotasRequest_EntryData_v1(w, it_entries)
     w += _S_o.pack(o.validate_only)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -253,15 +253,15 @@ def _enc_AlterClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_entries = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasRequest_EntryData_v1(buf, pos)
-        f_entries.append(item)
+        it_entries, pos = _dec_AlterClientQuotasRequest_EntryData_v1(buf, pos)
+        f_entries.append(it_entries)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -271,18 +271,18 @@ def _dec_AlterClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only, unknown_tags=unknown), pos
 
 
-def _enc_AlterClientQuotasResponse_EntityData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasResponse_EntityData_v0(w: bytearray, o: AlterClientQuotasResponse.EntityData) -> None:
     write_required_string(w, o.entity_type)
     write_string(w, o.entity_name)
 
 
-def _dec_AlterClientQuotasResponse_EntityData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasResponse_EntityData_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntityData, int]:
     f_entity_type, pos = read_string(buf, pos)
     f_entity_name, pos = read_nullable_string(buf, pos)
     return AlterClientQuotasResponse.EntityData(entity_type=f_entity_type, entity_name=f_entity_name), pos
 
 
-def _enc_AlterClientQuotasResponse_EntityData_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasResponse_EntityData_v1(w: bytearray, o: AlterClientQuotasResponse.EntityData) -> None:
     write_required_compact_string(w, o.entity_type)
     write_compact_string(w, o.entity_name)
     if o.unknown_tags:
@@ -291,10 +291,10 @@ def _enc_AlterClientQuotasResponse_EntityData_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntityData, int]:
     f_entity_type, pos = read_compact_string(buf, pos)
     f_entity_name, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -304,52 +304,52 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple[An
     return AlterClientQuotasResponse.EntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tags=unknown), pos
 
 
-def _enc_AlterClientQuotasResponse_EntryData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasResponse_EntryData_v0(w: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
-    v = o.entity
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasResponse_EntityData_v0(w, item)
+    v_entity = o.entity
+    write_required_array_length(w, v_entity)
+    if v_entity:
+        for it_entity in v_entity:
+            _enc_AlterClientQuotasResponse_EntityData_v0(w, it_entity)
 
 
-def _dec_AlterClientQuotasResponse_EntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasResponse_EntryData_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntryData, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_entity = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos)
-        f_entity.append(item)
+        it_entity, pos = _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos)
+        f_entity.append(it_entity)
     return AlterClientQuotasResponse.EntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity), pos
 
 
-def _enc_AlterClientQuotasResponse_EntryData_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasResponse_EntryData_v1(w: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.entity
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasResponse_EntityData_v1(w, item)
+    v_entity = o.entity
+    write_required_compact_array_length(w, v_entity)
+    if v_entity:
+        for it_entity in v_entity:
+            _enc_AlterClientQuotasResponse_EntityData_v1(w, it_entity)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntryData, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_entity = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos)
-        f_entity.append(item)
-    unknown = None
+        it_entity, pos = _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos)
+        f_entity.append(it_entity)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -359,48 +359,48 @@ def _dec_AlterClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[Any
     return AlterClientQuotasResponse.EntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity, unknown_tags=unknown), pos
 
 
-def _enc_AlterClientQuotasResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasResponse_v0(w: bytearray, o: AlterClientQuotasResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.entries
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasResponse_EntryData_v0(w, item)
+    v_entries = o.entries
+    write_required_array_length(w, v_entries)
+    if v_entries:
+        for it_entries in v_entries:
+            _enc_AlterClientQuotasResponse_EntryData_v0(w, it_entries)
 
 
-def _dec_AlterClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_entries = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos)
-        f_entries.append(item)
+        it_entries, pos = _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos)
+        f_entries.append(it_entries)
     return AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries), pos
 
 
-def _enc_AlterClientQuotasResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterClientQuotasResponse_v1(w: bytearray, o: AlterClientQuotasResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.entries
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterClientQuotasResponse_EntryData_v1(w, item)
+    v_entries = o.entries
+    write_required_compact_array_length(w, v_entries)
+    if v_entries:
+        for it_entries in v_entries:
+            _enc_AlterClientQuotasResponse_EntryData_v1(w, it_entries)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_entries = []
     for _ in range(n):
-        item, pos = _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos)
-        f_entries.append(item)
-    unknown = None
+        it_entries, pos = _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos)
+        f_entries.append(it_entries)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -76,18 +76,18 @@ class AlterConfigsResponse(Message):
 
 
 
-def _enc_AlterConfigsRequest_AlterableConfig_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsRequest_AlterableConfig_v0_1(w: bytearray, o: AlterConfigsRequest.AlterableConfig) -> None:
     write_required_string(w, o.name)
     write_string(w, o.value)
 
 
-def _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest.AlterableConfig, int]:
     f_name, pos = read_string(buf, pos)
     f_value, pos = read_nullable_string(buf, pos)
     return AlterConfigsRequest.AlterableConfig(name=f_name, value=f_value), pos
 
 
-def _enc_AlterConfigsRequest_AlterableConfig_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsRequest_AlterableConfig_v2(w: bytearray, o: AlterConfigsRequest.AlterableConfig) -> None:
     write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     if o.unknown_tags:
@@ -96,10 +96,10 @@ def _enc_AlterConfigsRequest_AlterableConfig_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterConfigsRequest_AlterableConfig_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsRequest_AlterableConfig_v2(buf: Any, pos: int) -> tuple[AlterConfigsRequest.AlterableConfig, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -109,52 +109,52 @@ def _dec_AlterConfigsRequest_AlterableConfig_v2(buf: Any, pos: int) -> tuple[Any
     return AlterConfigsRequest.AlterableConfig(name=f_name, value=f_value, unknown_tags=unknown), pos
 
 
-def _enc_AlterConfigsRequest_AlterConfigsResource_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsRequest_AlterConfigsResource_v0_1(w: bytearray, o: AlterConfigsRequest.AlterConfigsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.configs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterConfigsRequest_AlterableConfig_v0_1(w, item)
+    v_configs = o.configs
+    write_required_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_AlterConfigsRequest_AlterableConfig_v0_1(w, it_configs)
 
 
-def _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest.AlterConfigsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf, pos)
-        f_configs.append(item)
+        it_configs, pos = _dec_AlterConfigsRequest_AlterableConfig_v0_1(buf, pos)
+        f_configs.append(it_configs)
     return AlterConfigsRequest.AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
-def _enc_AlterConfigsRequest_AlterConfigsResource_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsRequest_AlterConfigsResource_v2(w: bytearray, o: AlterConfigsRequest.AlterConfigsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_compact_string(w, o.resource_name)
-    v = o.configs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterConfigsRequest_AlterableConfig_v2(w, item)
+    v_configs = o.configs
+    write_required_compact_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_AlterConfigsRequest_AlterableConfig_v2(w, it_configs)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf: Any, pos: int) -> tuple[AlterConfigsRequest.AlterConfigsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_AlterConfigsRequest_AlterableConfig_v2(buf, pos)
-        f_configs.append(item)
-    unknown = None
+        it_configs, pos = _dec_AlterConfigsRequest_AlterableConfig_v2(buf, pos)
+        f_configs.append(it_configs)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -164,32 +164,32 @@ def _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf: Any, pos: int) -> tupl
     return AlterConfigsRequest.AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tags=unknown), pos
 
 
-def _enc_AlterConfigsRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterConfigsRequest_AlterConfigsResource_v0_1(w, item)
+def _enc_AlterConfigsRequest_v0_1(w: bytearray, o: AlterConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_AlterConfigsRequest_AlterConfigsResource_v0_1(w, it_resources)
     w += _S_o.pack(o.validate_only)
 
 
-def _dec_AlterConfigsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsRequest_v0_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v0_1(buf, pos)
+        f_resources.append(it_resources)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     return AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only), pos
 
 
-def _enc_AlterConfigsRequest_v2(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterConfigsRequest_AlterConfigsResource_v2(w, item)
+def _enc_AlterConfigsRequest_v2(w: bytearray, o: AlterConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_compact_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_AlterConfigsRequest_AlterConfigsResource_v2(w, it_resources)
     w += _S_o.pack(o.validate_only)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -197,15 +197,15 @@ def _enc_AlterConfigsRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterConfigsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsRequest_v2(buf: Any, pos: int) -> tuple[AlterConfigsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos)
+        f_resources.append(it_resources)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -215,14 +215,14 @@ def _dec_AlterConfigsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only, unknown_tags=unknown), pos
 
 
-def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(w: bytearray, o: AlterConfigsResponse.AlterConfigsResourceResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
 
 
-def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse.AlterConfigsResourceResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -232,7 +232,7 @@ def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf: Any, pos: i
     return AlterConfigsResponse.AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name), pos
 
 
-def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w: bytearray, o: AlterConfigsResponse.AlterConfigsResourceResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
@@ -243,14 +243,14 @@ def _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w: bytearray, o: A
         w.append(0)
 
 
-def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf: Any, pos: int) -> tuple[AlterConfigsResponse.AlterConfigsResourceResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -260,48 +260,48 @@ def _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf: Any, pos: int
     return AlterConfigsResponse.AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, unknown_tags=unknown), pos
 
 
-def _enc_AlterConfigsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsResponse_v0_1(w: bytearray, o: AlterConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(w, it_responses)
 
 
-def _dec_AlterConfigsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsResponse_v0_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v0_1(buf, pos)
+        f_responses.append(it_responses)
     return AlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
-def _enc_AlterConfigsResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterConfigsResponse_v2(w: bytearray, o: AlterConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterConfigsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterConfigsResponse_v2(buf: Any, pos: int) -> tuple[AlterConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -100,7 +100,7 @@ class AlterPartitionResponse(Message):
 
 
 
-def _enc_AlterPartitionRequest_BrokerState_v0_2(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_BrokerState_v0_2(w: bytearray, o: AlterPartitionRequest.BrokerState) -> None:
     if o.broker_id != 0:
         refuse_absent_field("BrokerState", "broker_id", 0)
     if o.broker_epoch != -1:
@@ -111,8 +111,8 @@ def _enc_AlterPartitionRequest_BrokerState_v0_2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_BrokerState_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_AlterPartitionRequest_BrokerState_v0_2(buf: Any, pos: int) -> tuple[AlterPartitionRequest.BrokerState, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -122,7 +122,7 @@ def _dec_AlterPartitionRequest_BrokerState_v0_2(buf: Any, pos: int) -> tuple[Any
     return AlterPartitionRequest.BrokerState(unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_BrokerState_v3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_BrokerState_v3(w: bytearray, o: AlterPartitionRequest.BrokerState) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -130,10 +130,10 @@ def _enc_AlterPartitionRequest_BrokerState_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_BrokerState_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_BrokerState_v3(buf: Any, pos: int) -> tuple[AlterPartitionRequest.BrokerState, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -143,12 +143,12 @@ def _dec_AlterPartitionRequest_BrokerState_v3(buf: Any, pos: int) -> tuple[Any, 
     return AlterPartitionRequest.BrokerState(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_PartitionData_v0(w: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
-    v = o.new_isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_new_isr = o.new_isr
+    write_required_compact_array_length(w, v_new_isr)
+    if v_new_isr:
+        w += struct.pack(">%di" % len(v_new_isr), *v_new_isr)
     if o.new_isr_with_epochs:
         refuse_absent_field("PartitionData", "new_isr_with_epochs", 0)
     if o.leader_recovery_state != 0:
@@ -160,7 +160,7 @@ def _enc_AlterPartitionRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[AlterPartitionRequest.PartitionData, int]:
     f_partition_index, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
@@ -168,7 +168,7 @@ def _dec_AlterPartitionRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any
     pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -178,12 +178,12 @@ def _dec_AlterPartitionRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any
     return AlterPartitionRequest.PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, partition_epoch=f_partition_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_PartitionData_v1_2(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_PartitionData_v1_2(w: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
-    v = o.new_isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_new_isr = o.new_isr
+    write_required_compact_array_length(w, v_new_isr)
+    if v_new_isr:
+        w += struct.pack(">%di" % len(v_new_isr), *v_new_isr)
     if o.new_isr_with_epochs:
         refuse_absent_field("PartitionData", "new_isr_with_epochs", 1)
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
@@ -193,7 +193,7 @@ def _enc_AlterPartitionRequest_PartitionData_v1_2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_PartitionData_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_PartitionData_v1_2(buf: Any, pos: int) -> tuple[AlterPartitionRequest.PartitionData, int]:
     f_partition_index, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
@@ -201,7 +201,7 @@ def _dec_AlterPartitionRequest_PartitionData_v1_2(buf: Any, pos: int) -> tuple[A
     pos += 4 * n
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -211,15 +211,15 @@ def _dec_AlterPartitionRequest_PartitionData_v1_2(buf: Any, pos: int) -> tuple[A
     return AlterPartitionRequest.PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_PartitionData_v3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_PartitionData_v3(w: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
     if o.new_isr:
         refuse_absent_field("PartitionData", "new_isr", 3)
     w += _S_ii.pack(o.partition_index, o.leader_epoch)
-    v = o.new_isr_with_epochs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_BrokerState_v3(w, item)
+    v_new_isr_with_epochs = o.new_isr_with_epochs
+    write_required_compact_array_length(w, v_new_isr_with_epochs)
+    if v_new_isr_with_epochs:
+        for it_new_isr_with_epochs in v_new_isr_with_epochs:
+            _enc_AlterPartitionRequest_BrokerState_v3(w, it_new_isr_with_epochs)
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -227,17 +227,17 @@ def _enc_AlterPartitionRequest_PartitionData_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_PartitionData_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_PartitionData_v3(buf: Any, pos: int) -> tuple[AlterPartitionRequest.PartitionData, int]:
     f_partition_index, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
     f_new_isr_with_epochs = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_BrokerState_v3(buf, pos)
-        f_new_isr_with_epochs.append(item)
+        it_new_isr_with_epochs, pos = _dec_AlterPartitionRequest_BrokerState_v3(buf, pos)
+        f_new_isr_with_epochs.append(it_new_isr_with_epochs)
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -247,27 +247,27 @@ def _dec_AlterPartitionRequest_PartitionData_v3(buf: Any, pos: int) -> tuple[Any
     return AlterPartitionRequest.PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr_with_epochs=f_new_isr_with_epochs, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_TopicData_v0(w: bytearray, o: AlterPartitionRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_TopicData_v0(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -277,27 +277,27 @@ def _dec_AlterPartitionRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, in
     return AlterPartitionRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_TopicData_v1(w: bytearray, o: AlterPartitionRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_PartitionData_v1_2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionRequest_PartitionData_v1_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_TopicData_v1(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -307,27 +307,27 @@ def _dec_AlterPartitionRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, in
     return AlterPartitionRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_TopicData_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_TopicData_v2(w: bytearray, o: AlterPartitionRequest.TopicData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_PartitionData_v1_2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionRequest_PartitionData_v1_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_TopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_TopicData_v2(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionRequest_PartitionData_v1_2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -337,27 +337,27 @@ def _dec_AlterPartitionRequest_TopicData_v2(buf: Any, pos: int) -> tuple[Any, in
     return AlterPartitionRequest.TopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_TopicData_v3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_TopicData_v3(w: bytearray, o: AlterPartitionRequest.TopicData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_PartitionData_v3(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionRequest_PartitionData_v3(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_TopicData_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_TopicData_v3(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_PartitionData_v3(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionRequest_PartitionData_v3(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -367,28 +367,28 @@ def _dec_AlterPartitionRequest_TopicData_v3(buf: Any, pos: int) -> tuple[Any, in
     return AlterPartitionRequest.TopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_v0(w: bytearray, o: AlterPartitionRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionRequest_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_v0(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionRequest_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -398,28 +398,28 @@ def _dec_AlterPartitionRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_v1(w: bytearray, o: AlterPartitionRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_TopicData_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionRequest_TopicData_v1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_v1(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_TopicData_v1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionRequest_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -429,28 +429,28 @@ def _dec_AlterPartitionRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_v2(w: bytearray, o: AlterPartitionRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_TopicData_v2(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionRequest_TopicData_v2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_v2(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_TopicData_v2(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionRequest_TopicData_v2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -460,28 +460,28 @@ def _dec_AlterPartitionRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionRequest_v3(w: bytearray, o: AlterPartitionRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionRequest_TopicData_v3(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionRequest_TopicData_v3(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionRequest_v3(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionRequest_TopicData_v3(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionRequest_TopicData_v3(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -491,12 +491,12 @@ def _dec_AlterPartitionRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_PartitionData_v0(w: bytearray, o: AlterPartitionResponse.PartitionData) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    v = o.isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_compact_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -504,7 +504,7 @@ def _enc_AlterPartitionResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[AlterPartitionResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
     n, pos = read_required_compact_array_length(buf, pos)
@@ -512,7 +512,7 @@ def _dec_AlterPartitionResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[An
     pos += 4 * n
     f_partition_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -522,12 +522,12 @@ def _dec_AlterPartitionResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[An
     return AlterPartitionResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_PartitionData_v1_3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_PartitionData_v1_3(w: bytearray, o: AlterPartitionResponse.PartitionData) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    v = o.isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_compact_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -535,7 +535,7 @@ def _enc_AlterPartitionResponse_PartitionData_v1_3(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_PartitionData_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_PartitionData_v1_3(buf: Any, pos: int) -> tuple[AlterPartitionResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
     n, pos = read_required_compact_array_length(buf, pos)
@@ -543,7 +543,7 @@ def _dec_AlterPartitionResponse_PartitionData_v1_3(buf: Any, pos: int) -> tuple[
     pos += 4 * n
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -553,27 +553,27 @@ def _dec_AlterPartitionResponse_PartitionData_v1_3(buf: Any, pos: int) -> tuple[
     return AlterPartitionResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_TopicData_v0(w: bytearray, o: AlterPartitionResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionResponse_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_TopicData_v0(buf: Any, pos: int) -> tuple[AlterPartitionResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -583,27 +583,27 @@ def _dec_AlterPartitionResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, i
     return AlterPartitionResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_TopicData_v1(w: bytearray, o: AlterPartitionResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionResponse_PartitionData_v1_3(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionResponse_PartitionData_v1_3(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_TopicData_v1(buf: Any, pos: int) -> tuple[AlterPartitionResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -613,27 +613,27 @@ def _dec_AlterPartitionResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, i
     return AlterPartitionResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_TopicData_v2_3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_TopicData_v2_3(w: bytearray, o: AlterPartitionResponse.TopicData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionResponse_PartitionData_v1_3(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionResponse_PartitionData_v1_3(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_TopicData_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_TopicData_v2_3(buf: Any, pos: int) -> tuple[AlterPartitionResponse.TopicData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionResponse_PartitionData_v1_3(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -643,28 +643,28 @@ def _dec_AlterPartitionResponse_TopicData_v2_3(buf: Any, pos: int) -> tuple[Any,
     return AlterPartitionResponse.TopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_v0(w: bytearray, o: AlterPartitionResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionResponse_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionResponse_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_v0(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionResponse_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionResponse_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -674,28 +674,28 @@ def _dec_AlterPartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_v1(w: bytearray, o: AlterPartitionResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionResponse_TopicData_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionResponse_TopicData_v1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_v1(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionResponse_TopicData_v1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionResponse_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -705,28 +705,28 @@ def _dec_AlterPartitionResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionResponse_v2_3(w: bytearray, o: AlterPartitionResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionResponse_TopicData_v2_3(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionResponse_TopicData_v2_3(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionResponse_v2_3(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionResponse_TopicData_v2_3(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionResponse_TopicData_v2_3(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -80,19 +80,19 @@ class AlterPartitionReassignmentsResponse(Message):
 
 
 
-def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w: bytearray, o: AlterPartitionReassignmentsRequest.ReassignablePartition) -> None:
     w += _S_i.pack(o.partition_index)
-    v = o.replicas
-    write_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_compact_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignablePartition, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -101,7 +101,7 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, p
     else:
         f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
         pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -111,27 +111,27 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, p
     return AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=f_partition_index, replicas=f_replicas, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w: bytearray, o: AlterPartitionReassignmentsRequest.ReassignableTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignableTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -141,28 +141,28 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: Any, pos: 
     return AlterPartitionReassignmentsRequest.ReassignableTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionReassignmentsRequest_v0(w: bytearray, o: AlterPartitionReassignmentsRequest) -> None:
     w += _S_i.pack(o.timeout_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -172,7 +172,7 @@ def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any,
     return AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w: bytearray, o: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -181,11 +181,11 @@ def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -195,27 +195,27 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(bu
     return AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w: bytearray, o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignableTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -225,30 +225,30 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: A
     return AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterPartitionReassignmentsResponse_v0(w: bytearray, o: AlterPartitionReassignmentsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -76,15 +76,15 @@ class AlterReplicaLogDirsResponse(Message):
 
 
 
-def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(w: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -92,24 +92,24 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf: Any, pos: 
     return AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -119,46 +119,46 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf: Any, pos: in
     return AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
     write_required_string(w, o.path)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(w, it_topics)
 
 
-def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDir, int]:
     f_path, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
     return AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=f_path, topics=f_topics), pos
 
 
-def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
     write_required_compact_string(w, o.path)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDir, int]:
     f_path, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -168,42 +168,42 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf: Any, pos: int) ->
     return AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=f_path, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterReplicaLogDirsRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.dirs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w, item)
+def _enc_AlterReplicaLogDirsRequest_v0_1(w: bytearray, o: AlterReplicaLogDirsRequest) -> None:
+    v_dirs = o.dirs
+    write_required_array_length(w, v_dirs)
+    if v_dirs:
+        for it_dirs in v_dirs:
+            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(w, it_dirs)
 
 
-def _dec_AlterReplicaLogDirsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsRequest_v0_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_dirs = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf, pos)
-        f_dirs.append(item)
+        it_dirs, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0_1(buf, pos)
+        f_dirs.append(it_dirs)
     return AlterReplicaLogDirsRequest(dirs=f_dirs), pos
 
 
-def _enc_AlterReplicaLogDirsRequest_v2(w: bytearray, o: Any) -> None:
-    v = o.dirs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w, item)
+def _enc_AlterReplicaLogDirsRequest_v2(w: bytearray, o: AlterReplicaLogDirsRequest) -> None:
+    v_dirs = o.dirs
+    write_required_compact_array_length(w, v_dirs)
+    if v_dirs:
+        for it_dirs in v_dirs:
+            _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w, it_dirs)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterReplicaLogDirsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsRequest_v2(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_dirs = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos)
-        f_dirs.append(item)
-    unknown = None
+        it_dirs, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos)
+        f_dirs.append(it_dirs)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -213,17 +213,17 @@ def _dec_AlterReplicaLogDirsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return AlterReplicaLogDirsRequest(dirs=f_dirs, unknown_tags=unknown), pos
 
 
-def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(w: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -231,10 +231,10 @@ def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w: byt
         w.append(0)
 
 
-def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -244,46 +244,46 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf: A
     return AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(w, it_partitions)
 
 
-def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
     return AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
-def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -293,48 +293,48 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf: Any, 
     return AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AlterReplicaLogDirsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsResponse_v0_1(w: bytearray, o: AlterReplicaLogDirsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(w, it_results)
 
 
-def _dec_AlterReplicaLogDirsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsResponse_v0_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0_1(buf, pos)
+        f_results.append(it_results)
     return AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_AlterReplicaLogDirsResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_AlterReplicaLogDirsResponse_v2(w: bytearray, o: AlterReplicaLogDirsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterReplicaLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterReplicaLogDirsResponse_v2(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

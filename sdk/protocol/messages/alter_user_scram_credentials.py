@@ -77,7 +77,7 @@ class AlterUserScramCredentialsResponse(Message):
 
 
 
-def _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w: bytearray, o: AlterUserScramCredentialsRequest.ScramCredentialDeletion) -> None:
     write_required_compact_string(w, o.name)
     w += _S_b.pack(o.mechanism)
     if o.unknown_tags:
@@ -86,11 +86,11 @@ def _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w: bytearra
         w.append(0)
 
 
-def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest.ScramCredentialDeletion, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_mechanism, = _S_b.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -100,7 +100,7 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf: Any, p
     return AlterUserScramCredentialsRequest.ScramCredentialDeletion(name=f_name, mechanism=f_mechanism, unknown_tags=unknown), pos
 
 
-def _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w: bytearray, o: AlterUserScramCredentialsRequest.ScramCredentialUpsertion) -> None:
     write_required_compact_string(w, o.name)
     w += _S_bi.pack(o.mechanism, o.iterations)
     write_required_compact_bytes(w, o.salt)
@@ -111,13 +111,13 @@ def _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w: bytearr
         w.append(0)
 
 
-def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest.ScramCredentialUpsertion, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_mechanism, f_iterations = _S_bi.unpack_from(buf, pos)
     pos += 5
     f_salt, pos = read_compact_bytes(buf, pos)
     f_salted_password, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -127,35 +127,35 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf: Any, 
     return AlterUserScramCredentialsRequest.ScramCredentialUpsertion(name=f_name, mechanism=f_mechanism, iterations=f_iterations, salt=f_salt, salted_password=f_salted_password, unknown_tags=unknown), pos
 
 
-def _enc_AlterUserScramCredentialsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.deletions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w, item)
-    v = o.upsertions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w, item)
+def _enc_AlterUserScramCredentialsRequest_v0(w: bytearray, o: AlterUserScramCredentialsRequest) -> None:
+    v_deletions = o.deletions
+    write_required_compact_array_length(w, v_deletions)
+    if v_deletions:
+        for it_deletions in v_deletions:
+            _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w, it_deletions)
+    v_upsertions = o.upsertions
+    write_required_compact_array_length(w, v_upsertions)
+    if v_upsertions:
+        for it_upsertions in v_upsertions:
+            _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w, it_upsertions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_deletions = []
     for _ in range(n):
-        item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos)
-        f_deletions.append(item)
+        it_deletions, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos)
+        f_deletions.append(it_deletions)
     n, pos = read_required_compact_array_length(buf, pos)
     f_upsertions = []
     for _ in range(n):
-        item, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos)
-        f_upsertions.append(item)
-    unknown = None
+        it_upsertions, pos = _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos)
+        f_upsertions.append(it_upsertions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -165,7 +165,7 @@ def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, i
     return AlterUserScramCredentialsRequest(deletions=f_deletions, upsertions=f_upsertions, unknown_tags=unknown), pos
 
 
-def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w: bytearray, o: AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult) -> None:
     write_required_compact_string(w, o.user)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
@@ -175,12 +175,12 @@ def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w:
         w.append(0)
 
 
-def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult, int]:
     f_user, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -190,28 +190,28 @@ def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(bu
     return AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(user=f_user, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_AlterUserScramCredentialsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AlterUserScramCredentialsResponse_v0(w: bytearray, o: AlterUserScramCredentialsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AlterUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -81,15 +81,15 @@ class ApiVersionsResponse(Message):
 
 
 
-def _enc_ApiVersionsRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsRequest_v0_2(w: bytearray, o: ApiVersionsRequest) -> None:
     pass
 
 
-def _dec_ApiVersionsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsRequest_v0_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     return ApiVersionsRequest(), pos
 
 
-def _enc_ApiVersionsRequest_v3_4(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsRequest_v3_4(w: bytearray, o: ApiVersionsRequest) -> None:
     write_required_compact_string(w, o.client_software_name)
     write_required_compact_string(w, o.client_software_version)
     if o.unknown_tags:
@@ -98,10 +98,10 @@ def _enc_ApiVersionsRequest_v3_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ApiVersionsRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsRequest_v3_4(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     f_client_software_name, pos = read_compact_string(buf, pos)
     f_client_software_version, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -111,17 +111,17 @@ def _dec_ApiVersionsRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     return ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version, unknown_tags=unknown), pos
 
 
-def _enc_ApiVersionsResponse_ApiVersion_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_ApiVersion_v0_2(w: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
     w += _S_hhh.pack(o.api_key, o.min_version, o.max_version)
 
 
-def _dec_ApiVersionsResponse_ApiVersion_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_ApiVersion_v0_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse.ApiVersion, int]:
     f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(buf, pos)
     pos += 6
     return ApiVersionsResponse.ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version), pos
 
 
-def _enc_ApiVersionsResponse_ApiVersion_v3_4(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_ApiVersion_v3_4(w: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
     w += _S_hhh.pack(o.api_key, o.min_version, o.max_version)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -129,10 +129,10 @@ def _enc_ApiVersionsResponse_ApiVersion_v3_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ApiVersionsResponse_ApiVersion_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_ApiVersion_v3_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse.ApiVersion, int]:
     f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -142,15 +142,15 @@ def _dec_ApiVersionsResponse_ApiVersion_v3_4(buf: Any, pos: int) -> tuple[Any, i
     return ApiVersionsResponse.ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version, unknown_tags=unknown), pos
 
 
-def _enc_ApiVersionsResponse_SupportedFeatureKey_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_SupportedFeatureKey_v0_2(w: bytearray, o: ApiVersionsResponse.SupportedFeatureKey) -> None:
     pass
 
 
-def _dec_ApiVersionsResponse_SupportedFeatureKey_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_SupportedFeatureKey_v0_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse.SupportedFeatureKey, int]:
     return ApiVersionsResponse.SupportedFeatureKey(), pos
 
 
-def _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(w: bytearray, o: ApiVersionsResponse.SupportedFeatureKey) -> None:
     write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.min_version, o.max_version)
     if o.unknown_tags:
@@ -159,11 +159,11 @@ def _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse.SupportedFeatureKey, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_min_version, f_max_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -173,15 +173,15 @@ def _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf: Any, pos: int) -> tup
     return ApiVersionsResponse.SupportedFeatureKey(name=f_name, min_version=f_min_version, max_version=f_max_version, unknown_tags=unknown), pos
 
 
-def _enc_ApiVersionsResponse_FinalizedFeatureKey_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_FinalizedFeatureKey_v0_2(w: bytearray, o: ApiVersionsResponse.FinalizedFeatureKey) -> None:
     pass
 
 
-def _dec_ApiVersionsResponse_FinalizedFeatureKey_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_FinalizedFeatureKey_v0_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse.FinalizedFeatureKey, int]:
     return ApiVersionsResponse.FinalizedFeatureKey(), pos
 
 
-def _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(w: bytearray, o: ApiVersionsResponse.FinalizedFeatureKey) -> None:
     write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.max_version_level, o.min_version_level)
     if o.unknown_tags:
@@ -190,11 +190,11 @@ def _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse.FinalizedFeatureKey, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_max_version_level, f_min_version_level = _S_hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -204,65 +204,65 @@ def _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf: Any, pos: int) -> tup
     return ApiVersionsResponse.FinalizedFeatureKey(name=f_name, max_version_level=f_max_version_level, min_version_level=f_min_version_level, unknown_tags=unknown), pos
 
 
-def _enc_ApiVersionsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_v0(w: bytearray, o: ApiVersionsResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.api_keys
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ApiVersionsResponse_ApiVersion_v0_2(w, item)
+    v_api_keys = o.api_keys
+    write_required_array_length(w, v_api_keys)
+    if v_api_keys:
+        for it_api_keys in v_api_keys:
+            _enc_ApiVersionsResponse_ApiVersion_v0_2(w, it_api_keys)
 
 
-def _dec_ApiVersionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_v0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_api_keys = []
     for _ in range(n):
-        item, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
-        f_api_keys.append(item)
+        it_api_keys, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
+        f_api_keys.append(it_api_keys)
     return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys), pos
 
 
-def _enc_ApiVersionsResponse_v1_2(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_v1_2(w: bytearray, o: ApiVersionsResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.api_keys
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ApiVersionsResponse_ApiVersion_v0_2(w, item)
+    v_api_keys = o.api_keys
+    write_required_array_length(w, v_api_keys)
+    if v_api_keys:
+        for it_api_keys in v_api_keys:
+            _enc_ApiVersionsResponse_ApiVersion_v0_2(w, it_api_keys)
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_ApiVersionsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_v1_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_api_keys = []
     for _ in range(n):
-        item, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
-        f_api_keys.append(item)
+        it_api_keys, pos = _dec_ApiVersionsResponse_ApiVersion_v0_2(buf, pos)
+        f_api_keys.append(it_api_keys)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
+def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: ApiVersionsResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.api_keys
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ApiVersionsResponse_ApiVersion_v3_4(w, item)
+    v_api_keys = o.api_keys
+    write_required_compact_array_length(w, v_api_keys)
+    if v_api_keys:
+        for it_api_keys in v_api_keys:
+            _enc_ApiVersionsResponse_ApiVersion_v3_4(w, it_api_keys)
     w += _S_i.pack(o.throttle_time_ms)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.supported_features:
         t = bytearray()
-        v = o.supported_features
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(t, item)
+        v_supported_features = o.supported_features
+        write_required_compact_array_length(t, v_supported_features)
+        if v_supported_features:
+            for it_supported_features in v_supported_features:
+                _enc_ApiVersionsResponse_SupportedFeatureKey_v3_4(t, it_supported_features)
         tags.append((0, bytes(t)))
     if o.finalized_features_epoch != -1:
         t = bytearray()
@@ -270,11 +270,11 @@ def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
         tags.append((1, bytes(t)))
     if o.finalized_features:
         t = bytearray()
-        v = o.finalized_features
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(t, item)
+        v_finalized_features = o.finalized_features
+        write_required_compact_array_length(t, v_finalized_features)
+        if v_finalized_features:
+            for it_finalized_features in v_finalized_features:
+                _enc_ApiVersionsResponse_FinalizedFeatureKey_v3_4(t, it_finalized_features)
         tags.append((2, bytes(t)))
     if o.zk_migration_ready != False:
         t = bytearray()
@@ -283,21 +283,21 @@ def _enc_ApiVersionsResponse_v3_4(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_api_keys = []
     for _ in range(n):
-        item, pos = _dec_ApiVersionsResponse_ApiVersion_v3_4(buf, pos)
-        f_api_keys.append(item)
+        it_api_keys, pos = _dec_ApiVersionsResponse_ApiVersion_v3_4(buf, pos)
+        f_api_keys.append(it_api_keys)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    f_supported_features = []
-    f_finalized_features_epoch = -1
-    f_finalized_features = []
-    f_zk_migration_ready = False
-    unknown = None
+    f_supported_features: list[ApiVersionsResponse.SupportedFeatureKey] = []
+    f_finalized_features_epoch: int = -1
+    f_finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = []
+    f_zk_migration_ready: bool = False
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -307,8 +307,8 @@ def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_supported_features = []
             for _ in range(n):
-                item, pos = _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf, pos)
-                f_supported_features.append(item)
+                it_supported_features, pos = _dec_ApiVersionsResponse_SupportedFeatureKey_v3_4(buf, pos)
+                f_supported_features.append(it_supported_features)
             pos = skip_to(buf, pos, end, "tagged field SupportedFeatures")
         elif tag == 1:
             size, pos = read_uvarint(buf, pos)
@@ -322,8 +322,8 @@ def _dec_ApiVersionsResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_finalized_features = []
             for _ in range(n):
-                item, pos = _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf, pos)
-                f_finalized_features.append(item)
+                it_finalized_features, pos = _dec_ApiVersionsResponse_FinalizedFeatureKey_v3_4(buf, pos)
+                f_finalized_features.append(it_finalized_features)
             pos = skip_to(buf, pos, end, "tagged field FinalizedFeatures")
         elif tag == 3:
             size, pos = read_uvarint(buf, pos)

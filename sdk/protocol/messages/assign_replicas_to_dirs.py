@@ -91,7 +91,7 @@ class AssignReplicasToDirsResponse(Message):
 
 
 
-def _enc_AssignReplicasToDirsRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsRequest_PartitionData_v0(w: bytearray, o: AssignReplicasToDirsRequest.PartitionData) -> None:
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -99,10 +99,10 @@ def _enc_AssignReplicasToDirsRequest_PartitionData_v0(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest.PartitionData, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -112,27 +112,27 @@ def _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf: Any, pos: int) -> tup
     return AssignReplicasToDirsRequest.PartitionData(partition_index=f_partition_index, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsRequest_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsRequest_TopicData_v0(w: bytearray, o: AssignReplicasToDirsRequest.TopicData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AssignReplicasToDirsRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AssignReplicasToDirsRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsRequest_TopicData_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest.TopicData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -142,27 +142,27 @@ def _dec_AssignReplicasToDirsRequest_TopicData_v0(buf: Any, pos: int) -> tuple[A
     return AssignReplicasToDirsRequest.TopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w: bytearray, o: AssignReplicasToDirsRequest.DirectoryData) -> None:
     w += o.id.bytes
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AssignReplicasToDirsRequest_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AssignReplicasToDirsRequest_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest.DirectoryData, int]:
     f_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AssignReplicasToDirsRequest_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AssignReplicasToDirsRequest_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -172,28 +172,28 @@ def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf: Any, pos: int) -> tup
     return AssignReplicasToDirsRequest.DirectoryData(id=f_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsRequest_v0(w: bytearray, o: AssignReplicasToDirsRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
-    v = o.directories
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w, item)
+    v_directories = o.directories
+    write_required_compact_array_length(w, v_directories)
+    if v_directories:
+        for it_directories in v_directories:
+            _enc_AssignReplicasToDirsRequest_DirectoryData_v0(w, it_directories)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsRequest_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_compact_array_length(buf, pos)
     f_directories = []
     for _ in range(n):
-        item, pos = _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos)
-        f_directories.append(item)
-    unknown = None
+        it_directories, pos = _dec_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos)
+        f_directories.append(it_directories)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -203,7 +203,7 @@ def _dec_AssignReplicasToDirsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return AssignReplicasToDirsRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, directories=f_directories, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsResponse_PartitionData_v0(w: bytearray, o: AssignReplicasToDirsResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -211,10 +211,10 @@ def _enc_AssignReplicasToDirsResponse_PartitionData_v0(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -224,27 +224,27 @@ def _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf: Any, pos: int) -> tu
     return AssignReplicasToDirsResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsResponse_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsResponse_TopicData_v0(w: bytearray, o: AssignReplicasToDirsResponse.TopicData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AssignReplicasToDirsResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_AssignReplicasToDirsResponse_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse.TopicData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -254,27 +254,27 @@ def _dec_AssignReplicasToDirsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[
     return AssignReplicasToDirsResponse.TopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w: bytearray, o: AssignReplicasToDirsResponse.DirectoryData) -> None:
     w += o.id.bytes
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AssignReplicasToDirsResponse_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AssignReplicasToDirsResponse_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse.DirectoryData, int]:
     f_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_AssignReplicasToDirsResponse_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_AssignReplicasToDirsResponse_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -284,28 +284,28 @@ def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf: Any, pos: int) -> tu
     return AssignReplicasToDirsResponse.DirectoryData(id=f_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AssignReplicasToDirsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_AssignReplicasToDirsResponse_v0(w: bytearray, o: AssignReplicasToDirsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.directories
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w, item)
+    v_directories = o.directories
+    write_required_compact_array_length(w, v_directories)
+    if v_directories:
+        for it_directories in v_directories:
+            _enc_AssignReplicasToDirsResponse_DirectoryData_v0(w, it_directories)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AssignReplicasToDirsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_AssignReplicasToDirsResponse_v0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_directories = []
     for _ in range(n):
-        item, pos = _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos)
-        f_directories.append(item)
-    unknown = None
+        it_directories, pos = _dec_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos)
+        f_directories.append(it_directories)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -102,17 +102,17 @@ class BeginQuorumEpochResponse(Message):
 
 
 
-def _enc_BeginQuorumEpochRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_PartitionData_v0(w: bytearray, o: BeginQuorumEpochRequest.PartitionData) -> None:
     w += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
 
 
-def _dec_BeginQuorumEpochRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.PartitionData, int]:
     f_partition_index, f_leader_id, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
     return BeginQuorumEpochRequest.PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_BeginQuorumEpochRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_PartitionData_v1(w: bytearray, o: BeginQuorumEpochRequest.PartitionData) -> None:
     w += _S_i.pack(o.partition_index)
     w += o.voter_directory_id.bytes
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
@@ -122,13 +122,13 @@ def _enc_BeginQuorumEpochRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.PartitionData, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_voter_directory_id, pos = read_uuid(buf, pos)
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -138,46 +138,46 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[A
     return BeginQuorumEpochRequest.PartitionData(partition_index=f_partition_index, voter_directory_id=f_voter_directory_id, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochRequest_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_TopicData_v0(w: bytearray, o: BeginQuorumEpochRequest.TopicData) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_BeginQuorumEpochRequest_PartitionData_v0(w, it_partitions)
 
 
-def _dec_BeginQuorumEpochRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_TopicData_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.TopicData, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_BeginQuorumEpochRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return BeginQuorumEpochRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
-def _enc_BeginQuorumEpochRequest_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_TopicData_v1(w: bytearray, o: BeginQuorumEpochRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochRequest_PartitionData_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_BeginQuorumEpochRequest_PartitionData_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_BeginQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -187,7 +187,7 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, 
     return BeginQuorumEpochRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: BeginQuorumEpochRequest.LeaderEndpoint) -> None:
     if o.name != '':
         refuse_absent_field("LeaderEndpoint", "name", 0)
     if o.host != '':
@@ -196,11 +196,11 @@ def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: Any) -> None
         refuse_absent_field("LeaderEndpoint", "port", 0)
 
 
-def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.LeaderEndpoint, int]:
     return BeginQuorumEpochRequest.LeaderEndpoint(), pos
 
 
-def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: BeginQuorumEpochRequest.LeaderEndpoint) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -210,12 +210,12 @@ def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.LeaderEndpoint, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -225,59 +225,59 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[
     return BeginQuorumEpochRequest.LeaderEndpoint(name=f_name, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_v0(w: bytearray, o: BeginQuorumEpochRequest) -> None:
     write_string(w, o.cluster_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochRequest_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_BeginQuorumEpochRequest_TopicData_v0(w, it_topics)
 
 
-def _dec_BeginQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
     f_cluster_id, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
     return BeginQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics), pos
 
 
-def _enc_BeginQuorumEpochRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochRequest_v1(w: bytearray, o: BeginQuorumEpochRequest) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochRequest_TopicData_v1(w, item)
-    v = o.leader_endpoints
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_BeginQuorumEpochRequest_TopicData_v1(w, it_topics)
+    v_leader_endpoints = o.leader_endpoints
+    write_required_compact_array_length(w, v_leader_endpoints)
+    if v_leader_endpoints:
+        for it_leader_endpoints in v_leader_endpoints:
+            _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(w, it_leader_endpoints)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_BeginQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_leader_endpoints = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
-        f_leader_endpoints.append(item)
-    unknown = None
+        it_leader_endpoints, pos = _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
+        f_leader_endpoints.append(it_leader_endpoints)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -287,17 +287,17 @@ def _dec_BeginQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return BeginQuorumEpochRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, leader_endpoints=f_leader_endpoints, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_PartitionData_v0(w: bytearray, o: BeginQuorumEpochResponse.PartitionData) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
 
 
-def _dec_BeginQuorumEpochResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
     return BeginQuorumEpochResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_BeginQuorumEpochResponse_PartitionData_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_PartitionData_v1(w: bytearray, o: BeginQuorumEpochResponse.PartitionData) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -305,10 +305,10 @@ def _enc_BeginQuorumEpochResponse_PartitionData_v1(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -318,46 +318,46 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[
     return BeginQuorumEpochResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochResponse_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_TopicData_v0(w: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_BeginQuorumEpochResponse_PartitionData_v0(w, it_partitions)
 
 
-def _dec_BeginQuorumEpochResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_TopicData_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.TopicData, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_BeginQuorumEpochResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return BeginQuorumEpochResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
-def _enc_BeginQuorumEpochResponse_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_TopicData_v1(w: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochResponse_PartitionData_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_BeginQuorumEpochResponse_PartitionData_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_BeginQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -367,15 +367,15 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any,
     return BeginQuorumEpochResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_NodeEndpoint_v0(w: bytearray, o: BeginQuorumEpochResponse.NodeEndpoint) -> None:
     pass
 
 
-def _dec_BeginQuorumEpochResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.NodeEndpoint, int]:
     return BeginQuorumEpochResponse.NodeEndpoint(), pos
 
 
-def _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: BeginQuorumEpochResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -385,13 +385,13 @@ def _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -401,55 +401,55 @@ def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[A
     return BeginQuorumEpochResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_BeginQuorumEpochResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_v0(w: bytearray, o: BeginQuorumEpochResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochResponse_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_BeginQuorumEpochResponse_TopicData_v0(w, it_topics)
 
 
-def _dec_BeginQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
     return BeginQuorumEpochResponse(error_code=f_error_code, topics=f_topics), pos
 
 
-def _enc_BeginQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_BeginQuorumEpochResponse_v1(w: bytearray, o: BeginQuorumEpochResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BeginQuorumEpochResponse_TopicData_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_BeginQuorumEpochResponse_TopicData_v1(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
-        v = o.node_endpoints
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(t, item)
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos)
-        f_topics.append(item)
-    f_node_endpoints = []
-    unknown = None
+        it_topics, pos = _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
+    f_node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -459,8 +459,8 @@ def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                item, pos = _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
-                f_node_endpoints.append(item)
+                it_node_endpoints, pos = _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

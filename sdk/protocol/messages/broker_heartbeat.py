@@ -60,7 +60,7 @@ class BrokerHeartbeatResponse(Message):
 
 
 
-def _enc_BrokerHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_BrokerHeartbeatRequest_v0(w: bytearray, o: BrokerHeartbeatRequest) -> None:
     if o.offline_log_dirs:
         refuse_absent_field("BrokerHeartbeatRequest", "offline_log_dirs", 0)
     w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
@@ -70,10 +70,10 @@ def _enc_BrokerHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S_iqqoo.unpack_from(buf, pos)
     pos += 22
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -83,25 +83,25 @@ def _dec_BrokerHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, unknown_tags=unknown), pos
 
 
-def _enc_BrokerHeartbeatRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_BrokerHeartbeatRequest_v1(w: bytearray, o: BrokerHeartbeatRequest) -> None:
     w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.offline_log_dirs:
         t = bytearray()
-        v = o.offline_log_dirs
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                t += item.bytes
+        v_offline_log_dirs = o.offline_log_dirs
+        write_required_compact_array_length(t, v_offline_log_dirs)
+        if v_offline_log_dirs:
+            for it_offline_log_dirs in v_offline_log_dirs:
+                t += it_offline_log_dirs.bytes
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_BrokerHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S_iqqoo.unpack_from(buf, pos)
     pos += 22
-    f_offline_log_dirs = []
-    unknown = None
+    f_offline_log_dirs: list[uuid.UUID] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -111,8 +111,8 @@ def _dec_BrokerHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_offline_log_dirs = []
             for _ in range(n):
-                item, pos = read_uuid(buf, pos)
-                f_offline_log_dirs.append(item)
+                it_offline_log_dirs, pos = read_uuid(buf, pos)
+                f_offline_log_dirs.append(it_offline_log_dirs)
             pos = skip_to(buf, pos, end, "tagged field OfflineLogDirs")
         else:
             if unknown is None:
@@ -121,7 +121,7 @@ def _dec_BrokerHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, offline_log_dirs=f_offline_log_dirs, unknown_tags=unknown), pos
 
 
-def _enc_BrokerHeartbeatResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_BrokerHeartbeatResponse_v0_1(w: bytearray, o: BrokerHeartbeatResponse) -> None:
     w += _S_ihooo.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -129,10 +129,10 @@ def _enc_BrokerHeartbeatResponse_v0_1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S_ihooo.unpack_from(buf, pos)
     pos += 9
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -80,7 +80,7 @@ class BrokerRegistrationResponse(Message):
 
 
 
-def _enc_BrokerRegistrationRequest_Listener_v0_4(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationRequest_Listener_v0_4(w: bytearray, o: BrokerRegistrationRequest.Listener) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
@@ -90,12 +90,12 @@ def _enc_BrokerRegistrationRequest_Listener_v0_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerRegistrationRequest_Listener_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationRequest_Listener_v0_4(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest.Listener, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, f_security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -105,7 +105,7 @@ def _dec_BrokerRegistrationRequest_Listener_v0_4(buf: Any, pos: int) -> tuple[An
     return BrokerRegistrationRequest.Listener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol, unknown_tags=unknown), pos
 
 
-def _enc_BrokerRegistrationRequest_Feature_v0_4(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationRequest_Feature_v0_4(w: bytearray, o: BrokerRegistrationRequest.Feature) -> None:
     write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tags:
@@ -114,11 +114,11 @@ def _enc_BrokerRegistrationRequest_Feature_v0_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerRegistrationRequest_Feature_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationRequest_Feature_v0_4(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest.Feature, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -128,20 +128,20 @@ def _dec_BrokerRegistrationRequest_Feature_v0_4(buf: Any, pos: int) -> tuple[Any
     return BrokerRegistrationRequest.Feature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tags=unknown), pos
 
 
-def _enc_BrokerRegistrationRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationRequest_v0(w: bytearray, o: BrokerRegistrationRequest) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
-    v = o.features
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_BrokerRegistrationRequest_Listener_v0_4(w, it_listeners)
+    v_features = o.features
+    write_required_compact_array_length(w, v_features)
+    if v_features:
+        for it_features in v_features:
+            _enc_BrokerRegistrationRequest_Feature_v0_4(w, it_features)
     write_compact_string(w, o.rack)
     if o.is_migrating_zk_broker != False:
         refuse_absent_field("BrokerRegistrationRequest", "is_migrating_zk_broker", 0)
@@ -151,7 +151,7 @@ def _enc_BrokerRegistrationRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
@@ -159,15 +159,15 @@ def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-        f_listeners.append(item)
+        it_listeners, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(it_listeners)
     n, pos = read_required_compact_array_length(buf, pos)
     f_features = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-        f_features.append(item)
+        it_features, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(it_features)
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -177,20 +177,20 @@ def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_BrokerRegistrationRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationRequest_v1(w: bytearray, o: BrokerRegistrationRequest) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
-    v = o.features
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_BrokerRegistrationRequest_Listener_v0_4(w, it_listeners)
+    v_features = o.features
+    write_required_compact_array_length(w, v_features)
+    if v_features:
+        for it_features in v_features:
+            _enc_BrokerRegistrationRequest_Feature_v0_4(w, it_features)
     write_compact_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
     if o.unknown_tags:
@@ -199,7 +199,7 @@ def _enc_BrokerRegistrationRequest_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
@@ -207,17 +207,17 @@ def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-        f_listeners.append(item)
+        it_listeners, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(it_listeners)
     n, pos = read_required_compact_array_length(buf, pos)
     f_features = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-        f_features.append(item)
+        it_features, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(it_features)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -227,34 +227,34 @@ def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, unknown_tags=unknown), pos
 
 
-def _enc_BrokerRegistrationRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationRequest_v2(w: bytearray, o: BrokerRegistrationRequest) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
-    v = o.features
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_BrokerRegistrationRequest_Listener_v0_4(w, it_listeners)
+    v_features = o.features
+    write_required_compact_array_length(w, v_features)
+    if v_features:
+        for it_features in v_features:
+            _enc_BrokerRegistrationRequest_Feature_v0_4(w, it_features)
     write_compact_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
-    v = o.log_dirs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            w += item.bytes
+    v_log_dirs = o.log_dirs
+    write_required_compact_array_length(w, v_log_dirs)
+    if v_log_dirs:
+        for it_log_dirs in v_log_dirs:
+            w += it_log_dirs.bytes
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
@@ -262,22 +262,22 @@ def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-        f_listeners.append(item)
+        it_listeners, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(it_listeners)
     n, pos = read_required_compact_array_length(buf, pos)
     f_features = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-        f_features.append(item)
+        it_features, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(it_features)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
     n, pos = read_required_compact_array_length(buf, pos)
     f_log_dirs = []
     for _ in range(n):
-        item, pos = read_uuid(buf, pos)
-        f_log_dirs.append(item)
-    unknown = None
+        it_log_dirs, pos = read_uuid(buf, pos)
+        f_log_dirs.append(it_log_dirs)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -287,27 +287,27 @@ def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs, unknown_tags=unknown), pos
 
 
-def _enc_BrokerRegistrationRequest_v3_4(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationRequest_v3_4(w: bytearray, o: BrokerRegistrationRequest) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.cluster_id)
     w += o.incarnation_id.bytes
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Listener_v0_4(w, item)
-    v = o.features
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_BrokerRegistrationRequest_Feature_v0_4(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_BrokerRegistrationRequest_Listener_v0_4(w, it_listeners)
+    v_features = o.features
+    write_required_compact_array_length(w, v_features)
+    if v_features:
+        for it_features in v_features:
+            _enc_BrokerRegistrationRequest_Feature_v0_4(w, it_features)
     write_compact_string(w, o.rack)
     w += _S_o.pack(o.is_migrating_zk_broker)
-    v = o.log_dirs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            w += item.bytes
+    v_log_dirs = o.log_dirs
+    write_required_compact_array_length(w, v_log_dirs)
+    if v_log_dirs:
+        for it_log_dirs in v_log_dirs:
+            w += it_log_dirs.bytes
     w += _S_q.pack(o.previous_broker_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -315,7 +315,7 @@ def _enc_BrokerRegistrationRequest_v3_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerRegistrationRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationRequest_v3_4(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_cluster_id, pos = read_compact_string(buf, pos)
@@ -323,24 +323,24 @@ def _dec_BrokerRegistrationRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
-        f_listeners.append(item)
+        it_listeners, pos = _dec_BrokerRegistrationRequest_Listener_v0_4(buf, pos)
+        f_listeners.append(it_listeners)
     n, pos = read_required_compact_array_length(buf, pos)
     f_features = []
     for _ in range(n):
-        item, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
-        f_features.append(item)
+        it_features, pos = _dec_BrokerRegistrationRequest_Feature_v0_4(buf, pos)
+        f_features.append(it_features)
     f_rack, pos = read_compact_nullable_string(buf, pos)
     f_is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
     n, pos = read_required_compact_array_length(buf, pos)
     f_log_dirs = []
     for _ in range(n):
-        item, pos = read_uuid(buf, pos)
-        f_log_dirs.append(item)
+        it_log_dirs, pos = read_uuid(buf, pos)
+        f_log_dirs.append(it_log_dirs)
     f_previous_broker_epoch, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -350,7 +350,7 @@ def _dec_BrokerRegistrationRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs, previous_broker_epoch=f_previous_broker_epoch, unknown_tags=unknown), pos
 
 
-def _enc_BrokerRegistrationResponse_v0_4(w: bytearray, o: Any) -> None:
+def _enc_BrokerRegistrationResponse_v0_4(w: bytearray, o: BrokerRegistrationResponse) -> None:
     w += _S_ihq.pack(o.throttle_time_ms, o.error_code, o.broker_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -358,10 +358,10 @@ def _enc_BrokerRegistrationResponse_v0_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_BrokerRegistrationResponse_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_BrokerRegistrationResponse_v0_4(buf: Any, pos: int) -> tuple[BrokerRegistrationResponse, int]:
     f_throttle_time_ms, f_error_code, f_broker_epoch = _S_ihq.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

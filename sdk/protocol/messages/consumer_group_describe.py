@@ -94,12 +94,12 @@ class ConsumerGroupDescribeResponse(Message):
 
 
 
-def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.group_ids
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: ConsumerGroupDescribeRequest) -> None:
+    v_group_ids = o.group_ids
+    write_required_compact_array_length(w, v_group_ids)
+    if v_group_ids:
+        for it_group_ids in v_group_ids:
+            write_required_compact_string(w, it_group_ids)
     w += _S_o.pack(o.include_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -107,15 +107,15 @@ def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_group_ids = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_group_ids.append(item)
+        it_group_ids, pos = read_compact_string(buf, pos)
+        f_group_ids.append(it_group_ids)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -125,26 +125,26 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return ConsumerGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: ConsumerGroupDescribeResponse.TopicPartitions) -> None:
     w += o.topic_id.bytes
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -154,25 +154,25 @@ def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) ->
     return ConsumerGroupDescribeResponse.TopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_Assignment_v0(w: bytearray, o: Any) -> None:
-    v = o.topic_partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, item)
+def _enc_ConsumerGroupDescribeResponse_Assignment_v0(w: bytearray, o: ConsumerGroupDescribeResponse.Assignment) -> None:
+    v_topic_partitions = o.topic_partitions
+    write_required_compact_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Assignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_partitions = []
     for _ in range(n):
-        item, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos)
-        f_topic_partitions.append(item)
-    unknown = None
+        it_topic_partitions, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos)
+        f_topic_partitions.append(it_topic_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -182,18 +182,18 @@ def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tupl
     return ConsumerGroupDescribeResponse.Assignment(topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_Member_v0(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupDescribeResponse_Member_v0(w: bytearray, o: ConsumerGroupDescribeResponse.Member) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.instance_id)
     write_compact_string(w, o.rack_id)
     w += _S_i.pack(o.member_epoch)
     write_required_compact_string(w, o.client_id)
     write_required_compact_string(w, o.client_host)
-    v = o.subscribed_topic_names
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_subscribed_topic_names = o.subscribed_topic_names
+    write_required_compact_array_length(w, v_subscribed_topic_names)
+    if v_subscribed_topic_names:
+        for it_subscribed_topic_names in v_subscribed_topic_names:
+            write_required_compact_string(w, it_subscribed_topic_names)
     write_compact_string(w, o.subscribed_topic_regex)
     _enc_ConsumerGroupDescribeResponse_Assignment_v0(w, o.assignment)
     _enc_ConsumerGroupDescribeResponse_Assignment_v0(w, o.target_assignment)
@@ -203,7 +203,7 @@ def _enc_ConsumerGroupDescribeResponse_Member_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Member, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_rack_id, pos = read_compact_nullable_string(buf, pos)
@@ -214,12 +214,12 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[An
     n, pos = read_required_compact_array_length(buf, pos)
     f_subscribed_topic_names = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_subscribed_topic_names.append(item)
+        it_subscribed_topic_names, pos = read_compact_string(buf, pos)
+        f_subscribed_topic_names.append(it_subscribed_topic_names)
     f_subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
     f_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
     f_target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -229,18 +229,18 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[An
     return ConsumerGroupDescribeResponse.Member(member_id=f_member_id, instance_id=f_instance_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, assignment=f_assignment, target_assignment=f_target_assignment, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.group_state)
     w += _S_ii.pack(o.group_epoch, o.assignment_epoch)
     write_required_compact_string(w, o.assignor_name)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerGroupDescribeResponse_Member_v0(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_ConsumerGroupDescribeResponse_Member_v0(w, it_members)
     w += _S_i.pack(o.authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -248,7 +248,7 @@ def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.DescribedGroup, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -260,11 +260,11 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> 
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos)
+        f_members.append(it_members)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -274,28 +274,28 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> 
     return ConsumerGroupDescribeResponse.DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupDescribeResponse_v0(w: bytearray, o: ConsumerGroupDescribeResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos)
-        f_groups.append(item)
-    unknown = None
+        it_groups, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

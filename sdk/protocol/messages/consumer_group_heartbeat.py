@@ -84,24 +84,24 @@ class ConsumerGroupHeartbeatResponse(Message):
 
 
 
-def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w: bytearray, o: ConsumerGroupHeartbeatRequest.TopicPartitions) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -111,33 +111,33 @@ def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf: Any, pos: int) 
     return ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupHeartbeatRequest_v0(w: bytearray, o: ConsumerGroupHeartbeatRequest) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     write_compact_string(w, o.instance_id)
     write_compact_string(w, o.rack_id)
     w += _S_i.pack(o.rebalance_timeout_ms)
-    v = o.subscribed_topic_names
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_subscribed_topic_names = o.subscribed_topic_names
+    write_compact_array_length(w, v_subscribed_topic_names)
+    if v_subscribed_topic_names:
+        for it_subscribed_topic_names in v_subscribed_topic_names:
+            write_required_compact_string(w, it_subscribed_topic_names)
     if o.subscribed_topic_regex is not None:
         refuse_absent_field("ConsumerGroupHeartbeatRequest", "subscribed_topic_regex", 0)
     write_compact_string(w, o.server_assignor)
-    v = o.topic_partitions
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w, item)
+    v_topic_partitions = o.topic_partitions
+    write_compact_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_string(buf, pos)
     f_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -152,8 +152,8 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     else:
         f_subscribed_topic_names = []
         for _ in range(n):
-            item, pos = read_compact_string(buf, pos)
-            f_subscribed_topic_names.append(item)
+            it_subscribed_topic_names, pos = read_compact_string(buf, pos)
+            f_subscribed_topic_names.append(it_subscribed_topic_names)
     f_server_assignor, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
@@ -161,9 +161,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     else:
         f_topic_partitions = []
         for _ in range(n):
-            item, pos = _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf, pos)
-            f_topic_partitions.append(item)
-    unknown = None
+            it_topic_partitions, pos = _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf, pos)
+            f_topic_partitions.append(it_topic_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -173,32 +173,32 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     return ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupHeartbeatRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupHeartbeatRequest_v1(w: bytearray, o: ConsumerGroupHeartbeatRequest) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     write_compact_string(w, o.instance_id)
     write_compact_string(w, o.rack_id)
     w += _S_i.pack(o.rebalance_timeout_ms)
-    v = o.subscribed_topic_names
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_subscribed_topic_names = o.subscribed_topic_names
+    write_compact_array_length(w, v_subscribed_topic_names)
+    if v_subscribed_topic_names:
+        for it_subscribed_topic_names in v_subscribed_topic_names:
+            write_required_compact_string(w, it_subscribed_topic_names)
     write_compact_string(w, o.subscribed_topic_regex)
     write_compact_string(w, o.server_assignor)
-    v = o.topic_partitions
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w, item)
+    v_topic_partitions = o.topic_partitions
+    write_compact_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_string(buf, pos)
     f_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -213,8 +213,8 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]
     else:
         f_subscribed_topic_names = []
         for _ in range(n):
-            item, pos = read_compact_string(buf, pos)
-            f_subscribed_topic_names.append(item)
+            it_subscribed_topic_names, pos = read_compact_string(buf, pos)
+            f_subscribed_topic_names.append(it_subscribed_topic_names)
     f_subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
     f_server_assignor, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
@@ -223,9 +223,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]
     else:
         f_topic_partitions = []
         for _ in range(n):
-            item, pos = _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf, pos)
-            f_topic_partitions.append(item)
-    unknown = None
+            it_topic_partitions, pos = _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0_1(buf, pos)
+            f_topic_partitions.append(it_topic_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -235,24 +235,24 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]
     return ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w: bytearray, o: ConsumerGroupHeartbeatResponse.TopicPartitions) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -262,25 +262,25 @@ def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf: Any, pos: int)
     return ConsumerGroupHeartbeatResponse.TopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupHeartbeatResponse_Assignment_v0_1(w: bytearray, o: Any) -> None:
-    v = o.topic_partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w, item)
+def _enc_ConsumerGroupHeartbeatResponse_Assignment_v0_1(w: bytearray, o: ConsumerGroupHeartbeatResponse.Assignment) -> None:
+    v_topic_partitions = o.topic_partitions
+    write_required_compact_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupHeartbeatResponse_Assignment_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupHeartbeatResponse_Assignment_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse.Assignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_partitions = []
     for _ in range(n):
-        item, pos = _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf, pos)
-        f_topic_partitions.append(item)
-    unknown = None
+        it_topic_partitions, pos = _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0_1(buf, pos)
+        f_topic_partitions.append(it_topic_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -290,7 +290,7 @@ def _dec_ConsumerGroupHeartbeatResponse_Assignment_v0_1(buf: Any, pos: int) -> t
     return ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupHeartbeatResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ConsumerGroupHeartbeatResponse_v0_1(w: bytearray, o: ConsumerGroupHeartbeatResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     write_compact_string(w, o.member_id)
@@ -306,7 +306,7 @@ def _enc_ConsumerGroupHeartbeatResponse_v0_1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ConsumerGroupHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerGroupHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -319,7 +319,7 @@ def _dec_ConsumerGroupHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[Any, i
         f_assignment = None
     else:
         f_assignment, pos = _dec_ConsumerGroupHeartbeatResponse_Assignment_v0_1(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -61,15 +61,15 @@ class ConsumerProtocolSubscription(Versioned):
 
 
 
-def _enc_ConsumerProtocolAssignment_TopicPartition_v0_3(w: bytearray, o: Any) -> None:
+def _enc_ConsumerProtocolAssignment_TopicPartition_v0_3(w: bytearray, o: ConsumerProtocolAssignment.TopicPartition) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment.TopicPartition, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -77,42 +77,42 @@ def _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf: Any, pos: int) -> t
     return ConsumerProtocolAssignment.TopicPartition(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_ConsumerProtocolAssignment_v0_3(w: bytearray, o: Any) -> None:
-    v = o.assigned_partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerProtocolAssignment_TopicPartition_v0_3(w, item)
+def _enc_ConsumerProtocolAssignment_v0_3(w: bytearray, o: ConsumerProtocolAssignment) -> None:
+    v_assigned_partitions = o.assigned_partitions
+    write_required_array_length(w, v_assigned_partitions)
+    if v_assigned_partitions:
+        for it_assigned_partitions in v_assigned_partitions:
+            _enc_ConsumerProtocolAssignment_TopicPartition_v0_3(w, it_assigned_partitions)
     write_bytes(w, o.user_data)
 
 
-def _dec_ConsumerProtocolAssignment_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolAssignment_v0_3(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
     n, pos = read_required_array_length(buf, pos)
     f_assigned_partitions = []
     for _ in range(n):
-        item, pos = _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf, pos)
-        f_assigned_partitions.append(item)
+        it_assigned_partitions, pos = _dec_ConsumerProtocolAssignment_TopicPartition_v0_3(buf, pos)
+        f_assigned_partitions.append(it_assigned_partitions)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     return ConsumerProtocolAssignment(assigned_partitions=f_assigned_partitions, user_data=f_user_data), pos
 
 
-def _enc_ConsumerProtocolSubscription_TopicPartition_v0(w: bytearray, o: Any) -> None:
+def _enc_ConsumerProtocolSubscription_TopicPartition_v0(w: bytearray, o: ConsumerProtocolSubscription.TopicPartition) -> None:
     pass
 
 
-def _dec_ConsumerProtocolSubscription_TopicPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolSubscription_TopicPartition_v0(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription.TopicPartition, int]:
     return ConsumerProtocolSubscription.TopicPartition(), pos
 
 
-def _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w: bytearray, o: Any) -> None:
+def _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w: bytearray, o: ConsumerProtocolSubscription.TopicPartition) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription.TopicPartition, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -120,114 +120,114 @@ def _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf: Any, pos: int) ->
     return ConsumerProtocolSubscription.TopicPartition(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_ConsumerProtocolSubscription_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_ConsumerProtocolSubscription_v0(w: bytearray, o: ConsumerProtocolSubscription) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            write_required_string(w, it_topics)
     write_bytes(w, o.user_data)
 
 
-def _dec_ConsumerProtocolSubscription_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolSubscription_v0(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = read_string(buf, pos)
+        f_topics.append(it_topics)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data), pos
 
 
-def _enc_ConsumerProtocolSubscription_v1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_ConsumerProtocolSubscription_v1(w: bytearray, o: ConsumerProtocolSubscription) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            write_required_string(w, it_topics)
     write_bytes(w, o.user_data)
-    v = o.owned_partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, item)
+    v_owned_partitions = o.owned_partitions
+    write_required_array_length(w, v_owned_partitions)
+    if v_owned_partitions:
+        for it_owned_partitions in v_owned_partitions:
+            _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, it_owned_partitions)
 
 
-def _dec_ConsumerProtocolSubscription_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolSubscription_v1(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = read_string(buf, pos)
+        f_topics.append(it_topics)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_owned_partitions = []
     for _ in range(n):
-        item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
-        f_owned_partitions.append(item)
+        it_owned_partitions, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
+        f_owned_partitions.append(it_owned_partitions)
     return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions), pos
 
 
-def _enc_ConsumerProtocolSubscription_v2(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_ConsumerProtocolSubscription_v2(w: bytearray, o: ConsumerProtocolSubscription) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            write_required_string(w, it_topics)
     write_bytes(w, o.user_data)
-    v = o.owned_partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, item)
+    v_owned_partitions = o.owned_partitions
+    write_required_array_length(w, v_owned_partitions)
+    if v_owned_partitions:
+        for it_owned_partitions in v_owned_partitions:
+            _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, it_owned_partitions)
     w += _S_i.pack(o.generation_id)
 
 
-def _dec_ConsumerProtocolSubscription_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolSubscription_v2(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = read_string(buf, pos)
+        f_topics.append(it_topics)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_owned_partitions = []
     for _ in range(n):
-        item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
-        f_owned_partitions.append(item)
+        it_owned_partitions, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
+        f_owned_partitions.append(it_owned_partitions)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, generation_id=f_generation_id), pos
 
 
-def _enc_ConsumerProtocolSubscription_v3(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_ConsumerProtocolSubscription_v3(w: bytearray, o: ConsumerProtocolSubscription) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            write_required_string(w, it_topics)
     write_bytes(w, o.user_data)
-    v = o.owned_partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, item)
+    v_owned_partitions = o.owned_partitions
+    write_required_array_length(w, v_owned_partitions)
+    if v_owned_partitions:
+        for it_owned_partitions in v_owned_partitions:
+            _enc_ConsumerProtocolSubscription_TopicPartition_v1_3(w, it_owned_partitions)
     w += _S_i.pack(o.generation_id)
     write_string(w, o.rack_id)
 
 
-def _dec_ConsumerProtocolSubscription_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ConsumerProtocolSubscription_v3(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = read_string(buf, pos)
+        f_topics.append(it_topics)
     f_user_data, pos = read_nullable_bytes(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_owned_partitions = []
     for _ in range(n):
-        item, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
-        f_owned_partitions.append(item)
+        it_owned_partitions, pos = _dec_ConsumerProtocolSubscription_TopicPartition_v1_3(buf, pos)
+        f_owned_partitions.append(it_owned_partitions)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack_id, pos = read_nullable_string(buf, pos)

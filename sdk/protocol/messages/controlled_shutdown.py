@@ -60,27 +60,27 @@ class ControlledShutdownResponse(Message):
 
 
 
-def _enc_ControlledShutdownRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownRequest_v0_1(w: bytearray, o: ControlledShutdownRequest) -> None:
     w += _S_i.pack(o.broker_id)
 
 
-def _dec_ControlledShutdownRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownRequest_v0_1(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ControlledShutdownRequest(broker_id=f_broker_id), pos
 
 
-def _enc_ControlledShutdownRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownRequest_v2(w: bytearray, o: ControlledShutdownRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
 
 
-def _dec_ControlledShutdownRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownRequest_v2(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     return ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch), pos
 
 
-def _enc_ControlledShutdownRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownRequest_v3(w: bytearray, o: ControlledShutdownRequest) -> None:
     w += _S_iq.pack(o.broker_id, o.broker_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -88,10 +88,10 @@ def _enc_ControlledShutdownRequest_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ControlledShutdownRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownRequest_v3(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -101,19 +101,19 @@ def _dec_ControlledShutdownRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ControlledShutdownResponse_RemainingPartition_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownResponse_RemainingPartition_v0_2(w: bytearray, o: ControlledShutdownResponse.RemainingPartition) -> None:
     write_required_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
 
 
-def _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf: Any, pos: int) -> tuple[ControlledShutdownResponse.RemainingPartition, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ControlledShutdownResponse.RemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index), pos
 
 
-def _enc_ControlledShutdownResponse_RemainingPartition_v3(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownResponse_RemainingPartition_v3(w: bytearray, o: ControlledShutdownResponse.RemainingPartition) -> None:
     write_required_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
@@ -122,11 +122,11 @@ def _enc_ControlledShutdownResponse_RemainingPartition_v3(w: bytearray, o: Any) 
         w.append(0)
 
 
-def _dec_ControlledShutdownResponse_RemainingPartition_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownResponse_RemainingPartition_v3(buf: Any, pos: int) -> tuple[ControlledShutdownResponse.RemainingPartition, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -136,48 +136,48 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v3(buf: Any, pos: int) ->
     return ControlledShutdownResponse.RemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tags=unknown), pos
 
 
-def _enc_ControlledShutdownResponse_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownResponse_v0_2(w: bytearray, o: ControlledShutdownResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.remaining_partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ControlledShutdownResponse_RemainingPartition_v0_2(w, item)
+    v_remaining_partitions = o.remaining_partitions
+    write_required_array_length(w, v_remaining_partitions)
+    if v_remaining_partitions:
+        for it_remaining_partitions in v_remaining_partitions:
+            _enc_ControlledShutdownResponse_RemainingPartition_v0_2(w, it_remaining_partitions)
 
 
-def _dec_ControlledShutdownResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownResponse_v0_2(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_remaining_partitions = []
     for _ in range(n):
-        item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf, pos)
-        f_remaining_partitions.append(item)
+        it_remaining_partitions, pos = _dec_ControlledShutdownResponse_RemainingPartition_v0_2(buf, pos)
+        f_remaining_partitions.append(it_remaining_partitions)
     return ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions), pos
 
 
-def _enc_ControlledShutdownResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_ControlledShutdownResponse_v3(w: bytearray, o: ControlledShutdownResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.remaining_partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ControlledShutdownResponse_RemainingPartition_v3(w, item)
+    v_remaining_partitions = o.remaining_partitions
+    write_required_compact_array_length(w, v_remaining_partitions)
+    if v_remaining_partitions:
+        for it_remaining_partitions in v_remaining_partitions:
+            _enc_ControlledShutdownResponse_RemainingPartition_v3(w, it_remaining_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ControlledShutdownResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControlledShutdownResponse_v3(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_remaining_partitions = []
     for _ in range(n):
-        item, pos = _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos)
-        f_remaining_partitions.append(item)
-    unknown = None
+        it_remaining_partitions, pos = _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos)
+        f_remaining_partitions.append(it_remaining_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -75,7 +75,7 @@ class ControllerRegistrationResponse(Message):
 
 
 
-def _enc_ControllerRegistrationRequest_Listener_v0(w: bytearray, o: Any) -> None:
+def _enc_ControllerRegistrationRequest_Listener_v0(w: bytearray, o: ControllerRegistrationRequest.Listener) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_Hh.pack(o.port, o.security_protocol)
@@ -85,12 +85,12 @@ def _enc_ControllerRegistrationRequest_Listener_v0(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_ControllerRegistrationRequest_Listener_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControllerRegistrationRequest_Listener_v0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest.Listener, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, f_security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -100,7 +100,7 @@ def _dec_ControllerRegistrationRequest_Listener_v0(buf: Any, pos: int) -> tuple[
     return ControllerRegistrationRequest.Listener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol, unknown_tags=unknown), pos
 
 
-def _enc_ControllerRegistrationRequest_Feature_v0(w: bytearray, o: Any) -> None:
+def _enc_ControllerRegistrationRequest_Feature_v0(w: bytearray, o: ControllerRegistrationRequest.Feature) -> None:
     write_required_compact_string(w, o.name)
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tags:
@@ -109,11 +109,11 @@ def _enc_ControllerRegistrationRequest_Feature_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ControllerRegistrationRequest_Feature_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControllerRegistrationRequest_Feature_v0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest.Feature, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -123,27 +123,27 @@ def _dec_ControllerRegistrationRequest_Feature_v0(buf: Any, pos: int) -> tuple[A
     return ControllerRegistrationRequest.Feature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tags=unknown), pos
 
 
-def _enc_ControllerRegistrationRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ControllerRegistrationRequest_v0(w: bytearray, o: ControllerRegistrationRequest) -> None:
     w += _S_i.pack(o.controller_id)
     w += o.incarnation_id.bytes
     w += _S_o.pack(o.zk_migration_ready)
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ControllerRegistrationRequest_Listener_v0(w, item)
-    v = o.features
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ControllerRegistrationRequest_Feature_v0(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_ControllerRegistrationRequest_Listener_v0(w, it_listeners)
+    v_features = o.features
+    write_required_compact_array_length(w, v_features)
+    if v_features:
+        for it_features in v_features:
+            _enc_ControllerRegistrationRequest_Feature_v0(w, it_features)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest, int]:
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_incarnation_id, pos = read_uuid(buf, pos)
@@ -152,14 +152,14 @@ def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_ControllerRegistrationRequest_Listener_v0(buf, pos)
-        f_listeners.append(item)
+        it_listeners, pos = _dec_ControllerRegistrationRequest_Listener_v0(buf, pos)
+        f_listeners.append(it_listeners)
     n, pos = read_required_compact_array_length(buf, pos)
     f_features = []
     for _ in range(n):
-        item, pos = _dec_ControllerRegistrationRequest_Feature_v0(buf, pos)
-        f_features.append(item)
-    unknown = None
+        it_features, pos = _dec_ControllerRegistrationRequest_Feature_v0(buf, pos)
+        f_features.append(it_features)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -169,7 +169,7 @@ def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     return ControllerRegistrationRequest(controller_id=f_controller_id, incarnation_id=f_incarnation_id, zk_migration_ready=f_zk_migration_ready, listeners=f_listeners, features=f_features, unknown_tags=unknown), pos
 
 
-def _enc_ControllerRegistrationResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ControllerRegistrationResponse_v0(w: bytearray, o: ControllerRegistrationResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -178,11 +178,11 @@ def _enc_ControllerRegistrationResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ControllerRegistrationResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ControllerRegistrationResponse_v0(buf: Any, pos: int) -> tuple[ControllerRegistrationResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

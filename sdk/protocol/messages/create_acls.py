@@ -71,7 +71,7 @@ class CreateAclsResponse(Message):
 
 
 
-def _enc_CreateAclsRequest_AclCreation_v0(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsRequest_AclCreation_v0(w: bytearray, o: CreateAclsRequest.AclCreation) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
     if o.resource_pattern_type != 3:
@@ -81,7 +81,7 @@ def _enc_CreateAclsRequest_AclCreation_v0(w: bytearray, o: Any) -> None:
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_CreateAclsRequest_AclCreation_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsRequest_AclCreation_v0(buf: Any, pos: int) -> tuple[CreateAclsRequest.AclCreation, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
@@ -92,7 +92,7 @@ def _dec_CreateAclsRequest_AclCreation_v0(buf: Any, pos: int) -> tuple[Any, int]
     return CreateAclsRequest.AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_CreateAclsRequest_AclCreation_v1(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsRequest_AclCreation_v1(w: bytearray, o: CreateAclsRequest.AclCreation) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
     w += _S_b.pack(o.resource_pattern_type)
@@ -101,7 +101,7 @@ def _enc_CreateAclsRequest_AclCreation_v1(w: bytearray, o: Any) -> None:
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_CreateAclsRequest_AclCreation_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsRequest_AclCreation_v1(buf: Any, pos: int) -> tuple[CreateAclsRequest.AclCreation, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
@@ -114,7 +114,7 @@ def _dec_CreateAclsRequest_AclCreation_v1(buf: Any, pos: int) -> tuple[Any, int]
     return CreateAclsRequest.AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_CreateAclsRequest_AclCreation_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsRequest_AclCreation_v2_3(w: bytearray, o: CreateAclsRequest.AclCreation) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_compact_string(w, o.resource_name)
     w += _S_b.pack(o.resource_pattern_type)
@@ -127,7 +127,7 @@ def _enc_CreateAclsRequest_AclCreation_v2_3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreateAclsRequest_AclCreation_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsRequest_AclCreation_v2_3(buf: Any, pos: int) -> tuple[CreateAclsRequest.AclCreation, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
@@ -137,7 +137,7 @@ def _dec_CreateAclsRequest_AclCreation_v2_3(buf: Any, pos: int) -> tuple[Any, in
     f_host, pos = read_compact_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -147,59 +147,59 @@ def _dec_CreateAclsRequest_AclCreation_v2_3(buf: Any, pos: int) -> tuple[Any, in
     return CreateAclsRequest.AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tags=unknown), pos
 
 
-def _enc_CreateAclsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.creations
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateAclsRequest_AclCreation_v0(w, item)
+def _enc_CreateAclsRequest_v0(w: bytearray, o: CreateAclsRequest) -> None:
+    v_creations = o.creations
+    write_required_array_length(w, v_creations)
+    if v_creations:
+        for it_creations in v_creations:
+            _enc_CreateAclsRequest_AclCreation_v0(w, it_creations)
 
 
-def _dec_CreateAclsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsRequest_v0(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_creations = []
     for _ in range(n):
-        item, pos = _dec_CreateAclsRequest_AclCreation_v0(buf, pos)
-        f_creations.append(item)
+        it_creations, pos = _dec_CreateAclsRequest_AclCreation_v0(buf, pos)
+        f_creations.append(it_creations)
     return CreateAclsRequest(creations=f_creations), pos
 
 
-def _enc_CreateAclsRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.creations
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateAclsRequest_AclCreation_v1(w, item)
+def _enc_CreateAclsRequest_v1(w: bytearray, o: CreateAclsRequest) -> None:
+    v_creations = o.creations
+    write_required_array_length(w, v_creations)
+    if v_creations:
+        for it_creations in v_creations:
+            _enc_CreateAclsRequest_AclCreation_v1(w, it_creations)
 
 
-def _dec_CreateAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsRequest_v1(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_creations = []
     for _ in range(n):
-        item, pos = _dec_CreateAclsRequest_AclCreation_v1(buf, pos)
-        f_creations.append(item)
+        it_creations, pos = _dec_CreateAclsRequest_AclCreation_v1(buf, pos)
+        f_creations.append(it_creations)
     return CreateAclsRequest(creations=f_creations), pos
 
 
-def _enc_CreateAclsRequest_v2_3(w: bytearray, o: Any) -> None:
-    v = o.creations
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateAclsRequest_AclCreation_v2_3(w, item)
+def _enc_CreateAclsRequest_v2_3(w: bytearray, o: CreateAclsRequest) -> None:
+    v_creations = o.creations
+    write_required_compact_array_length(w, v_creations)
+    if v_creations:
+        for it_creations in v_creations:
+            _enc_CreateAclsRequest_AclCreation_v2_3(w, it_creations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreateAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsRequest_v2_3(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_creations = []
     for _ in range(n):
-        item, pos = _dec_CreateAclsRequest_AclCreation_v2_3(buf, pos)
-        f_creations.append(item)
-    unknown = None
+        it_creations, pos = _dec_CreateAclsRequest_AclCreation_v2_3(buf, pos)
+        f_creations.append(it_creations)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -209,19 +209,19 @@ def _dec_CreateAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     return CreateAclsRequest(creations=f_creations, unknown_tags=unknown), pos
 
 
-def _enc_CreateAclsResponse_AclCreationResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsResponse_AclCreationResult_v0_1(w: bytearray, o: CreateAclsResponse.AclCreationResult) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
 
 
-def _dec_CreateAclsResponse_AclCreationResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsResponse_AclCreationResult_v0_1(buf: Any, pos: int) -> tuple[CreateAclsResponse.AclCreationResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
     return CreateAclsResponse.AclCreationResult(error_code=f_error_code, error_message=f_error_message), pos
 
 
-def _enc_CreateAclsResponse_AclCreationResult_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsResponse_AclCreationResult_v2_3(w: bytearray, o: CreateAclsResponse.AclCreationResult) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -230,11 +230,11 @@ def _enc_CreateAclsResponse_AclCreationResult_v2_3(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_CreateAclsResponse_AclCreationResult_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsResponse_AclCreationResult_v2_3(buf: Any, pos: int) -> tuple[CreateAclsResponse.AclCreationResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -244,48 +244,48 @@ def _dec_CreateAclsResponse_AclCreationResult_v2_3(buf: Any, pos: int) -> tuple[
     return CreateAclsResponse.AclCreationResult(error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_CreateAclsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsResponse_v0_1(w: bytearray, o: CreateAclsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateAclsResponse_AclCreationResult_v0_1(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_CreateAclsResponse_AclCreationResult_v0_1(w, it_results)
 
 
-def _dec_CreateAclsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsResponse_v0_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_CreateAclsResponse_AclCreationResult_v0_1(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_CreateAclsResponse_AclCreationResult_v0_1(buf, pos)
+        f_results.append(it_results)
     return CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_CreateAclsResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreateAclsResponse_v2_3(w: bytearray, o: CreateAclsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateAclsResponse_AclCreationResult_v2_3(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_CreateAclsResponse_AclCreationResult_v2_3(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreateAclsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateAclsResponse_v2_3(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_CreateAclsResponse_AclCreationResult_v2_3(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_CreateAclsResponse_AclCreationResult_v2_3(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -72,18 +72,18 @@ class CreateDelegationTokenResponse(Message):
 
 
 
-def _enc_CreateDelegationTokenRequest_CreatableRenewers_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenRequest_CreatableRenewers_v0_1(w: bytearray, o: CreateDelegationTokenRequest.CreatableRenewers) -> None:
     write_required_string(w, o.principal_type)
     write_required_string(w, o.principal_name)
 
 
-def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest.CreatableRenewers, int]:
     f_principal_type, pos = read_string(buf, pos)
     f_principal_name, pos = read_string(buf, pos)
     return CreateDelegationTokenRequest.CreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name), pos
 
 
-def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w: bytearray, o: CreateDelegationTokenRequest.CreatableRenewers) -> None:
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
     if o.unknown_tags:
@@ -92,10 +92,10 @@ def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w: bytearray, o: An
         w.append(0)
 
 
-def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest.CreatableRenewers, int]:
     f_principal_type, pos = read_compact_string(buf, pos)
     f_principal_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -105,40 +105,40 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf: Any, pos: int)
     return CreateDelegationTokenRequest.CreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tags=unknown), pos
 
 
-def _enc_CreateDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenRequest_v0_1(w: bytearray, o: CreateDelegationTokenRequest) -> None:
     if o.owner_principal_type != '':
         refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_type", 0)
     if o.owner_principal_name != '':
         refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_name", 0)
-    v = o.renewers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateDelegationTokenRequest_CreatableRenewers_v0_1(w, item)
+    v_renewers = o.renewers
+    write_required_array_length(w, v_renewers)
+    if v_renewers:
+        for it_renewers in v_renewers:
+            _enc_CreateDelegationTokenRequest_CreatableRenewers_v0_1(w, it_renewers)
     w += _S_q.pack(o.max_lifetime_ms)
 
 
-def _dec_CreateDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_renewers = []
     for _ in range(n):
-        item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf, pos)
-        f_renewers.append(item)
+        it_renewers, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v0_1(buf, pos)
+        f_renewers.append(it_renewers)
     f_max_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
     return CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms), pos
 
 
-def _enc_CreateDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenRequest_v2(w: bytearray, o: CreateDelegationTokenRequest) -> None:
     if o.owner_principal_type != '':
         refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_type", 2)
     if o.owner_principal_name != '':
         refuse_absent_field("CreateDelegationTokenRequest", "owner_principal_name", 2)
-    v = o.renewers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w, item)
+    v_renewers = o.renewers
+    write_required_compact_array_length(w, v_renewers)
+    if v_renewers:
+        for it_renewers in v_renewers:
+            _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w, it_renewers)
     w += _S_q.pack(o.max_lifetime_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -146,15 +146,15 @@ def _enc_CreateDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreateDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_renewers = []
     for _ in range(n):
-        item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
-        f_renewers.append(item)
+        it_renewers, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
+        f_renewers.append(it_renewers)
     f_max_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -164,14 +164,14 @@ def _dec_CreateDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms, unknown_tags=unknown), pos
 
 
-def _enc_CreateDelegationTokenRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenRequest_v3(w: bytearray, o: CreateDelegationTokenRequest) -> None:
     write_compact_string(w, o.owner_principal_type)
     write_compact_string(w, o.owner_principal_name)
-    v = o.renewers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w, item)
+    v_renewers = o.renewers
+    write_required_compact_array_length(w, v_renewers)
+    if v_renewers:
+        for it_renewers in v_renewers:
+            _enc_CreateDelegationTokenRequest_CreatableRenewers_v2_3(w, it_renewers)
     w += _S_q.pack(o.max_lifetime_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -179,17 +179,17 @@ def _enc_CreateDelegationTokenRequest_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreateDelegationTokenRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenRequest_v3(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
     f_owner_principal_type, pos = read_compact_nullable_string(buf, pos)
     f_owner_principal_name, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_renewers = []
     for _ in range(n):
-        item, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
-        f_renewers.append(item)
+        it_renewers, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v2_3(buf, pos)
+        f_renewers.append(it_renewers)
     f_max_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -199,7 +199,7 @@ def _dec_CreateDelegationTokenRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return CreateDelegationTokenRequest(owner_principal_type=f_owner_principal_type, owner_principal_name=f_owner_principal_name, renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms, unknown_tags=unknown), pos
 
 
-def _enc_CreateDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenResponse_v0_1(w: bytearray, o: CreateDelegationTokenResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.principal_type)
     write_required_string(w, o.principal_name)
@@ -209,7 +209,7 @@ def _enc_CreateDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_CreateDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_principal_type, pos = read_string(buf, pos)
@@ -223,7 +223,7 @@ def _dec_CreateDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, in
     return CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_CreateDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenResponse_v2(w: bytearray, o: CreateDelegationTokenResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
@@ -237,7 +237,7 @@ def _enc_CreateDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreateDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_principal_type, pos = read_compact_string(buf, pos)
@@ -248,7 +248,7 @@ def _dec_CreateDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]
     f_hmac, pos = read_compact_bytes(buf, pos)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -258,7 +258,7 @@ def _dec_CreateDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]
     return CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms, unknown_tags=unknown), pos
 
 
-def _enc_CreateDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_CreateDelegationTokenResponse_v3(w: bytearray, o: CreateDelegationTokenResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
@@ -274,7 +274,7 @@ def _enc_CreateDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreateDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_principal_type, pos = read_compact_string(buf, pos)
@@ -287,7 +287,7 @@ def _dec_CreateDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[Any, int]
     f_hmac, pos = read_compact_bytes(buf, pos)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -74,36 +74,36 @@ class CreatePartitionsResponse(Message):
 
 
 
-def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(w: bytearray, o: Any) -> None:
-    v = o.broker_ids
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(w: bytearray, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
+    v_broker_ids = o.broker_ids
+    write_required_array_length(w, v_broker_ids)
+    if v_broker_ids:
+        w += struct.pack(">%di" % len(v_broker_ids), *v_broker_ids)
 
 
-def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
     n, pos = read_required_array_length(buf, pos)
     f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
     return CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=f_broker_ids), pos
 
 
-def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(w: bytearray, o: Any) -> None:
-    v = o.broker_ids
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+def _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(w: bytearray, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
+    v_broker_ids = o.broker_ids
+    write_required_compact_array_length(w, v_broker_ids)
+    if v_broker_ids:
+        w += struct.pack(">%di" % len(v_broker_ids), *v_broker_ids)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -113,17 +113,17 @@ def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf: Any, pos: 
     return CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=f_broker_ids, unknown_tags=unknown), pos
 
 
-def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(w: bytearray, o: CreatePartitionsRequest.CreatePartitionsTopic) -> None:
     write_required_string(w, o.name)
     w += _S_i.pack(o.count)
-    v = o.assignments
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(w, item)
+    v_assignments = o.assignments
+    write_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(w, it_assignments)
 
 
-def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsTopic, int]:
     f_name, pos = read_string(buf, pos)
     f_count, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -133,26 +133,26 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf: Any, pos: int) 
     else:
         f_assignments = []
         for _ in range(n):
-            item, pos = _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(buf, pos)
-            f_assignments.append(item)
+            it_assignments, pos = _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v0_1(buf, pos)
+            f_assignments.append(it_assignments)
     return CreatePartitionsRequest.CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments), pos
 
 
-def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(w: bytearray, o: CreatePartitionsRequest.CreatePartitionsTopic) -> None:
     write_required_compact_string(w, o.name)
     w += _S_i.pack(o.count)
-    v = o.assignments
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(w, item)
+    v_assignments = o.assignments
+    write_compact_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(w, it_assignments)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_count, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -162,9 +162,9 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf: Any, pos: int) 
     else:
         f_assignments = []
         for _ in range(n):
-            item, pos = _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf, pos)
-            f_assignments.append(item)
-    unknown = None
+            it_assignments, pos = _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2_3(buf, pos)
+            f_assignments.append(it_assignments)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -174,32 +174,32 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf: Any, pos: int) 
     return CreatePartitionsRequest.CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments, unknown_tags=unknown), pos
 
 
-def _enc_CreatePartitionsRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(w, item)
+def _enc_CreatePartitionsRequest_v0_1(w: bytearray, o: CreatePartitionsRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(w, it_topics)
     w += _S_io.pack(o.timeout_ms, o.validate_only)
 
 
-def _dec_CreatePartitionsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsRequest_v0_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
     return CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only), pos
 
 
-def _enc_CreatePartitionsRequest_v2_3(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(w, item)
+def _enc_CreatePartitionsRequest_v2_3(w: bytearray, o: CreatePartitionsRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(w, it_topics)
     w += _S_io.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -207,15 +207,15 @@ def _enc_CreatePartitionsRequest_v2_3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreatePartitionsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsRequest_v2_3(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2_3(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -225,13 +225,13 @@ def _dec_CreatePartitionsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     return CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only, unknown_tags=unknown), pos
 
 
-def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(w: bytearray, o: CreatePartitionsResponse.CreatePartitionsTopicResult) -> None:
     write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
 
 
-def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse.CreatePartitionsTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -239,7 +239,7 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf: Any, pos
     return CreatePartitionsResponse.CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message), pos
 
 
-def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w: bytearray, o: CreatePartitionsResponse.CreatePartitionsTopicResult) -> None:
     write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
@@ -249,12 +249,12 @@ def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w: bytearray,
         w.append(0)
 
 
-def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf: Any, pos: int) -> tuple[CreatePartitionsResponse.CreatePartitionsTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -264,48 +264,48 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf: Any, pos
     return CreatePartitionsResponse.CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_CreatePartitionsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_CreatePartitionsResponse_v0_1(w: bytearray, o: CreatePartitionsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(w, it_results)
 
 
-def _dec_CreatePartitionsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsResponse_v0_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0_1(buf, pos)
+        f_results.append(it_results)
     return CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_CreatePartitionsResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_CreatePartitionsResponse_v2_3(w: bytearray, o: CreatePartitionsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreatePartitionsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreatePartitionsResponse_v2_3(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2_3(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -99,15 +99,15 @@ class CreateTopicsResponse(Message):
 
 
 
-def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w: bytearray, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
     w += _S_i.pack(o.partition_index)
-    v = o.broker_ids
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_broker_ids = o.broker_ids
+    write_required_array_length(w, v_broker_ids)
+    if v_broker_ids:
+        w += struct.pack(">%di" % len(v_broker_ids), *v_broker_ids)
 
 
-def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableReplicaAssignment, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
@@ -116,25 +116,25 @@ def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf: Any, pos: int)
     return CreateTopicsRequest.CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids), pos
 
 
-def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w: bytearray, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
     w += _S_i.pack(o.partition_index)
-    v = o.broker_ids
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_broker_ids = o.broker_ids
+    write_required_compact_array_length(w, v_broker_ids)
+    if v_broker_ids:
+        w += struct.pack(">%di" % len(v_broker_ids), *v_broker_ids)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableReplicaAssignment, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_broker_ids = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -144,18 +144,18 @@ def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf: Any, pos: int)
     return CreateTopicsRequest.CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsRequest_CreatableTopicConfig_v0_4(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsRequest_CreatableTopicConfig_v0_4(w: bytearray, o: CreateTopicsRequest.CreatableTopicConfig) -> None:
     write_required_string(w, o.name)
     write_string(w, o.value)
 
 
-def _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopicConfig, int]:
     f_name, pos = read_string(buf, pos)
     f_value, pos = read_nullable_string(buf, pos)
     return CreateTopicsRequest.CreatableTopicConfig(name=f_name, value=f_value), pos
 
 
-def _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w: bytearray, o: CreateTopicsRequest.CreatableTopicConfig) -> None:
     write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     if o.unknown_tags:
@@ -164,10 +164,10 @@ def _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopicConfig, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -177,72 +177,72 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf: Any, pos: int) -> tu
     return CreateTopicsRequest.CreatableTopicConfig(name=f_name, value=f_value, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsRequest_CreatableTopic_v0_4(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsRequest_CreatableTopic_v0_4(w: bytearray, o: CreateTopicsRequest.CreatableTopic) -> None:
     write_required_string(w, o.name)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
-    v = o.assignments
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w, item)
-    v = o.configs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableTopicConfig_v0_4(w, item)
+    v_assignments = o.assignments
+    write_required_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(w, it_assignments)
+    v_configs = o.configs
+    write_required_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_CreateTopicsRequest_CreatableTopicConfig_v0_4(w, it_configs)
 
 
-def _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopic, int]:
     f_name, pos = read_string(buf, pos)
     f_num_partitions, f_replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_assignments = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf, pos)
-        f_assignments.append(item)
+        it_assignments, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v0_4(buf, pos)
+        f_assignments.append(it_assignments)
     n, pos = read_required_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf, pos)
-        f_configs.append(item)
+        it_configs, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v0_4(buf, pos)
+        f_configs.append(it_configs)
     return CreateTopicsRequest.CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs), pos
 
 
-def _enc_CreateTopicsRequest_CreatableTopic_v5_7(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsRequest_CreatableTopic_v5_7(w: bytearray, o: CreateTopicsRequest.CreatableTopic) -> None:
     write_required_compact_string(w, o.name)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
-    v = o.assignments
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w, item)
-    v = o.configs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w, item)
+    v_assignments = o.assignments
+    write_required_compact_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(w, it_assignments)
+    v_configs = o.configs
+    write_required_compact_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_CreateTopicsRequest_CreatableTopicConfig_v5_7(w, it_configs)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_num_partitions, f_replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_assignments = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf, pos)
-        f_assignments.append(item)
+        it_assignments, pos = _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5_7(buf, pos)
+        f_assignments.append(it_assignments)
     n, pos = read_required_compact_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf, pos)
-        f_configs.append(item)
-    unknown = None
+        it_configs, pos = _dec_CreateTopicsRequest_CreatableTopicConfig_v5_7(buf, pos)
+        f_configs.append(it_configs)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -252,54 +252,54 @@ def _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf: Any, pos: int) -> tuple[An
     return CreateTopicsRequest.CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableTopic_v0_4(w, item)
+def _enc_CreateTopicsRequest_v0(w: bytearray, o: CreateTopicsRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsRequest_CreatableTopic_v0_4(w, it_topics)
     if o.validate_only != False:
         refuse_absent_field("CreateTopicsRequest", "validate_only", 0)
     w += _S_i.pack(o.timeout_ms)
 
 
-def _dec_CreateTopicsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_v0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms), pos
 
 
-def _enc_CreateTopicsRequest_v1_4(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableTopic_v0_4(w, item)
+def _enc_CreateTopicsRequest_v1_4(w: bytearray, o: CreateTopicsRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsRequest_CreatableTopic_v0_4(w, it_topics)
     w += _S_io.pack(o.timeout_ms, o.validate_only)
 
 
-def _dec_CreateTopicsRequest_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_v1_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreateTopicsRequest_CreatableTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
     return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only), pos
 
 
-def _enc_CreateTopicsRequest_v5_7(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsRequest_CreatableTopic_v5_7(w, item)
+def _enc_CreateTopicsRequest_v5_7(w: bytearray, o: CreateTopicsRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsRequest_CreatableTopic_v5_7(w, it_topics)
     w += _S_io.pack(o.timeout_ms, o.validate_only)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -307,15 +307,15 @@ def _enc_CreateTopicsRequest_v5_7(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_CreateTopicsRequest_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsRequest_v5_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreateTopicsRequest_CreatableTopic_v5_7(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -325,15 +325,15 @@ def _dec_CreateTopicsRequest_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
     return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsResponse_CreatableTopicConfigs_v0_4(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_CreatableTopicConfigs_v0_4(w: bytearray, o: CreateTopicsResponse.CreatableTopicConfigs) -> None:
     pass
 
 
-def _dec_CreateTopicsResponse_CreatableTopicConfigs_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_CreatableTopicConfigs_v0_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicConfigs, int]:
     return CreateTopicsResponse.CreatableTopicConfigs(), pos
 
 
-def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w: bytearray, o: CreateTopicsResponse.CreatableTopicConfigs) -> None:
     write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
@@ -343,12 +343,12 @@ def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicConfigs, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -358,25 +358,25 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf: Any, pos: int) -> 
     return CreateTopicsResponse.CreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsResponse_CreatableTopicResult_v0(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_CreatableTopicResult_v0(w: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
     write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return CreateTopicsResponse.CreatableTopicResult(name=f_name, error_code=f_error_code), pos
 
 
-def _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
     write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
 
 
-def _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -384,16 +384,16 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf: Any, pos: int) -> t
     return CreateTopicsResponse.CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message), pos
 
 
-def _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
     write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
-    v = o.configs
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w, item)
+    v_configs = o.configs
+    write_compact_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w, it_configs)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -402,7 +402,7 @@ def _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w: bytearray, o: Any) ->
     write_tagged_fields(w, tags)
 
 
-def _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -415,10 +415,10 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf: Any, pos: int) -> t
     else:
         f_configs = []
         for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf, pos)
-            f_configs.append(item)
-    f_topic_config_error_code = 0
-    unknown = None
+            it_configs, pos = _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf, pos)
+            f_configs.append(it_configs)
+    f_topic_config_error_code: int = 0
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -435,17 +435,17 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf: Any, pos: int) -> t
     return CreateTopicsResponse.CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, topic_config_error_code=f_topic_config_error_code, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsResponse_CreatableTopicResult_v7(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_CreatableTopicResult_v7(w: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
     write_required_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_ih.pack(o.num_partitions, o.replication_factor)
-    v = o.configs
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w, item)
+    v_configs = o.configs
+    write_compact_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_CreateTopicsResponse_CreatableTopicConfigs_v5_7(w, it_configs)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -454,7 +454,7 @@ def _enc_CreateTopicsResponse_CreatableTopicResult_v7(w: bytearray, o: Any) -> N
     write_tagged_fields(w, tags)
 
 
-def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
@@ -468,10 +468,10 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf: Any, pos: int) -> tup
     else:
         f_configs = []
         for _ in range(n):
-            item, pos = _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf, pos)
-            f_configs.append(item)
-    f_topic_config_error_code = 0
-    unknown = None
+            it_configs, pos = _dec_CreateTopicsResponse_CreatableTopicConfigs_v5_7(buf, pos)
+            f_configs.append(it_configs)
+    f_topic_config_error_code: int = 0
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -488,82 +488,82 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf: Any, pos: int) -> tup
     return CreateTopicsResponse.CreatableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, topic_config_error_code=f_topic_config_error_code, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicResult_v0(w, item)
+def _enc_CreateTopicsResponse_v0(w: bytearray, o: CreateTopicsResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsResponse_CreatableTopicResult_v0(w, it_topics)
 
 
-def _dec_CreateTopicsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_v0(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos)
+        f_topics.append(it_topics)
     return CreateTopicsResponse(topics=f_topics), pos
 
 
-def _enc_CreateTopicsResponse_v1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w, item)
+def _enc_CreateTopicsResponse_v1(w: bytearray, o: CreateTopicsResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w, it_topics)
 
 
-def _dec_CreateTopicsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_v1(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
+        f_topics.append(it_topics)
     return CreateTopicsResponse(topics=f_topics), pos
 
 
-def _enc_CreateTopicsResponse_v2_4(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_v2_4(w: bytearray, o: CreateTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsResponse_CreatableTopicResult_v1_4(w, it_topics)
 
 
-def _dec_CreateTopicsResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_v2_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v1_4(buf, pos)
+        f_topics.append(it_topics)
     return CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_CreateTopicsResponse_v5_6(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_v5_6(w: bytearray, o: CreateTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsResponse_CreatableTopicResult_v5_6(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreateTopicsResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_v5_6(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v5_6(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -573,28 +573,28 @@ def _dec_CreateTopicsResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
     return CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_CreateTopicsResponse_v7(w: bytearray, o: Any) -> None:
+def _enc_CreateTopicsResponse_v7(w: bytearray, o: CreateTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_CreateTopicsResponse_CreatableTopicResult_v7(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_CreateTopicsResponse_CreatableTopicResult_v7(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_CreateTopicsResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_CreateTopicsResponse_v7(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

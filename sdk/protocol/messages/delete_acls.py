@@ -85,7 +85,7 @@ class DeleteAclsResponse(Message):
 
 
 
-def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_string(w, o.resource_name_filter)
     if o.pattern_type_filter != 3:
@@ -95,7 +95,7 @@ def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w: bytearray, o: Any) -> None:
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf: Any, pos: int) -> tuple[DeleteAclsRequest.DeleteAclsFilter, int]:
     f_resource_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name_filter, pos = read_nullable_string(buf, pos)
@@ -106,7 +106,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf: Any, pos: int) -> tuple[Any,
     return DeleteAclsRequest.DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DeleteAclsRequest_DeleteAclsFilter_v1(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsRequest_DeleteAclsFilter_v1(w: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_string(w, o.resource_name_filter)
     w += _S_b.pack(o.pattern_type_filter)
@@ -115,7 +115,7 @@ def _enc_DeleteAclsRequest_DeleteAclsFilter_v1(w: bytearray, o: Any) -> None:
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf: Any, pos: int) -> tuple[DeleteAclsRequest.DeleteAclsFilter, int]:
     f_resource_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name_filter, pos = read_nullable_string(buf, pos)
@@ -128,7 +128,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf: Any, pos: int) -> tuple[Any,
     return DeleteAclsRequest.DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DeleteAclsRequest_DeleteAclsFilter_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsRequest_DeleteAclsFilter_v2_3(w: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_compact_string(w, o.resource_name_filter)
     w += _S_b.pack(o.pattern_type_filter)
@@ -141,7 +141,7 @@ def _enc_DeleteAclsRequest_DeleteAclsFilter_v2_3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf: Any, pos: int) -> tuple[DeleteAclsRequest.DeleteAclsFilter, int]:
     f_resource_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name_filter, pos = read_compact_nullable_string(buf, pos)
@@ -151,7 +151,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf: Any, pos: int) -> tuple[An
     f_host_filter, pos = read_compact_nullable_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -161,59 +161,59 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf: Any, pos: int) -> tuple[An
     return DeleteAclsRequest.DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tags=unknown), pos
 
 
-def _enc_DeleteAclsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.filters
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w, item)
+def _enc_DeleteAclsRequest_v0(w: bytearray, o: DeleteAclsRequest) -> None:
+    v_filters = o.filters
+    write_required_array_length(w, v_filters)
+    if v_filters:
+        for it_filters in v_filters:
+            _enc_DeleteAclsRequest_DeleteAclsFilter_v0(w, it_filters)
 
 
-def _dec_DeleteAclsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsRequest_v0(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_filters = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos)
-        f_filters.append(item)
+        it_filters, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos)
+        f_filters.append(it_filters)
     return DeleteAclsRequest(filters=f_filters), pos
 
 
-def _enc_DeleteAclsRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.filters
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsRequest_DeleteAclsFilter_v1(w, item)
+def _enc_DeleteAclsRequest_v1(w: bytearray, o: DeleteAclsRequest) -> None:
+    v_filters = o.filters
+    write_required_array_length(w, v_filters)
+    if v_filters:
+        for it_filters in v_filters:
+            _enc_DeleteAclsRequest_DeleteAclsFilter_v1(w, it_filters)
 
 
-def _dec_DeleteAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsRequest_v1(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_filters = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos)
-        f_filters.append(item)
+        it_filters, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos)
+        f_filters.append(it_filters)
     return DeleteAclsRequest(filters=f_filters), pos
 
 
-def _enc_DeleteAclsRequest_v2_3(w: bytearray, o: Any) -> None:
-    v = o.filters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsRequest_DeleteAclsFilter_v2_3(w, item)
+def _enc_DeleteAclsRequest_v2_3(w: bytearray, o: DeleteAclsRequest) -> None:
+    v_filters = o.filters
+    write_required_compact_array_length(w, v_filters)
+    if v_filters:
+        for it_filters in v_filters:
+            _enc_DeleteAclsRequest_DeleteAclsFilter_v2_3(w, it_filters)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsRequest_v2_3(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_filters = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf, pos)
-        f_filters.append(item)
-    unknown = None
+        it_filters, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v2_3(buf, pos)
+        f_filters.append(it_filters)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -223,7 +223,7 @@ def _dec_DeleteAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteAclsRequest(filters=f_filters, unknown_tags=unknown), pos
 
 
-def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
@@ -233,7 +233,7 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w: bytearray, o: Any) -> No
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsMatchingAcl, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -247,7 +247,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf: Any, pos: int) -> tupl
     return DeleteAclsResponse.DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
@@ -258,7 +258,7 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w: bytearray, o: Any) -> No
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsMatchingAcl, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -274,7 +274,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf: Any, pos: int) -> tupl
     return DeleteAclsResponse.DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
@@ -289,7 +289,7 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsMatchingAcl, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -302,7 +302,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf: Any, pos: int) -> tu
     f_host, pos = read_compact_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -312,74 +312,74 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf: Any, pos: int) -> tu
     return DeleteAclsResponse.DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tags=unknown), pos
 
 
-def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(w: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
-    v = o.matching_acls
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w, item)
+    v_matching_acls = o.matching_acls
+    write_required_array_length(w, v_matching_acls)
+    if v_matching_acls:
+        for it_matching_acls in v_matching_acls:
+            _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w, it_matching_acls)
 
 
-def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_matching_acls = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos)
-        f_matching_acls.append(item)
+        it_matching_acls, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos)
+        f_matching_acls.append(it_matching_acls)
     return DeleteAclsResponse.DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls), pos
 
 
-def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(w: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
-    v = o.matching_acls
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w, item)
+    v_matching_acls = o.matching_acls
+    write_required_array_length(w, v_matching_acls)
+    if v_matching_acls:
+        for it_matching_acls in v_matching_acls:
+            _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w, it_matching_acls)
 
 
-def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_matching_acls = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos)
-        f_matching_acls.append(item)
+        it_matching_acls, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos)
+        f_matching_acls.append(it_matching_acls)
     return DeleteAclsResponse.DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls), pos
 
 
-def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(w: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.matching_acls
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w, item)
+    v_matching_acls = o.matching_acls
+    write_required_compact_array_length(w, v_matching_acls)
+    if v_matching_acls:
+        for it_matching_acls in v_matching_acls:
+            _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(w, it_matching_acls)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_matching_acls = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf, pos)
-        f_matching_acls.append(item)
-    unknown = None
+        it_matching_acls, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2_3(buf, pos)
+        f_matching_acls.append(it_matching_acls)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -389,68 +389,68 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf: Any, pos: int) -> t
     return DeleteAclsResponse.DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls, unknown_tags=unknown), pos
 
 
-def _enc_DeleteAclsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_v0(w: bytearray, o: DeleteAclsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.filter_results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(w, item)
+    v_filter_results = o.filter_results
+    write_required_array_length(w, v_filter_results)
+    if v_filter_results:
+        for it_filter_results in v_filter_results:
+            _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(w, it_filter_results)
 
 
-def _dec_DeleteAclsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_v0(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_filter_results = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos)
-        f_filter_results.append(item)
+        it_filter_results, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos)
+        f_filter_results.append(it_filter_results)
     return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results), pos
 
 
-def _enc_DeleteAclsResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_v1(w: bytearray, o: DeleteAclsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.filter_results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(w, item)
+    v_filter_results = o.filter_results
+    write_required_array_length(w, v_filter_results)
+    if v_filter_results:
+        for it_filter_results in v_filter_results:
+            _enc_DeleteAclsResponse_DeleteAclsFilterResult_v1(w, it_filter_results)
 
 
-def _dec_DeleteAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_v1(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_filter_results = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos)
-        f_filter_results.append(item)
+        it_filter_results, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos)
+        f_filter_results.append(it_filter_results)
     return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results), pos
 
 
-def _enc_DeleteAclsResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteAclsResponse_v2_3(w: bytearray, o: DeleteAclsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.filter_results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(w, item)
+    v_filter_results = o.filter_results
+    write_required_compact_array_length(w, v_filter_results)
+    if v_filter_results:
+        for it_filter_results in v_filter_results:
+            _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(w, it_filter_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteAclsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteAclsResponse_v2_3(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_filter_results = []
     for _ in range(n):
-        item, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf, pos)
-        f_filter_results.append(item)
-    unknown = None
+        it_filter_results, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2_3(buf, pos)
+        f_filter_results.append(it_filter_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -58,42 +58,42 @@ class DeleteGroupsResponse(Message):
 
 
 
-def _enc_DeleteGroupsRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.groups_names
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_DeleteGroupsRequest_v0_1(w: bytearray, o: DeleteGroupsRequest) -> None:
+    v_groups_names = o.groups_names
+    write_required_array_length(w, v_groups_names)
+    if v_groups_names:
+        for it_groups_names in v_groups_names:
+            write_required_string(w, it_groups_names)
 
 
-def _dec_DeleteGroupsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteGroupsRequest_v0_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_groups_names = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_groups_names.append(item)
+        it_groups_names, pos = read_string(buf, pos)
+        f_groups_names.append(it_groups_names)
     return DeleteGroupsRequest(groups_names=f_groups_names), pos
 
 
-def _enc_DeleteGroupsRequest_v2(w: bytearray, o: Any) -> None:
-    v = o.groups_names
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+def _enc_DeleteGroupsRequest_v2(w: bytearray, o: DeleteGroupsRequest) -> None:
+    v_groups_names = o.groups_names
+    write_required_compact_array_length(w, v_groups_names)
+    if v_groups_names:
+        for it_groups_names in v_groups_names:
+            write_required_compact_string(w, it_groups_names)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteGroupsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteGroupsRequest_v2(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups_names = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_groups_names.append(item)
-    unknown = None
+        it_groups_names, pos = read_compact_string(buf, pos)
+        f_groups_names.append(it_groups_names)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -103,19 +103,19 @@ def _dec_DeleteGroupsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteGroupsRequest(groups_names=f_groups_names, unknown_tags=unknown), pos
 
 
-def _enc_DeleteGroupsResponse_DeletableGroupResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteGroupsResponse_DeletableGroupResult_v0_1(w: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
     write_required_string(w, o.group_id)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse.DeletableGroupResult, int]:
     f_group_id, pos = read_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return DeleteGroupsResponse.DeletableGroupResult(group_id=f_group_id, error_code=f_error_code), pos
 
 
-def _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
@@ -124,11 +124,11 @@ def _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf: Any, pos: int) -> tuple[DeleteGroupsResponse.DeletableGroupResult, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -138,48 +138,48 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf: Any, pos: int) -> tup
     return DeleteGroupsResponse.DeletableGroupResult(group_id=f_group_id, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_DeleteGroupsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteGroupsResponse_v0_1(w: bytearray, o: DeleteGroupsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteGroupsResponse_DeletableGroupResult_v0_1(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DeleteGroupsResponse_DeletableGroupResult_v0_1(w, it_results)
 
 
-def _dec_DeleteGroupsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteGroupsResponse_v0_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v0_1(buf, pos)
+        f_results.append(it_results)
     return DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_DeleteGroupsResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteGroupsResponse_v2(w: bytearray, o: DeleteGroupsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DeleteGroupsResponse_DeletableGroupResult_v2(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteGroupsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteGroupsResponse_v2(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -79,17 +79,17 @@ class DeleteRecordsResponse(Message):
 
 
 
-def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(w: bytearray, o: DeleteRecordsRequest.DeleteRecordsPartition) -> None:
     w += _S_iq.pack(o.partition_index, o.offset)
 
 
-def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsPartition, int]:
     f_partition_index, f_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     return DeleteRecordsRequest.DeleteRecordsPartition(partition_index=f_partition_index, offset=f_offset), pos
 
 
-def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(w: bytearray, o: DeleteRecordsRequest.DeleteRecordsPartition) -> None:
     w += _S_iq.pack(o.partition_index, o.offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -97,10 +97,10 @@ def _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsPartition, int]:
     f_partition_index, f_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -110,46 +110,46 @@ def _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: Any, pos: int) -> t
     return DeleteRecordsRequest.DeleteRecordsPartition(partition_index=f_partition_index, offset=f_offset, unknown_tags=unknown), pos
 
 
-def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w: bytearray, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(w, it_partitions)
 
 
-def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
     return DeleteRecordsRequest.DeleteRecordsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w: bytearray, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DeleteRecordsRequest_DeleteRecordsPartition_v2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -159,32 +159,32 @@ def _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple
     return DeleteRecordsRequest.DeleteRecordsTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DeleteRecordsRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w, item)
+def _enc_DeleteRecordsRequest_v0_1(w: bytearray, o: DeleteRecordsRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(w, it_topics)
     w += _S_i.pack(o.timeout_ms)
 
 
-def _dec_DeleteRecordsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsRequest_v0_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms), pos
 
 
-def _enc_DeleteRecordsRequest_v2(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w, item)
+def _enc_DeleteRecordsRequest_v2(w: bytearray, o: DeleteRecordsRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DeleteRecordsRequest_DeleteRecordsTopic_v2(w, it_topics)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -192,15 +192,15 @@ def _enc_DeleteRecordsRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DeleteRecordsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsRequest_v2(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -210,17 +210,17 @@ def _dec_DeleteRecordsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms, unknown_tags=unknown), pos
 
 
-def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(w: bytearray, o: DeleteRecordsResponse.DeleteRecordsPartitionResult) -> None:
     w += _S_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
 
 
-def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsPartitionResult, int]:
     f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(buf, pos)
     pos += 14
     return DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code), pos
 
 
-def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w: bytearray, o: DeleteRecordsResponse.DeleteRecordsPartitionResult) -> None:
     w += _S_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -228,10 +228,10 @@ def _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsPartitionResult, int]:
     f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -241,46 +241,46 @@ def _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: Any, pos: in
     return DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w: bytearray, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(w, it_partitions)
 
 
-def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
     return DeleteRecordsResponse.DeleteRecordsTopicResult(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w: bytearray, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -290,48 +290,48 @@ def _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: Any, pos: int) -
     return DeleteRecordsResponse.DeleteRecordsTopicResult(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DeleteRecordsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsResponse_v0_1(w: bytearray, o: DeleteRecordsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(w, it_topics)
 
 
-def _dec_DeleteRecordsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsResponse_v0_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v0_1(buf, pos)
+        f_topics.append(it_topics)
     return DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_DeleteRecordsResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_DeleteRecordsResponse_v2(w: bytearray, o: DeleteRecordsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteRecordsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteRecordsResponse_v2(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -76,7 +76,7 @@ class DeleteShareGroupStateResponse(Message):
 
 
 
-def _enc_DeleteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: DeleteShareGroupStateRequest.PartitionData) -> None:
     w += _S_i.pack(o.partition)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -84,10 +84,10 @@ def _enc_DeleteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateRequest.PartitionData, int]:
     f_partition, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -97,27 +97,27 @@ def _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tu
     return DeleteShareGroupStateRequest.PartitionData(partition=f_partition, unknown_tags=unknown), pos
 
 
-def _enc_DeleteShareGroupStateRequest_DeleteStateData_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteShareGroupStateRequest_DeleteStateData_v0(w: bytearray, o: DeleteShareGroupStateRequest.DeleteStateData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteShareGroupStateRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DeleteShareGroupStateRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateRequest.DeleteStateData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DeleteShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -127,27 +127,27 @@ def _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf: Any, pos: int) -> 
     return DeleteShareGroupStateRequest.DeleteStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DeleteShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteShareGroupStateRequest_v0(w: bytearray, o: DeleteShareGroupStateRequest) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteShareGroupStateRequest_DeleteStateData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DeleteShareGroupStateRequest_DeleteStateData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -157,7 +157,7 @@ def _dec_DeleteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DeleteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: DeleteShareGroupStateResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -166,11 +166,11 @@ def _enc_DeleteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: Any) 
         w.append(0)
 
 
-def _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateResponse.PartitionResult, int]:
     f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -180,27 +180,27 @@ def _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) ->
     return DeleteShareGroupStateResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_DeleteShareGroupStateResponse_DeleteStateResult_v0(w: bytearray, o: Any) -> None:
+def _enc_DeleteShareGroupStateResponse_DeleteStateResult_v0(w: bytearray, o: DeleteShareGroupStateResponse.DeleteStateResult) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteShareGroupStateResponse_PartitionResult_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DeleteShareGroupStateResponse_PartitionResult_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateResponse.DeleteStateResult, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -210,25 +210,25 @@ def _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf: Any, pos: int) 
     return DeleteShareGroupStateResponse.DeleteStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DeleteShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteShareGroupStateResponse_DeleteStateResult_v0(w, item)
+def _enc_DeleteShareGroupStateResponse_v0(w: bytearray, o: DeleteShareGroupStateResponse) -> None:
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DeleteShareGroupStateResponse_DeleteStateResult_v0(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -68,18 +68,18 @@ class DeleteTopicsResponse(Message):
 
 
 
-def _enc_DeleteTopicsRequest_DeleteTopicState_v0_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsRequest_DeleteTopicState_v0_3(w: bytearray, o: DeleteTopicsRequest.DeleteTopicState) -> None:
     if o.name is not None:
         refuse_absent_field("DeleteTopicState", "name", 0)
     if o.topic_id != ZERO_UUID:
         refuse_absent_field("DeleteTopicState", "topic_id", 0)
 
 
-def _dec_DeleteTopicsRequest_DeleteTopicState_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsRequest_DeleteTopicState_v0_3(buf: Any, pos: int) -> tuple[DeleteTopicsRequest.DeleteTopicState, int]:
     return DeleteTopicsRequest.DeleteTopicState(), pos
 
 
-def _enc_DeleteTopicsRequest_DeleteTopicState_v4_5(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsRequest_DeleteTopicState_v4_5(w: bytearray, o: DeleteTopicsRequest.DeleteTopicState) -> None:
     if o.name is not None:
         refuse_absent_field("DeleteTopicState", "name", 4)
     if o.topic_id != ZERO_UUID:
@@ -90,8 +90,8 @@ def _enc_DeleteTopicsRequest_DeleteTopicState_v4_5(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_DeleteTopicsRequest_DeleteTopicState_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_DeleteTopicsRequest_DeleteTopicState_v4_5(buf: Any, pos: int) -> tuple[DeleteTopicsRequest.DeleteTopicState, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -101,7 +101,7 @@ def _dec_DeleteTopicsRequest_DeleteTopicState_v4_5(buf: Any, pos: int) -> tuple[
     return DeleteTopicsRequest.DeleteTopicState(unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsRequest_DeleteTopicState_v6(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsRequest_DeleteTopicState_v6(w: bytearray, o: DeleteTopicsRequest.DeleteTopicState) -> None:
     write_compact_string(w, o.name)
     w += o.topic_id.bytes
     if o.unknown_tags:
@@ -110,10 +110,10 @@ def _enc_DeleteTopicsRequest_DeleteTopicState_v6(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf: Any, pos: int) -> tuple[DeleteTopicsRequest.DeleteTopicState, int]:
     f_name, pos = read_compact_nullable_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -123,36 +123,36 @@ def _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf: Any, pos: int) -> tuple[An
     return DeleteTopicsRequest.DeleteTopicState(name=f_name, topic_id=f_topic_id, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsRequest_v0_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsRequest_v0_3(w: bytearray, o: DeleteTopicsRequest) -> None:
     if o.topics:
         refuse_absent_field("DeleteTopicsRequest", "topics", 0)
-    v = o.topic_names
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+    v_topic_names = o.topic_names
+    write_required_array_length(w, v_topic_names)
+    if v_topic_names:
+        for it_topic_names in v_topic_names:
+            write_required_string(w, it_topic_names)
     w += _S_i.pack(o.timeout_ms)
 
 
-def _dec_DeleteTopicsRequest_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsRequest_v0_3(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topic_names = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_topic_names.append(item)
+        it_topic_names, pos = read_string(buf, pos)
+        f_topic_names.append(it_topic_names)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms), pos
 
 
-def _enc_DeleteTopicsRequest_v4_5(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsRequest_v4_5(w: bytearray, o: DeleteTopicsRequest) -> None:
     if o.topics:
         refuse_absent_field("DeleteTopicsRequest", "topics", 4)
-    v = o.topic_names
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_topic_names = o.topic_names
+    write_required_compact_array_length(w, v_topic_names)
+    if v_topic_names:
+        for it_topic_names in v_topic_names:
+            write_required_compact_string(w, it_topic_names)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -160,15 +160,15 @@ def _enc_DeleteTopicsRequest_v4_5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DeleteTopicsRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsRequest_v4_5(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_names = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_topic_names.append(item)
+        it_topic_names, pos = read_compact_string(buf, pos)
+        f_topic_names.append(it_topic_names)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -178,12 +178,12 @@ def _dec_DeleteTopicsRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsRequest_v6(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteTopicsRequest_DeleteTopicState_v6(w, item)
+def _enc_DeleteTopicsRequest_v6(w: bytearray, o: DeleteTopicsRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DeleteTopicsRequest_DeleteTopicState_v6(w, it_topics)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -191,15 +191,15 @@ def _enc_DeleteTopicsRequest_v6(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DeleteTopicsRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsRequest_v6(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -209,19 +209,19 @@ def _dec_DeleteTopicsRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
     write_required_string(w, o.name)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return DeleteTopicsResponse.DeletableTopicResult(name=f_name, error_code=f_error_code), pos
 
 
-def _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
     write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
@@ -230,11 +230,11 @@ def _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -244,7 +244,7 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf: Any, pos: int) -> tup
     return DeleteTopicsResponse.DeletableTopicResult(name=f_name, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
     write_required_compact_string(w, o.name)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
@@ -254,12 +254,12 @@ def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -269,7 +269,7 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf: Any, pos: int) -> tup
     return DeleteTopicsResponse.DeletableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsResponse_DeletableTopicResult_v6(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_DeletableTopicResult_v6(w: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
     write_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_h.pack(o.error_code)
@@ -280,13 +280,13 @@ def _enc_DeleteTopicsResponse_DeletableTopicResult_v6(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     f_name, pos = read_compact_nullable_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -296,65 +296,65 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf: Any, pos: int) -> tup
     return DeleteTopicsResponse.DeletableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w, item)
+def _enc_DeleteTopicsResponse_v0(w: bytearray, o: DeleteTopicsResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w, it_responses)
 
 
-def _dec_DeleteTopicsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_v0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
+        f_responses.append(it_responses)
     return DeleteTopicsResponse(responses=f_responses), pos
 
 
-def _enc_DeleteTopicsResponse_v1_3(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_v1_3(w: bytearray, o: DeleteTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_DeleteTopicsResponse_DeletableTopicResult_v0_3(w, it_responses)
 
 
-def _dec_DeleteTopicsResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_v1_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v0_3(buf, pos)
+        f_responses.append(it_responses)
     return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
-def _enc_DeleteTopicsResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_v4(w: bytearray, o: DeleteTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_DeleteTopicsResponse_DeletableTopicResult_v4(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteTopicsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_v4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -364,28 +364,28 @@ def _dec_DeleteTopicsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_v5(w: bytearray, o: DeleteTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_DeleteTopicsResponse_DeletableTopicResult_v5(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteTopicsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_v5(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -395,28 +395,28 @@ def _dec_DeleteTopicsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tags=unknown), pos
 
 
-def _enc_DeleteTopicsResponse_v6(w: bytearray, o: Any) -> None:
+def _enc_DeleteTopicsResponse_v6(w: bytearray, o: DeleteTopicsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DeleteTopicsResponse_DeletableTopicResult_v6(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_DeleteTopicsResponse_DeletableTopicResult_v6(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DeleteTopicsResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DeleteTopicsResponse_v6(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -77,7 +77,7 @@ class DescribeAclsResponse(Message):
 
 
 
-def _enc_DescribeAclsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsRequest_v0(w: bytearray, o: DescribeAclsRequest) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_string(w, o.resource_name_filter)
     if o.pattern_type_filter != 3:
@@ -87,7 +87,7 @@ def _enc_DescribeAclsRequest_v0(w: bytearray, o: Any) -> None:
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DescribeAclsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsRequest_v0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
     f_resource_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name_filter, pos = read_nullable_string(buf, pos)
@@ -98,7 +98,7 @@ def _dec_DescribeAclsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DescribeAclsRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsRequest_v1(w: bytearray, o: DescribeAclsRequest) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_string(w, o.resource_name_filter)
     w += _S_b.pack(o.pattern_type_filter)
@@ -107,7 +107,7 @@ def _enc_DescribeAclsRequest_v1(w: bytearray, o: Any) -> None:
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DescribeAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsRequest_v1(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
     f_resource_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name_filter, pos = read_nullable_string(buf, pos)
@@ -120,7 +120,7 @@ def _dec_DescribeAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DescribeAclsRequest_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsRequest_v2_3(w: bytearray, o: DescribeAclsRequest) -> None:
     w += _S_b.pack(o.resource_type_filter)
     write_compact_string(w, o.resource_name_filter)
     w += _S_b.pack(o.pattern_type_filter)
@@ -133,7 +133,7 @@ def _enc_DescribeAclsRequest_v2_3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsRequest_v2_3(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
     f_resource_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name_filter, pos = read_compact_nullable_string(buf, pos)
@@ -143,7 +143,7 @@ def _dec_DescribeAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     f_host_filter, pos = read_compact_nullable_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -153,13 +153,13 @@ def _dec_DescribeAclsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tags=unknown), pos
 
 
-def _enc_DescribeAclsResponse_AclDescription_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_AclDescription_v0_1(w: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
     write_required_string(w, o.principal)
     write_required_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
 
 
-def _dec_DescribeAclsResponse_AclDescription_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_AclDescription_v0_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse.AclDescription, int]:
     f_principal, pos = read_string(buf, pos)
     f_host, pos = read_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
@@ -167,7 +167,7 @@ def _dec_DescribeAclsResponse_AclDescription_v0_1(buf: Any, pos: int) -> tuple[A
     return DescribeAclsResponse.AclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type), pos
 
 
-def _enc_DescribeAclsResponse_AclDescription_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_AclDescription_v2_3(w: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
     write_required_compact_string(w, o.principal)
     write_required_compact_string(w, o.host)
     w += _S_bb.pack(o.operation, o.permission_type)
@@ -177,12 +177,12 @@ def _enc_DescribeAclsResponse_AclDescription_v2_3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeAclsResponse_AclDescription_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_AclDescription_v2_3(buf: Any, pos: int) -> tuple[DescribeAclsResponse.AclDescription, int]:
     f_principal, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_operation, f_permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -192,40 +192,40 @@ def _dec_DescribeAclsResponse_AclDescription_v2_3(buf: Any, pos: int) -> tuple[A
     return DescribeAclsResponse.AclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tags=unknown), pos
 
 
-def _enc_DescribeAclsResponse_DescribeAclsResource_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_DescribeAclsResource_v0(w: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.acls
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeAclsResponse_AclDescription_v0_1(w, item)
+    v_acls = o.acls
+    write_required_array_length(w, v_acls)
+    if v_acls:
+        for it_acls in v_acls:
+            _enc_DescribeAclsResponse_AclDescription_v0_1(w, it_acls)
 
 
-def _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf: Any, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_acls = []
     for _ in range(n):
-        item, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
-        f_acls.append(item)
+        it_acls, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
+        f_acls.append(it_acls)
     return DescribeAclsResponse.DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, acls=f_acls), pos
 
 
-def _enc_DescribeAclsResponse_DescribeAclsResource_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_DescribeAclsResource_v1(w: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
-    v = o.acls
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeAclsResponse_AclDescription_v0_1(w, item)
+    v_acls = o.acls
+    write_required_array_length(w, v_acls)
+    if v_acls:
+        for it_acls in v_acls:
+            _enc_DescribeAclsResponse_AclDescription_v0_1(w, it_acls)
 
 
-def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf: Any, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
@@ -234,27 +234,27 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf: Any, pos: int) -> tup
     n, pos = read_required_array_length(buf, pos)
     f_acls = []
     for _ in range(n):
-        item, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
-        f_acls.append(item)
+        it_acls, pos = _dec_DescribeAclsResponse_AclDescription_v0_1(buf, pos)
+        f_acls.append(it_acls)
     return DescribeAclsResponse.DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls), pos
 
 
-def _enc_DescribeAclsResponse_DescribeAclsResource_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_DescribeAclsResource_v2_3(w: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_compact_string(w, o.resource_name)
     w += _S_b.pack(o.pattern_type)
-    v = o.acls
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeAclsResponse_AclDescription_v2_3(w, item)
+    v_acls = o.acls
+    write_required_compact_array_length(w, v_acls)
+    if v_acls:
+        for it_acls in v_acls:
+            _enc_DescribeAclsResponse_AclDescription_v2_3(w, it_acls)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf: Any, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
@@ -263,9 +263,9 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf: Any, pos: int) -> t
     n, pos = read_required_compact_array_length(buf, pos)
     f_acls = []
     for _ in range(n):
-        item, pos = _dec_DescribeAclsResponse_AclDescription_v2_3(buf, pos)
-        f_acls.append(item)
-    unknown = None
+        it_acls, pos = _dec_DescribeAclsResponse_AclDescription_v2_3(buf, pos)
+        f_acls.append(it_acls)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -275,74 +275,74 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf: Any, pos: int) -> t
     return DescribeAclsResponse.DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls, unknown_tags=unknown), pos
 
 
-def _enc_DescribeAclsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_v0(w: bytearray, o: DescribeAclsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeAclsResponse_DescribeAclsResource_v0(w, item)
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeAclsResponse_DescribeAclsResource_v0(w, it_resources)
 
 
-def _dec_DescribeAclsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_v0(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos)
+        f_resources.append(it_resources)
     return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources), pos
 
 
-def _enc_DescribeAclsResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_v1(w: bytearray, o: DescribeAclsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeAclsResponse_DescribeAclsResource_v1(w, item)
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeAclsResponse_DescribeAclsResource_v1(w, it_resources)
 
 
-def _dec_DescribeAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_v1(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos)
+        f_resources.append(it_resources)
     return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources), pos
 
 
-def _enc_DescribeAclsResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeAclsResponse_v2_3(w: bytearray, o: DescribeAclsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.resources
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeAclsResponse_DescribeAclsResource_v2_3(w, item)
+    v_resources = o.resources
+    write_required_compact_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeAclsResponse_DescribeAclsResource_v2_3(w, it_resources)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeAclsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeAclsResponse_v2_3(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf, pos)
-        f_resources.append(item)
-    unknown = None
+        it_resources, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v2_3(buf, pos)
+        f_resources.append(it_resources)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

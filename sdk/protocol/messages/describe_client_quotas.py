@@ -82,13 +82,13 @@ class DescribeClientQuotasResponse(Message):
 
 
 
-def _enc_DescribeClientQuotasRequest_ComponentData_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasRequest_ComponentData_v0(w: bytearray, o: DescribeClientQuotasRequest.ComponentData) -> None:
     write_required_string(w, o.entity_type)
     w += _S_b.pack(o.match_type)
     write_string(w, o.match)
 
 
-def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest.ComponentData, int]:
     f_entity_type, pos = read_string(buf, pos)
     f_match_type, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -96,7 +96,7 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf: Any, pos: int) -> tup
     return DescribeClientQuotasRequest.ComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match), pos
 
 
-def _enc_DescribeClientQuotasRequest_ComponentData_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasRequest_ComponentData_v1(w: bytearray, o: DescribeClientQuotasRequest.ComponentData) -> None:
     write_required_compact_string(w, o.entity_type)
     w += _S_b.pack(o.match_type)
     write_compact_string(w, o.match)
@@ -106,12 +106,12 @@ def _enc_DescribeClientQuotasRequest_ComponentData_v1(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest.ComponentData, int]:
     f_entity_type, pos = read_compact_string(buf, pos)
     f_match_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_match, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -121,32 +121,32 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf: Any, pos: int) -> tup
     return DescribeClientQuotasRequest.ComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClientQuotasRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.components
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasRequest_ComponentData_v0(w, item)
+def _enc_DescribeClientQuotasRequest_v0(w: bytearray, o: DescribeClientQuotasRequest) -> None:
+    v_components = o.components
+    write_required_array_length(w, v_components)
+    if v_components:
+        for it_components in v_components:
+            _enc_DescribeClientQuotasRequest_ComponentData_v0(w, it_components)
     w += _S_o.pack(o.strict)
 
 
-def _dec_DescribeClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_components = []
     for _ in range(n):
-        item, pos = _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos)
-        f_components.append(item)
+        it_components, pos = _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos)
+        f_components.append(it_components)
     f_strict, = _S_o.unpack_from(buf, pos)
     pos += 1
     return DescribeClientQuotasRequest(components=f_components, strict=f_strict), pos
 
 
-def _enc_DescribeClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.components
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasRequest_ComponentData_v1(w, item)
+def _enc_DescribeClientQuotasRequest_v1(w: bytearray, o: DescribeClientQuotasRequest) -> None:
+    v_components = o.components
+    write_required_compact_array_length(w, v_components)
+    if v_components:
+        for it_components in v_components:
+            _enc_DescribeClientQuotasRequest_ComponentData_v1(w, it_components)
     w += _S_o.pack(o.strict)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -154,15 +154,15 @@ def _enc_DescribeClientQuotasRequest_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_components = []
     for _ in range(n):
-        item, pos = _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos)
-        f_components.append(item)
+        it_components, pos = _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos)
+        f_components.append(it_components)
     f_strict, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -172,18 +172,18 @@ def _dec_DescribeClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeClientQuotasRequest(components=f_components, strict=f_strict, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClientQuotasResponse_EntityData_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasResponse_EntityData_v0(w: bytearray, o: DescribeClientQuotasResponse.EntityData) -> None:
     write_required_string(w, o.entity_type)
     write_string(w, o.entity_name)
 
 
-def _dec_DescribeClientQuotasResponse_EntityData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_EntityData_v0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntityData, int]:
     f_entity_type, pos = read_string(buf, pos)
     f_entity_name, pos = read_nullable_string(buf, pos)
     return DescribeClientQuotasResponse.EntityData(entity_type=f_entity_type, entity_name=f_entity_name), pos
 
 
-def _enc_DescribeClientQuotasResponse_EntityData_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasResponse_EntityData_v1(w: bytearray, o: DescribeClientQuotasResponse.EntityData) -> None:
     write_required_compact_string(w, o.entity_type)
     write_compact_string(w, o.entity_name)
     if o.unknown_tags:
@@ -192,10 +192,10 @@ def _enc_DescribeClientQuotasResponse_EntityData_v1(w: bytearray, o: Any) -> Non
         w.append(0)
 
 
-def _dec_DescribeClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntityData, int]:
     f_entity_type, pos = read_compact_string(buf, pos)
     f_entity_name, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -205,19 +205,19 @@ def _dec_DescribeClientQuotasResponse_EntityData_v1(buf: Any, pos: int) -> tuple
     return DescribeClientQuotasResponse.EntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClientQuotasResponse_ValueData_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasResponse_ValueData_v0(w: bytearray, o: DescribeClientQuotasResponse.ValueData) -> None:
     write_required_string(w, o.key)
     w += _S_d.pack(o.value)
 
 
-def _dec_DescribeClientQuotasResponse_ValueData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_ValueData_v0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.ValueData, int]:
     f_key, pos = read_string(buf, pos)
     f_value, = _S_d.unpack_from(buf, pos)
     pos += 8
     return DescribeClientQuotasResponse.ValueData(key=f_key, value=f_value), pos
 
 
-def _enc_DescribeClientQuotasResponse_ValueData_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasResponse_ValueData_v1(w: bytearray, o: DescribeClientQuotasResponse.ValueData) -> None:
     write_required_compact_string(w, o.key)
     w += _S_d.pack(o.value)
     if o.unknown_tags:
@@ -226,11 +226,11 @@ def _enc_DescribeClientQuotasResponse_ValueData_v1(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_DescribeClientQuotasResponse_ValueData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_ValueData_v1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.ValueData, int]:
     f_key, pos = read_compact_string(buf, pos)
     f_value, = _S_d.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -240,62 +240,62 @@ def _dec_DescribeClientQuotasResponse_ValueData_v1(buf: Any, pos: int) -> tuple[
     return DescribeClientQuotasResponse.ValueData(key=f_key, value=f_value, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClientQuotasResponse_EntryData_v0(w: bytearray, o: Any) -> None:
-    v = o.entity
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasResponse_EntityData_v0(w, item)
-    v = o.values
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasResponse_ValueData_v0(w, item)
+def _enc_DescribeClientQuotasResponse_EntryData_v0(w: bytearray, o: DescribeClientQuotasResponse.EntryData) -> None:
+    v_entity = o.entity
+    write_required_array_length(w, v_entity)
+    if v_entity:
+        for it_entity in v_entity:
+            _enc_DescribeClientQuotasResponse_EntityData_v0(w, it_entity)
+    v_values = o.values
+    write_required_array_length(w, v_values)
+    if v_values:
+        for it_values in v_values:
+            _enc_DescribeClientQuotasResponse_ValueData_v0(w, it_values)
 
 
-def _dec_DescribeClientQuotasResponse_EntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_EntryData_v0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntryData, int]:
     n, pos = read_required_array_length(buf, pos)
     f_entity = []
     for _ in range(n):
-        item, pos = _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos)
-        f_entity.append(item)
+        it_entity, pos = _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos)
+        f_entity.append(it_entity)
     n, pos = read_required_array_length(buf, pos)
     f_values = []
     for _ in range(n):
-        item, pos = _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos)
-        f_values.append(item)
+        it_values, pos = _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos)
+        f_values.append(it_values)
     return DescribeClientQuotasResponse.EntryData(entity=f_entity, values=f_values), pos
 
 
-def _enc_DescribeClientQuotasResponse_EntryData_v1(w: bytearray, o: Any) -> None:
-    v = o.entity
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasResponse_EntityData_v1(w, item)
-    v = o.values
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasResponse_ValueData_v1(w, item)
+def _enc_DescribeClientQuotasResponse_EntryData_v1(w: bytearray, o: DescribeClientQuotasResponse.EntryData) -> None:
+    v_entity = o.entity
+    write_required_compact_array_length(w, v_entity)
+    if v_entity:
+        for it_entity in v_entity:
+            _enc_DescribeClientQuotasResponse_EntityData_v1(w, it_entity)
+    v_values = o.values
+    write_required_compact_array_length(w, v_values)
+    if v_values:
+        for it_values in v_values:
+            _enc_DescribeClientQuotasResponse_ValueData_v1(w, it_values)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntryData, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_entity = []
     for _ in range(n):
-        item, pos = _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos)
-        f_entity.append(item)
+        it_entity, pos = _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos)
+        f_entity.append(it_entity)
     n, pos = read_required_compact_array_length(buf, pos)
     f_values = []
     for _ in range(n):
-        item, pos = _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos)
-        f_values.append(item)
-    unknown = None
+        it_values, pos = _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos)
+        f_values.append(it_values)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -305,17 +305,17 @@ def _dec_DescribeClientQuotasResponse_EntryData_v1(buf: Any, pos: int) -> tuple[
     return DescribeClientQuotasResponse.EntryData(entity=f_entity, values=f_values, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClientQuotasResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasResponse_v0(w: bytearray, o: DescribeClientQuotasResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
-    v = o.entries
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasResponse_EntryData_v0(w, item)
+    v_entries = o.entries
+    write_array_length(w, v_entries)
+    if v_entries:
+        for it_entries in v_entries:
+            _enc_DescribeClientQuotasResponse_EntryData_v0(w, it_entries)
 
 
-def _dec_DescribeClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -325,26 +325,26 @@ def _dec_DescribeClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_entries = []
         for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasResponse_EntryData_v0(buf, pos)
-            f_entries.append(item)
+            it_entries, pos = _dec_DescribeClientQuotasResponse_EntryData_v0(buf, pos)
+            f_entries.append(it_entries)
     return DescribeClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, entries=f_entries), pos
 
 
-def _enc_DescribeClientQuotasResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClientQuotasResponse_v1(w: bytearray, o: DescribeClientQuotasResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.entries
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClientQuotasResponse_EntryData_v1(w, item)
+    v_entries = o.entries
+    write_compact_array_length(w, v_entries)
+    if v_entries:
+        for it_entries in v_entries:
+            _enc_DescribeClientQuotasResponse_EntryData_v1(w, it_entries)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -354,9 +354,9 @@ def _dec_DescribeClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_entries = []
         for _ in range(n):
-            item, pos = _dec_DescribeClientQuotasResponse_EntryData_v1(buf, pos)
-            f_entries.append(item)
-    unknown = None
+            it_entries, pos = _dec_DescribeClientQuotasResponse_EntryData_v1(buf, pos)
+            f_entries.append(it_entries)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

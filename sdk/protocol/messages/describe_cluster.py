@@ -70,7 +70,7 @@ class DescribeClusterResponse(Message):
 
 
 
-def _enc_DescribeClusterRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeClusterRequest_v0(w: bytearray, o: DescribeClusterRequest) -> None:
     if o.endpoint_type != 1:
         refuse_absent_field("DescribeClusterRequest", "endpoint_type", 0)
     w += _S_o.pack(o.include_cluster_authorized_operations)
@@ -80,10 +80,10 @@ def _enc_DescribeClusterRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeClusterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClusterRequest_v0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
     f_include_cluster_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -93,7 +93,7 @@ def _dec_DescribeClusterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClusterRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClusterRequest_v1(w: bytearray, o: DescribeClusterRequest) -> None:
     w += _S_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -101,10 +101,10 @@ def _enc_DescribeClusterRequest_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeClusterRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClusterRequest_v1(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
     f_include_cluster_authorized_operations, f_endpoint_type = _S_ob.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -114,7 +114,7 @@ def _dec_DescribeClusterRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w: bytearray, o: DescribeClusterResponse.DescribeClusterBroker) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -125,14 +125,14 @@ def _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w: bytearray, o: Any
         w.append(0)
 
 
-def _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse.DescribeClusterBroker, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -142,16 +142,16 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf: Any, pos: int) 
     return DescribeClusterResponse.DescribeClusterBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClusterResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeClusterResponse_v0(w: bytearray, o: DescribeClusterResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     write_required_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w, item)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w, it_brokers)
     w += _S_i.pack(o.cluster_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -159,7 +159,7 @@ def _enc_DescribeClusterResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeClusterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClusterResponse_v0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -169,11 +169,11 @@ def _dec_DescribeClusterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -183,17 +183,17 @@ def _dec_DescribeClusterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_DescribeClusterResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeClusterResponse_v1(w: bytearray, o: DescribeClusterResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.endpoint_type)
     write_required_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w, item)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w, it_brokers)
     w += _S_i.pack(o.cluster_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -201,7 +201,7 @@ def _enc_DescribeClusterResponse_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeClusterResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeClusterResponse_v1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -213,11 +213,11 @@ def _dec_DescribeClusterResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

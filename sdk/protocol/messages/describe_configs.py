@@ -95,17 +95,17 @@ class DescribeConfigsResponse(Message):
 
 
 
-def _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w: bytearray, o: DescribeConfigsRequest.DescribeConfigsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.configuration_keys
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+    v_configuration_keys = o.configuration_keys
+    write_array_length(w, v_configuration_keys)
+    if v_configuration_keys:
+        for it_configuration_keys in v_configuration_keys:
+            write_required_string(w, it_configuration_keys)
 
 
-def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest.DescribeConfigsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
@@ -115,26 +115,26 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf: Any, pos: int)
     else:
         f_configuration_keys = []
         for _ in range(n):
-            item, pos = read_string(buf, pos)
-            f_configuration_keys.append(item)
+            it_configuration_keys, pos = read_string(buf, pos)
+            f_configuration_keys.append(it_configuration_keys)
     return DescribeConfigsRequest.DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys), pos
 
 
-def _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(w: bytearray, o: DescribeConfigsRequest.DescribeConfigsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_compact_string(w, o.resource_name)
-    v = o.configuration_keys
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_configuration_keys = o.configuration_keys
+    write_compact_array_length(w, v_configuration_keys)
+    if v_configuration_keys:
+        for it_configuration_keys in v_configuration_keys:
+            write_required_compact_string(w, it_configuration_keys)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: Any, pos: int) -> tuple[DescribeConfigsRequest.DescribeConfigsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
@@ -144,9 +144,9 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: Any, pos: int) -
     else:
         f_configuration_keys = []
         for _ in range(n):
-            item, pos = read_compact_string(buf, pos)
-            f_configuration_keys.append(item)
-    unknown = None
+            it_configuration_keys, pos = read_compact_string(buf, pos)
+            f_configuration_keys.append(it_configuration_keys)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -156,75 +156,75 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: Any, pos: int) -
     return DescribeConfigsRequest.DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys, unknown_tags=unknown), pos
 
 
-def _enc_DescribeConfigsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, item)
+def _enc_DescribeConfigsRequest_v0(w: bytearray, o: DescribeConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, it_resources)
     if o.include_synonyms != False:
         refuse_absent_field("DescribeConfigsRequest", "include_synonyms", 0)
     if o.include_documentation != False:
         refuse_absent_field("DescribeConfigsRequest", "include_documentation", 0)
 
 
-def _dec_DescribeConfigsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsRequest_v0(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
+        f_resources.append(it_resources)
     return DescribeConfigsRequest(resources=f_resources), pos
 
 
-def _enc_DescribeConfigsRequest_v1_2(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, item)
+def _enc_DescribeConfigsRequest_v1_2(w: bytearray, o: DescribeConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, it_resources)
     if o.include_documentation != False:
         refuse_absent_field("DescribeConfigsRequest", "include_documentation", 1)
     w += _S_o.pack(o.include_synonyms)
 
 
-def _dec_DescribeConfigsRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsRequest_v1_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
+        f_resources.append(it_resources)
     f_include_synonyms, = _S_o.unpack_from(buf, pos)
     pos += 1
     return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms), pos
 
 
-def _enc_DescribeConfigsRequest_v3(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, item)
+def _enc_DescribeConfigsRequest_v3(w: bytearray, o: DescribeConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeConfigsRequest_DescribeConfigsResource_v0_3(w, it_resources)
     w += _S_oo.pack(o.include_synonyms, o.include_documentation)
 
 
-def _dec_DescribeConfigsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsRequest_v3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v0_3(buf, pos)
+        f_resources.append(it_resources)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
     return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation), pos
 
 
-def _enc_DescribeConfigsRequest_v4(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(w, item)
+def _enc_DescribeConfigsRequest_v4(w: bytearray, o: DescribeConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_compact_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(w, it_resources)
     w += _S_oo.pack(o.include_synonyms, o.include_documentation)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -232,15 +232,15 @@ def _enc_DescribeConfigsRequest_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeConfigsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsRequest_v4(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos)
+        f_resources.append(it_resources)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -250,21 +250,21 @@ def _dec_DescribeConfigsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation, unknown_tags=unknown), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v0(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
     pass
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsSynonym, int]:
     return DescribeConfigsResponse.DescribeConfigsSynonym(), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
     write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_b.pack(o.source)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsSynonym, int]:
     f_name, pos = read_string(buf, pos)
     f_value, pos = read_nullable_string(buf, pos)
     f_source, = _S_b.unpack_from(buf, pos)
@@ -272,7 +272,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf: Any, pos: int)
     return DescribeConfigsResponse.DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
     write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     w += _S_b.pack(o.source)
@@ -282,12 +282,12 @@ def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w: bytearray, o: Any)
         w.append(0)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsSynonym, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
     f_source, = _S_b.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -297,13 +297,13 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: Any, pos: int) -
     return DescribeConfigsResponse.DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source, unknown_tags=unknown), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
     write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_ooo.pack(o.read_only, o.is_default, o.is_sensitive)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos)
     f_value, pos = read_nullable_string(buf, pos)
     f_read_only, f_is_default, f_is_sensitive = _S_ooo.unpack_from(buf, pos)
@@ -311,18 +311,18 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: Any, pos:
     return DescribeConfigsResponse.DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, is_default=f_is_default, is_sensitive=f_is_sensitive), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
     write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-    v = o.synonyms
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w, item)
+    v_synonyms = o.synonyms
+    write_required_array_length(w, v_synonyms)
+    if v_synonyms:
+        for it_synonyms in v_synonyms:
+            _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w, it_synonyms)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos)
     f_value, pos = read_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
@@ -330,25 +330,25 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf: Any, po
     n, pos = read_required_array_length(buf, pos)
     f_synonyms = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
-        f_synonyms.append(item)
+        it_synonyms, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
+        f_synonyms.append(it_synonyms)
     return DescribeConfigsResponse.DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
     write_required_string(w, o.name)
     write_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-    v = o.synonyms
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w, item)
+    v_synonyms = o.synonyms
+    write_required_array_length(w, v_synonyms)
+    if v_synonyms:
+        for it_synonyms in v_synonyms:
+            _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(w, it_synonyms)
     w += _S_b.pack(o.config_type)
     write_string(w, o.documentation)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos)
     f_value, pos = read_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
@@ -356,23 +356,23 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: Any, pos:
     n, pos = read_required_array_length(buf, pos)
     f_synonyms = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
-        f_synonyms.append(item)
+        it_synonyms, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1_3(buf, pos)
+        f_synonyms.append(it_synonyms)
     f_config_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = read_nullable_string(buf, pos)
     return DescribeConfigsResponse.DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
     write_required_compact_string(w, o.name)
     write_compact_string(w, o.value)
     w += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-    v = o.synonyms
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w, item)
+    v_synonyms = o.synonyms
+    write_required_compact_array_length(w, v_synonyms)
+    if v_synonyms:
+        for it_synonyms in v_synonyms:
+            _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w, it_synonyms)
     w += _S_b.pack(o.config_type)
     write_compact_string(w, o.documentation)
     if o.unknown_tags:
@@ -381,7 +381,7 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w: bytearray, 
         w.append(0)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_value, pos = read_compact_nullable_string(buf, pos)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(buf, pos)
@@ -389,12 +389,12 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: Any, pos:
     n, pos = read_required_compact_array_length(buf, pos)
     f_synonyms = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos)
-        f_synonyms.append(item)
+        it_synonyms, pos = _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos)
+        f_synonyms.append(it_synonyms)
     f_config_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_documentation, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -404,19 +404,19 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: Any, pos:
     return DescribeConfigsResponse.DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation, unknown_tags=unknown), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.configs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w, item)
+    v_configs = o.configs
+    write_required_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w, it_configs)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -426,24 +426,24 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: Any, pos: int) ->
     n, pos = read_required_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos)
-        f_configs.append(item)
+        it_configs, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos)
+        f_configs.append(it_configs)
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResult_v1_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResult_v1_2(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.configs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(w, item)
+    v_configs = o.configs
+    write_required_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(w, it_configs)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -453,24 +453,24 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf: Any, pos: int) 
     n, pos = read_required_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf, pos)
-        f_configs.append(item)
+        it_configs, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1_2(buf, pos)
+        f_configs.append(it_configs)
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.configs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w, item)
+    v_configs = o.configs
+    write_required_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w, it_configs)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -480,28 +480,28 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: Any, pos: int) ->
     n, pos = read_required_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos)
-        f_configs.append(item)
+        it_configs, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos)
+        f_configs.append(it_configs)
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
-def _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(w: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     write_required_compact_string(w, o.resource_name)
-    v = o.configs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, item)
+    v_configs = o.configs
+    write_required_compact_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, it_configs)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -511,9 +511,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: Any, pos: int) ->
     n, pos = read_required_compact_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos)
-        f_configs.append(item)
-    unknown = None
+        it_configs, pos = _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos)
+        f_configs.append(it_configs)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -523,88 +523,88 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: Any, pos: int) ->
     return DescribeConfigsResponse.DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tags=unknown), pos
 
 
-def _enc_DescribeConfigsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_v0(w: bytearray, o: DescribeConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeConfigsResponse_DescribeConfigsResult_v0(w, it_results)
 
 
-def _dec_DescribeConfigsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_v0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos)
+        f_results.append(it_results)
     return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_DescribeConfigsResponse_v1_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_v1_2(w: bytearray, o: DescribeConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResult_v1_2(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeConfigsResponse_DescribeConfigsResult_v1_2(w, it_results)
 
 
-def _dec_DescribeConfigsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_v1_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v1_2(buf, pos)
+        f_results.append(it_results)
     return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_DescribeConfigsResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_v3(w: bytearray, o: DescribeConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeConfigsResponse_DescribeConfigsResult_v3(w, it_results)
 
 
-def _dec_DescribeConfigsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_v3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos)
+        f_results.append(it_results)
     return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_DescribeConfigsResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeConfigsResponse_v4(w: bytearray, o: DescribeConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeConfigsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeConfigsResponse_v4(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -80,18 +80,18 @@ class DescribeDelegationTokenResponse(Message):
 
 
 
-def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(w: bytearray, o: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner) -> None:
     write_required_string(w, o.principal_type)
     write_required_string(w, o.principal_name)
 
 
-def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner, int]:
     f_principal_type, pos = read_string(buf, pos)
     f_principal_name, pos = read_string(buf, pos)
     return DescribeDelegationTokenRequest.DescribeDelegationTokenOwner(principal_type=f_principal_type, principal_name=f_principal_name), pos
 
 
-def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(w: bytearray, o: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner) -> None:
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
     if o.unknown_tags:
@@ -100,10 +100,10 @@ def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(w: byt
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner, int]:
     f_principal_type, pos = read_compact_string(buf, pos)
     f_principal_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -113,48 +113,48 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(buf: A
     return DescribeDelegationTokenRequest.DescribeDelegationTokenOwner(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tags=unknown), pos
 
 
-def _enc_DescribeDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.owners
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(w, item)
+def _enc_DescribeDelegationTokenRequest_v0_1(w: bytearray, o: DescribeDelegationTokenRequest) -> None:
+    v_owners = o.owners
+    write_array_length(w, v_owners)
+    if v_owners:
+        for it_owners in v_owners:
+            _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(w, it_owners)
 
 
-def _dec_DescribeDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
     n, pos = read_array_length(buf, pos)
     if n < 0:
         f_owners = None
     else:
         f_owners = []
         for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(buf, pos)
-            f_owners.append(item)
+            it_owners, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0_1(buf, pos)
+            f_owners.append(it_owners)
     return DescribeDelegationTokenRequest(owners=f_owners), pos
 
 
-def _enc_DescribeDelegationTokenRequest_v2_3(w: bytearray, o: Any) -> None:
-    v = o.owners
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(w, item)
+def _enc_DescribeDelegationTokenRequest_v2_3(w: bytearray, o: DescribeDelegationTokenRequest) -> None:
+    v_owners = o.owners
+    write_compact_array_length(w, v_owners)
+    if v_owners:
+        for it_owners in v_owners:
+            _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(w, it_owners)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenRequest_v2_3(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_owners = None
     else:
         f_owners = []
         for _ in range(n):
-            item, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(buf, pos)
-            f_owners.append(item)
-    unknown = None
+            it_owners, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2_3(buf, pos)
+            f_owners.append(it_owners)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -164,18 +164,18 @@ def _dec_DescribeDelegationTokenRequest_v2_3(buf: Any, pos: int) -> tuple[Any, i
     return DescribeDelegationTokenRequest(owners=f_owners, unknown_tags=unknown), pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(w: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer) -> None:
     write_required_string(w, o.principal_type)
     write_required_string(w, o.principal_name)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer, int]:
     f_principal_type, pos = read_string(buf, pos)
     f_principal_name, pos = read_string(buf, pos)
     return DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name), pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer) -> None:
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
     if o.unknown_tags:
@@ -184,10 +184,10 @@ def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w:
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer, int]:
     f_principal_type, pos = read_compact_string(buf, pos)
     f_principal_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -197,20 +197,20 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(bu
     return DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tags=unknown), pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(w: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
     write_required_string(w, o.principal_type)
     write_required_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     write_required_string(w, o.token_id)
     write_required_bytes(w, o.hmac)
-    v = o.renewers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(w, item)
+    v_renewers = o.renewers
+    write_required_array_length(w, v_renewers)
+    if v_renewers:
+        for it_renewers in v_renewers:
+            _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(w, it_renewers)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
     f_principal_type, pos = read_string(buf, pos)
     f_principal_name, pos = read_string(buf, pos)
     f_issue_timestamp, f_expiry_timestamp, f_max_timestamp = _S_qqq.unpack_from(buf, pos)
@@ -220,29 +220,29 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf: Any,
     n, pos = read_required_array_length(buf, pos)
     f_renewers = []
     for _ in range(n):
-        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf, pos)
-        f_renewers.append(item)
+        it_renewers, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0_1(buf, pos)
+        f_renewers.append(it_renewers)
     return DescribeDelegationTokenResponse.DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers), pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     write_required_compact_string(w, o.token_id)
     write_required_compact_bytes(w, o.hmac)
-    v = o.renewers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w, item)
+    v_renewers = o.renewers
+    write_required_compact_array_length(w, v_renewers)
+    if v_renewers:
+        for it_renewers in v_renewers:
+            _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w, it_renewers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
     f_principal_type, pos = read_compact_string(buf, pos)
     f_principal_name, pos = read_compact_string(buf, pos)
     f_issue_timestamp, f_expiry_timestamp, f_max_timestamp = _S_qqq.unpack_from(buf, pos)
@@ -252,9 +252,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf: Any, p
     n, pos = read_required_compact_array_length(buf, pos)
     f_renewers = []
     for _ in range(n):
-        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
-        f_renewers.append(item)
-    unknown = None
+        it_renewers, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
+        f_renewers.append(it_renewers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -264,7 +264,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf: Any, p
     return DescribeDelegationTokenResponse.DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers, unknown_tags=unknown), pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
     write_required_compact_string(w, o.principal_type)
     write_required_compact_string(w, o.principal_name)
     write_required_compact_string(w, o.token_requester_principal_type)
@@ -272,18 +272,18 @@ def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w: bytearra
     w += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     write_required_compact_string(w, o.token_id)
     write_required_compact_bytes(w, o.hmac)
-    v = o.renewers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w, item)
+    v_renewers = o.renewers
+    write_required_compact_array_length(w, v_renewers)
+    if v_renewers:
+        for it_renewers in v_renewers:
+            _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(w, it_renewers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
     f_principal_type, pos = read_compact_string(buf, pos)
     f_principal_name, pos = read_compact_string(buf, pos)
     f_token_requester_principal_type, pos = read_compact_string(buf, pos)
@@ -295,9 +295,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf: Any, p
     n, pos = read_required_compact_array_length(buf, pos)
     f_renewers = []
     for _ in range(n):
-        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
-        f_renewers.append(item)
-    unknown = None
+        it_renewers, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2_3(buf, pos)
+        f_renewers.append(it_renewers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -307,36 +307,36 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf: Any, p
     return DescribeDelegationTokenResponse.DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, token_requester_principal_type=f_token_requester_principal_type, token_requester_principal_name=f_token_requester_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers, unknown_tags=unknown), pos
 
 
-def _enc_DescribeDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_v0_1(w: bytearray, o: DescribeDelegationTokenResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.tokens
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(w, item)
+    v_tokens = o.tokens
+    write_required_array_length(w, v_tokens)
+    if v_tokens:
+        for it_tokens in v_tokens:
+            _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(w, it_tokens)
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_DescribeDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_tokens = []
     for _ in range(n):
-        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf, pos)
-        f_tokens.append(item)
+        it_tokens, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0_1(buf, pos)
+        f_tokens.append(it_tokens)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_DescribeDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_v2(w: bytearray, o: DescribeDelegationTokenResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.tokens
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, item)
+    v_tokens = o.tokens
+    write_required_compact_array_length(w, v_tokens)
+    if v_tokens:
+        for it_tokens in v_tokens:
+            _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, it_tokens)
     w += _S_i.pack(o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -344,17 +344,17 @@ def _enc_DescribeDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_tokens = []
     for _ in range(n):
-        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos)
-        f_tokens.append(item)
+        it_tokens, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos)
+        f_tokens.append(it_tokens)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -364,13 +364,13 @@ def _dec_DescribeDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, in
     return DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms, unknown_tags=unknown), pos
 
 
-def _enc_DescribeDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeDelegationTokenResponse_v3(w: bytearray, o: DescribeDelegationTokenResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.tokens
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, item)
+    v_tokens = o.tokens
+    write_required_compact_array_length(w, v_tokens)
+    if v_tokens:
+        for it_tokens in v_tokens:
+            _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, it_tokens)
     w += _S_i.pack(o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -378,17 +378,17 @@ def _enc_DescribeDelegationTokenResponse_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_tokens = []
     for _ in range(n):
-        item, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos)
-        f_tokens.append(item)
+        it_tokens, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos)
+        f_tokens.append(it_tokens)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -75,51 +75,51 @@ class DescribeGroupsResponse(Message):
 
 
 
-def _enc_DescribeGroupsRequest_v0_2(w: bytearray, o: Any) -> None:
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_DescribeGroupsRequest_v0_2(w: bytearray, o: DescribeGroupsRequest) -> None:
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            write_required_string(w, it_groups)
     if o.include_authorized_operations != False:
         refuse_absent_field("DescribeGroupsRequest", "include_authorized_operations", 0)
 
 
-def _dec_DescribeGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = read_string(buf, pos)
+        f_groups.append(it_groups)
     return DescribeGroupsRequest(groups=f_groups), pos
 
 
-def _enc_DescribeGroupsRequest_v3_4(w: bytearray, o: Any) -> None:
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+def _enc_DescribeGroupsRequest_v3_4(w: bytearray, o: DescribeGroupsRequest) -> None:
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            write_required_string(w, it_groups)
     w += _S_o.pack(o.include_authorized_operations)
 
 
-def _dec_DescribeGroupsRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsRequest_v3_4(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = read_string(buf, pos)
+        f_groups.append(it_groups)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
     return DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations), pos
 
 
-def _enc_DescribeGroupsRequest_v5(w: bytearray, o: Any) -> None:
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+def _enc_DescribeGroupsRequest_v5(w: bytearray, o: DescribeGroupsRequest) -> None:
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            write_required_compact_string(w, it_groups)
     w += _S_o.pack(o.include_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -127,15 +127,15 @@ def _enc_DescribeGroupsRequest_v5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsRequest_v5(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = read_compact_string(buf, pos)
+        f_groups.append(it_groups)
     f_include_authorized_operations, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -145,7 +145,7 @@ def _dec_DescribeGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
     write_required_string(w, o.member_id)
     write_required_string(w, o.client_id)
     write_required_string(w, o.client_host)
@@ -153,7 +153,7 @@ def _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w: bytearray, o: Any) 
     write_required_bytes(w, o.member_assignment)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
     f_member_id, pos = read_string(buf, pos)
     f_client_id, pos = read_string(buf, pos)
     f_client_host, pos = read_string(buf, pos)
@@ -162,7 +162,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf: Any, pos: int) ->
     return DescribeGroupsResponse.DescribedGroupMember(member_id=f_member_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     write_required_string(w, o.client_id)
@@ -171,7 +171,7 @@ def _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w: bytearray, o: Any) ->
     write_required_bytes(w, o.member_assignment)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
     f_client_id, pos = read_string(buf, pos)
@@ -181,7 +181,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf: Any, pos: int) -> t
     return DescribeGroupsResponse.DescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_required_compact_string(w, o.client_id)
@@ -194,14 +194,14 @@ def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_client_id, pos = read_compact_string(buf, pos)
     f_client_host, pos = read_compact_string(buf, pos)
     f_member_metadata, pos = read_compact_bytes(buf, pos)
     f_member_assignment, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -211,20 +211,20 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf: Any, pos: int) -> t
     return DescribeGroupsResponse.DescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment, unknown_tags=unknown), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.group_id)
     write_required_string(w, o.group_state)
     write_required_string(w, o.protocol_type)
     write_required_string(w, o.protocol_data)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w, it_members)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_group_id, pos = read_string(buf, pos)
@@ -234,26 +234,26 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf: Any, pos: int) -> tuple
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
+        f_members.append(it_members)
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroup_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroup_v3(w: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.group_id)
     write_required_string(w, o.group_state)
     write_required_string(w, o.protocol_type)
     write_required_string(w, o.protocol_data)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_DescribeGroupsResponse_DescribedGroupMember_v0_3(w, it_members)
     w += _S_i.pack(o.authorized_operations)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_group_id, pos = read_string(buf, pos)
@@ -263,28 +263,28 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf: Any, pos: int) -> tuple[A
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0_3(buf, pos)
+        f_members.append(it_members)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroup_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroup_v4(w: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.group_id)
     write_required_string(w, o.group_state)
     write_required_string(w, o.protocol_type)
     write_required_string(w, o.protocol_data)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_DescribeGroupsResponse_DescribedGroupMember_v4(w, it_members)
     w += _S_i.pack(o.authorized_operations)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_group_id, pos = read_string(buf, pos)
@@ -294,24 +294,24 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf: Any, pos: int) -> tuple[A
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos)
+        f_members.append(it_members)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroup_v5(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroup_v5(w: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.group_state)
     write_required_compact_string(w, o.protocol_type)
     write_required_compact_string(w, o.protocol_data)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w, it_members)
     w += _S_i.pack(o.authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -319,7 +319,7 @@ def _enc_DescribeGroupsResponse_DescribedGroup_v5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_group_id, pos = read_compact_string(buf, pos)
@@ -329,11 +329,11 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[A
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos)
+        f_members.append(it_members)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -343,105 +343,105 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[A
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_DescribeGroupsResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w, item)
+def _enc_DescribeGroupsResponse_v0(w: bytearray, o: DescribeGroupsResponse) -> None:
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w, it_groups)
 
 
-def _dec_DescribeGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_v0(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
+        f_groups.append(it_groups)
     return DescribeGroupsResponse(groups=f_groups), pos
 
 
-def _enc_DescribeGroupsResponse_v1_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_v1_2(w: bytearray, o: DescribeGroupsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w, item)
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_DescribeGroupsResponse_DescribedGroup_v0_2(w, it_groups)
 
 
-def _dec_DescribeGroupsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_v1_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_DescribeGroupsResponse_DescribedGroup_v0_2(buf, pos)
+        f_groups.append(it_groups)
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups), pos
 
 
-def _enc_DescribeGroupsResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_v3(w: bytearray, o: DescribeGroupsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroup_v3(w, item)
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_DescribeGroupsResponse_DescribedGroup_v3(w, it_groups)
 
 
-def _dec_DescribeGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_v3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos)
+        f_groups.append(it_groups)
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups), pos
 
 
-def _enc_DescribeGroupsResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_v4(w: bytearray, o: DescribeGroupsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroup_v4(w, item)
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_DescribeGroupsResponse_DescribedGroup_v4(w, it_groups)
 
 
-def _dec_DescribeGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_v4(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos)
+        f_groups.append(it_groups)
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups), pos
 
 
-def _enc_DescribeGroupsResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_DescribeGroupsResponse_v5(w: bytearray, o: DescribeGroupsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeGroupsResponse_DescribedGroup_v5(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_DescribeGroupsResponse_DescribedGroup_v5(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeGroupsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeGroupsResponse_v5(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos)
-        f_groups.append(item)
-    unknown = None
+        it_groups, pos = _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -85,15 +85,15 @@ class DescribeLogDirsResponse(Message):
 
 
 
-def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(w: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -101,24 +101,24 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf: Any, pos: int) 
     return DescribeLogDirsRequest.DescribableLogDirTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -128,48 +128,48 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf: Any, pos: int) 
     return DescribeLogDirsRequest.DescribableLogDirTopic(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(w, item)
+def _enc_DescribeLogDirsRequest_v0_1(w: bytearray, o: DescribeLogDirsRequest) -> None:
+    v_topics = o.topics
+    write_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(w, it_topics)
 
 
-def _dec_DescribeLogDirsRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsRequest_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     n, pos = read_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf, pos)
+            f_topics.append(it_topics)
     return DescribeLogDirsRequest(topics=f_topics), pos
 
 
-def _enc_DescribeLogDirsRequest_v2_4(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w, item)
+def _enc_DescribeLogDirsRequest_v2_4(w: bytearray, o: DescribeLogDirsRequest) -> None:
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsRequest_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsRequest_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf, pos)
-            f_topics.append(item)
-    unknown = None
+            it_topics, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf, pos)
+            f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -179,17 +179,17 @@ def _dec_DescribeLogDirsRequest_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeLogDirsRequest(topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
     w += _S_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsPartition, int]:
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(buf, pos)
     pos += 21
     return DescribeLogDirsResponse.DescribeLogDirsPartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
     w += _S_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -197,10 +197,10 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsPartition, int]:
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(buf, pos)
     pos += 21
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -210,46 +210,46 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf: Any, pos: in
     return DescribeLogDirsResponse.DescribeLogDirsPartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(w, it_partitions)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
     return DescribeLogDirsResponse.DescribeLogDirsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -259,52 +259,52 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf: Any, pos: int) -
     return DescribeLogDirsResponse.DescribeLogDirsTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.log_dir)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(w, it_topics)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
     return DescribeLogDirsResponse.DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.log_dir)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -314,14 +314,14 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf: Any, pos: int) 
     return DescribeLogDirsResponse.DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.log_dir)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, it_topics)
     w += _S_qq.pack(o.total_bytes, o.usable_bytes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -329,18 +329,18 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w: bytearray, o: Any) 
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_log_dir, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
+        f_topics.append(it_topics)
     f_total_bytes, f_usable_bytes = _S_qq.unpack_from(buf, pos)
     pos += 16
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -350,48 +350,48 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) ->
     return DescribeLogDirsResponse.DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_v0_1(w: bytearray, o: DescribeLogDirsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(w, item)
+    v_results = o.results
+    write_required_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(w, it_results)
 
 
-def _dec_DescribeLogDirsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf, pos)
-        f_results.append(item)
+        it_results, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0_1(buf, pos)
+        f_results.append(it_results)
     return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results), pos
 
 
-def _enc_DescribeLogDirsResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_v2(w: bytearray, o: DescribeLogDirsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_v2(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -401,28 +401,28 @@ def _dec_DescribeLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_v3(w: bytearray, o: DescribeLogDirsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_v3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -432,28 +432,28 @@ def _dec_DescribeLogDirsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results, unknown_tags=unknown), pos
 
 
-def _enc_DescribeLogDirsResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_DescribeLogDirsResponse_v4(w: bytearray, o: DescribeLogDirsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeLogDirsResponse_v4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

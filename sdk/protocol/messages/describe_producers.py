@@ -83,24 +83,24 @@ class DescribeProducersResponse(Message):
 
 
 
-def _enc_DescribeProducersRequest_TopicRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeProducersRequest_TopicRequest_v0(w: bytearray, o: DescribeProducersRequest.TopicRequest) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_indexes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeProducersRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeProducersRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[DescribeProducersRequest.TopicRequest, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -110,25 +110,25 @@ def _dec_DescribeProducersRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[A
     return DescribeProducersRequest.TopicRequest(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_DescribeProducersRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeProducersRequest_TopicRequest_v0(w, item)
+def _enc_DescribeProducersRequest_v0(w: bytearray, o: DescribeProducersRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeProducersRequest_TopicRequest_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeProducersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeProducersRequest_v0(buf: Any, pos: int) -> tuple[DescribeProducersRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeProducersRequest_TopicRequest_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeProducersRequest_TopicRequest_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -138,7 +138,7 @@ def _dec_DescribeProducersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeProducersRequest(topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeProducersResponse_ProducerState_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeProducersResponse_ProducerState_v0(w: bytearray, o: DescribeProducersResponse.ProducerState) -> None:
     w += _S_qiiqiq.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -146,10 +146,10 @@ def _enc_DescribeProducersResponse_ProducerState_v0(w: bytearray, o: Any) -> Non
         w.append(0)
 
 
-def _dec_DescribeProducersResponse_ProducerState_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeProducersResponse_ProducerState_v0(buf: Any, pos: int) -> tuple[DescribeProducersResponse.ProducerState, int]:
     f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S_qiiqiq.unpack_from(buf, pos)
     pos += 36
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -159,30 +159,30 @@ def _dec_DescribeProducersResponse_ProducerState_v0(buf: Any, pos: int) -> tuple
     return DescribeProducersResponse.ProducerState(producer_id=f_producer_id, producer_epoch=f_producer_epoch, last_sequence=f_last_sequence, last_timestamp=f_last_timestamp, coordinator_epoch=f_coordinator_epoch, current_txn_start_offset=f_current_txn_start_offset, unknown_tags=unknown), pos
 
 
-def _enc_DescribeProducersResponse_PartitionResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeProducersResponse_PartitionResponse_v0(w: bytearray, o: DescribeProducersResponse.PartitionResponse) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.active_producers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeProducersResponse_ProducerState_v0(w, item)
+    v_active_producers = o.active_producers
+    write_required_compact_array_length(w, v_active_producers)
+    if v_active_producers:
+        for it_active_producers in v_active_producers:
+            _enc_DescribeProducersResponse_ProducerState_v0(w, it_active_producers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeProducersResponse_PartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeProducersResponse_PartitionResponse_v0(buf: Any, pos: int) -> tuple[DescribeProducersResponse.PartitionResponse, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_active_producers = []
     for _ in range(n):
-        item, pos = _dec_DescribeProducersResponse_ProducerState_v0(buf, pos)
-        f_active_producers.append(item)
-    unknown = None
+        it_active_producers, pos = _dec_DescribeProducersResponse_ProducerState_v0(buf, pos)
+        f_active_producers.append(it_active_producers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -192,27 +192,27 @@ def _dec_DescribeProducersResponse_PartitionResponse_v0(buf: Any, pos: int) -> t
     return DescribeProducersResponse.PartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, active_producers=f_active_producers, unknown_tags=unknown), pos
 
 
-def _enc_DescribeProducersResponse_TopicResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeProducersResponse_TopicResponse_v0(w: bytearray, o: DescribeProducersResponse.TopicResponse) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeProducersResponse_PartitionResponse_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeProducersResponse_PartitionResponse_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeProducersResponse_TopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeProducersResponse_TopicResponse_v0(buf: Any, pos: int) -> tuple[DescribeProducersResponse.TopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeProducersResponse_PartitionResponse_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DescribeProducersResponse_PartitionResponse_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -222,28 +222,28 @@ def _dec_DescribeProducersResponse_TopicResponse_v0(buf: Any, pos: int) -> tuple
     return DescribeProducersResponse.TopicResponse(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeProducersResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeProducersResponse_v0(w: bytearray, o: DescribeProducersResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeProducersResponse_TopicResponse_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeProducersResponse_TopicResponse_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeProducersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeProducersResponse_v0(buf: Any, pos: int) -> tuple[DescribeProducersResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeProducersResponse_TopicResponse_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeProducersResponse_TopicResponse_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

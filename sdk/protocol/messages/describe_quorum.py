@@ -112,7 +112,7 @@ class DescribeQuorumResponse(Message):
 
 
 
-def _enc_DescribeQuorumRequest_PartitionData_v0_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumRequest_PartitionData_v0_2(w: bytearray, o: DescribeQuorumRequest.PartitionData) -> None:
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -120,10 +120,10 @@ def _enc_DescribeQuorumRequest_PartitionData_v0_2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeQuorumRequest_PartitionData_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumRequest_PartitionData_v0_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest.PartitionData, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -133,27 +133,27 @@ def _dec_DescribeQuorumRequest_PartitionData_v0_2(buf: Any, pos: int) -> tuple[A
     return DescribeQuorumRequest.PartitionData(partition_index=f_partition_index, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumRequest_TopicData_v0_2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumRequest_TopicData_v0_2(w: bytearray, o: DescribeQuorumRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumRequest_PartitionData_v0_2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeQuorumRequest_PartitionData_v0_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumRequest_TopicData_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumRequest_TopicData_v0_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumRequest_PartitionData_v0_2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DescribeQuorumRequest_PartitionData_v0_2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -163,25 +163,25 @@ def _dec_DescribeQuorumRequest_TopicData_v0_2(buf: Any, pos: int) -> tuple[Any, 
     return DescribeQuorumRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumRequest_v0_2(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumRequest_TopicData_v0_2(w, item)
+def _enc_DescribeQuorumRequest_v0_2(w: bytearray, o: DescribeQuorumRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeQuorumRequest_TopicData_v0_2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumRequest_v0_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumRequest_TopicData_v0_2(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeQuorumRequest_TopicData_v0_2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -191,7 +191,7 @@ def _dec_DescribeQuorumRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeQuorumRequest(topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_ReplicaState_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_ReplicaState_v0(w: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
     w += _S_iq.pack(o.replica_id, o.log_end_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -199,10 +199,10 @@ def _enc_DescribeQuorumResponse_ReplicaState_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_ReplicaState_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_ReplicaState_v0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.ReplicaState, int]:
     f_replica_id, f_log_end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -212,7 +212,7 @@ def _dec_DescribeQuorumResponse_ReplicaState_v0(buf: Any, pos: int) -> tuple[Any
     return DescribeQuorumResponse.ReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_ReplicaState_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_ReplicaState_v1(w: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
     w += _S_iqqq.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -220,10 +220,10 @@ def _enc_DescribeQuorumResponse_ReplicaState_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_ReplicaState_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_ReplicaState_v1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.ReplicaState, int]:
     f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iqqq.unpack_from(buf, pos)
     pos += 28
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -233,7 +233,7 @@ def _dec_DescribeQuorumResponse_ReplicaState_v1(buf: Any, pos: int) -> tuple[Any
     return DescribeQuorumResponse.ReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_ReplicaState_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_ReplicaState_v2(w: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
     w += _S_i.pack(o.replica_id)
     w += o.replica_directory_id.bytes
     w += _S_qqq.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
@@ -243,13 +243,13 @@ def _enc_DescribeQuorumResponse_ReplicaState_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_ReplicaState_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_ReplicaState_v2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.ReplicaState, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_replica_directory_id, pos = read_uuid(buf, pos)
     f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -259,38 +259,38 @@ def _dec_DescribeQuorumResponse_ReplicaState_v2(buf: Any, pos: int) -> tuple[Any
     return DescribeQuorumResponse.ReplicaState(replica_id=f_replica_id, replica_directory_id=f_replica_directory_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_PartitionData_v0(w: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
     w += _S_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    v = o.current_voters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_ReplicaState_v0(w, item)
-    v = o.observers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_ReplicaState_v0(w, item)
+    v_current_voters = o.current_voters
+    write_required_compact_array_length(w, v_current_voters)
+    if v_current_voters:
+        for it_current_voters in v_current_voters:
+            _enc_DescribeQuorumResponse_ReplicaState_v0(w, it_current_voters)
+    v_observers = o.observers
+    write_required_compact_array_length(w, v_observers)
+    if v_observers:
+        for it_observers in v_observers:
+            _enc_DescribeQuorumResponse_ReplicaState_v0(w, it_observers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(buf, pos)
     pos += 22
     n, pos = read_required_compact_array_length(buf, pos)
     f_current_voters = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
-        f_current_voters.append(item)
+        it_current_voters, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
+        f_current_voters.append(it_current_voters)
     n, pos = read_required_compact_array_length(buf, pos)
     f_observers = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
-        f_observers.append(item)
-    unknown = None
+        it_observers, pos = _dec_DescribeQuorumResponse_ReplicaState_v0(buf, pos)
+        f_observers.append(it_observers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -300,38 +300,38 @@ def _dec_DescribeQuorumResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[An
     return DescribeQuorumResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_PartitionData_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_PartitionData_v1(w: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
     w += _S_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    v = o.current_voters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_ReplicaState_v1(w, item)
-    v = o.observers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_ReplicaState_v1(w, item)
+    v_current_voters = o.current_voters
+    write_required_compact_array_length(w, v_current_voters)
+    if v_current_voters:
+        for it_current_voters in v_current_voters:
+            _enc_DescribeQuorumResponse_ReplicaState_v1(w, it_current_voters)
+    v_observers = o.observers
+    write_required_compact_array_length(w, v_observers)
+    if v_observers:
+        for it_observers in v_observers:
+            _enc_DescribeQuorumResponse_ReplicaState_v1(w, it_observers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(buf, pos)
     pos += 22
     n, pos = read_required_compact_array_length(buf, pos)
     f_current_voters = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
-        f_current_voters.append(item)
+        it_current_voters, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
+        f_current_voters.append(it_current_voters)
     n, pos = read_required_compact_array_length(buf, pos)
     f_observers = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
-        f_observers.append(item)
-    unknown = None
+        it_observers, pos = _dec_DescribeQuorumResponse_ReplicaState_v1(buf, pos)
+        f_observers.append(it_observers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -341,27 +341,27 @@ def _dec_DescribeQuorumResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[An
     return DescribeQuorumResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_PartitionData_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_PartitionData_v2(w: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_iiq.pack(o.leader_id, o.leader_epoch, o.high_watermark)
-    v = o.current_voters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_ReplicaState_v2(w, item)
-    v = o.observers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_ReplicaState_v2(w, item)
+    v_current_voters = o.current_voters
+    write_required_compact_array_length(w, v_current_voters)
+    if v_current_voters:
+        for it_current_voters in v_current_voters:
+            _enc_DescribeQuorumResponse_ReplicaState_v2(w, it_current_voters)
+    v_observers = o.observers
+    write_required_compact_array_length(w, v_observers)
+    if v_observers:
+        for it_observers in v_observers:
+            _enc_DescribeQuorumResponse_ReplicaState_v2(w, it_observers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_PartitionData_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_PartitionData_v2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -370,14 +370,14 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf: Any, pos: int) -> tuple[An
     n, pos = read_required_compact_array_length(buf, pos)
     f_current_voters = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
-        f_current_voters.append(item)
+        it_current_voters, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
+        f_current_voters.append(it_current_voters)
     n, pos = read_required_compact_array_length(buf, pos)
     f_observers = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
-        f_observers.append(item)
-    unknown = None
+        it_observers, pos = _dec_DescribeQuorumResponse_ReplicaState_v2(buf, pos)
+        f_observers.append(it_observers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -387,27 +387,27 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf: Any, pos: int) -> tuple[An
     return DescribeQuorumResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_TopicData_v0(w: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeQuorumResponse_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_TopicData_v0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -417,27 +417,27 @@ def _dec_DescribeQuorumResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, i
     return DescribeQuorumResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_TopicData_v1(w: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_PartitionData_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeQuorumResponse_PartitionData_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_TopicData_v1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -447,27 +447,27 @@ def _dec_DescribeQuorumResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, i
     return DescribeQuorumResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_TopicData_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_TopicData_v2(w: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_PartitionData_v2(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeQuorumResponse_PartitionData_v2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_TopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_TopicData_v2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -477,15 +477,15 @@ def _dec_DescribeQuorumResponse_TopicData_v2(buf: Any, pos: int) -> tuple[Any, i
     return DescribeQuorumResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_Listener_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_Listener_v0_1(w: bytearray, o: DescribeQuorumResponse.Listener) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_Listener_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_DescribeQuorumResponse_Listener_v0_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.Listener, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -495,7 +495,7 @@ def _dec_DescribeQuorumResponse_Listener_v0_1(buf: Any, pos: int) -> tuple[Any, 
     return DescribeQuorumResponse.Listener(unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_Listener_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_Listener_v2(w: bytearray, o: DescribeQuorumResponse.Listener) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -505,12 +505,12 @@ def _enc_DescribeQuorumResponse_Listener_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_Listener_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_Listener_v2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.Listener, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -520,15 +520,15 @@ def _dec_DescribeQuorumResponse_Listener_v2(buf: Any, pos: int) -> tuple[Any, in
     return DescribeQuorumResponse.Listener(name=f_name, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_Node_v0_1(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_Node_v0_1(w: bytearray, o: DescribeQuorumResponse.Node) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_Node_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_DescribeQuorumResponse_Node_v0_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.Node, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -538,28 +538,28 @@ def _dec_DescribeQuorumResponse_Node_v0_1(buf: Any, pos: int) -> tuple[Any, int]
     return DescribeQuorumResponse.Node(unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_Node_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_Node_v2(w: bytearray, o: DescribeQuorumResponse.Node) -> None:
     w += _S_i.pack(o.node_id)
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_Listener_v2(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_DescribeQuorumResponse_Listener_v2(w, it_listeners)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_Node_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_Node_v2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.Node, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_Listener_v2(buf, pos)
-        f_listeners.append(item)
-    unknown = None
+        it_listeners, pos = _dec_DescribeQuorumResponse_Listener_v2(buf, pos)
+        f_listeners.append(it_listeners)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -569,28 +569,28 @@ def _dec_DescribeQuorumResponse_Node_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeQuorumResponse.Node(node_id=f_node_id, listeners=f_listeners, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_v0(w: bytearray, o: DescribeQuorumResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeQuorumResponse_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_v0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeQuorumResponse_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -600,28 +600,28 @@ def _dec_DescribeQuorumResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeQuorumResponse(error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_v1(w: bytearray, o: DescribeQuorumResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_TopicData_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeQuorumResponse_TopicData_v1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_v1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_TopicData_v1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeQuorumResponse_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -631,40 +631,40 @@ def _dec_DescribeQuorumResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeQuorumResponse(error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeQuorumResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_DescribeQuorumResponse_v2(w: bytearray, o: DescribeQuorumResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_TopicData_v2(w, item)
-    v = o.nodes
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeQuorumResponse_Node_v2(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeQuorumResponse_TopicData_v2(w, it_topics)
+    v_nodes = o.nodes
+    write_required_compact_array_length(w, v_nodes)
+    if v_nodes:
+        for it_nodes in v_nodes:
+            _enc_DescribeQuorumResponse_Node_v2(w, it_nodes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeQuorumResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeQuorumResponse_v2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_TopicData_v2(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DescribeQuorumResponse_TopicData_v2(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_nodes = []
     for _ in range(n):
-        item, pos = _dec_DescribeQuorumResponse_Node_v2(buf, pos)
-        f_nodes.append(item)
-    unknown = None
+        it_nodes, pos = _dec_DescribeQuorumResponse_Node_v2(buf, pos)
+        f_nodes.append(it_nodes)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

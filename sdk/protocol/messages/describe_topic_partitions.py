@@ -97,7 +97,7 @@ class DescribeTopicPartitionsResponse(Message):
 
 
 
-def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w: bytearray, o: DescribeTopicPartitionsRequest.TopicRequest) -> None:
     write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -105,9 +105,9 @@ def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest.TopicRequest, int]:
     f_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -117,7 +117,7 @@ def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf: Any, pos: int) -> t
     return DescribeTopicPartitionsRequest.TopicRequest(name=f_name, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTopicPartitionsRequest_Cursor_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTopicPartitionsRequest_Cursor_v0(w: bytearray, o: DescribeTopicPartitionsRequest.Cursor) -> None:
     write_required_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
@@ -126,11 +126,11 @@ def _enc_DescribeTopicPartitionsRequest_Cursor_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest.Cursor, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -140,12 +140,12 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf: Any, pos: int) -> tuple[A
     return DescribeTopicPartitionsRequest.Cursor(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTopicPartitionsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w, item)
+def _enc_DescribeTopicPartitionsRequest_v0(w: bytearray, o: DescribeTopicPartitionsRequest) -> None:
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(w, it_topics)
     w += _S_i.pack(o.response_partition_limit)
     if o.cursor is None:
         w.append(0xFF)
@@ -158,12 +158,12 @@ def _enc_DescribeTopicPartitionsRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos)
+        f_topics.append(it_topics)
     f_response_partition_limit, = _S_i.unpack_from(buf, pos)
     pos += 4
     (marker,) = INT8.unpack_from(buf, pos)
@@ -172,7 +172,7 @@ def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int
         f_cursor = None
     else:
         f_cursor, pos = _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -182,35 +182,35 @@ def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int
     return DescribeTopicPartitionsRequest(topics=f_topics, response_partition_limit=f_response_partition_limit, cursor=f_cursor, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w: bytearray, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    v = o.replica_nodes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.isr_nodes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.eligible_leader_replicas
-    write_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.last_known_elr
-    write_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replica_nodes = o.replica_nodes
+    write_required_compact_array_length(w, v_replica_nodes)
+    if v_replica_nodes:
+        w += struct.pack(">%di" % len(v_replica_nodes), *v_replica_nodes)
+    v_isr_nodes = o.isr_nodes
+    write_required_compact_array_length(w, v_isr_nodes)
+    if v_isr_nodes:
+        w += struct.pack(">%di" % len(v_isr_nodes), *v_isr_nodes)
+    v_eligible_leader_replicas = o.eligible_leader_replicas
+    write_compact_array_length(w, v_eligible_leader_replicas)
+    if v_eligible_leader_replicas:
+        w += struct.pack(">%di" % len(v_eligible_leader_replicas), *v_eligible_leader_replicas)
+    v_last_known_elr = o.last_known_elr
+    write_compact_array_length(w, v_last_known_elr)
+    if v_last_known_elr:
+        w += struct.pack(">%di" % len(v_last_known_elr), *v_last_known_elr)
+    v_offline_replicas = o.offline_replicas
+    write_required_compact_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     n, pos = read_required_compact_array_length(buf, pos)
@@ -234,7 +234,7 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     n, pos = read_required_compact_array_length(buf, pos)
     f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -244,16 +244,16 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartitio
     return DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, eligible_leader_replicas=f_eligible_leader_replicas, last_known_elr=f_last_known_elr, offline_replicas=f_offline_replicas, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w: bytearray, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -261,7 +261,7 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_compact_nullable_string(buf, pos)
@@ -271,11 +271,11 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -285,7 +285,7 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
     return DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTopicPartitionsResponse_Cursor_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTopicPartitionsResponse_Cursor_v0(w: bytearray, o: DescribeTopicPartitionsResponse.Cursor) -> None:
     write_required_compact_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
     if o.unknown_tags:
@@ -294,11 +294,11 @@ def _enc_DescribeTopicPartitionsResponse_Cursor_v0(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse.Cursor, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -308,13 +308,13 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf: Any, pos: int) -> tuple[
     return DescribeTopicPartitionsResponse.Cursor(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTopicPartitionsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTopicPartitionsResponse_v0(w: bytearray, o: DescribeTopicPartitionsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w, it_topics)
     if o.next_cursor is None:
         w.append(0xFF)
     else:
@@ -326,21 +326,21 @@ def _enc_DescribeTopicPartitionsResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_DescribeTopicPartitionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTopicPartitionsResponse_v0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     (marker,) = INT8.unpack_from(buf, pos)
     pos += 1
     if marker < 0:
         f_next_cursor = None
     else:
         f_next_cursor, pos = _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -71,25 +71,25 @@ class DescribeTransactionsResponse(Message):
 
 
 
-def _enc_DescribeTransactionsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.transactional_ids
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+def _enc_DescribeTransactionsRequest_v0(w: bytearray, o: DescribeTransactionsRequest) -> None:
+    v_transactional_ids = o.transactional_ids
+    write_required_compact_array_length(w, v_transactional_ids)
+    if v_transactional_ids:
+        for it_transactional_ids in v_transactional_ids:
+            write_required_compact_string(w, it_transactional_ids)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTransactionsRequest_v0(buf: Any, pos: int) -> tuple[DescribeTransactionsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_transactional_ids = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_transactional_ids.append(item)
-    unknown = None
+        it_transactional_ids, pos = read_compact_string(buf, pos)
+        f_transactional_ids.append(it_transactional_ids)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -99,24 +99,24 @@ def _dec_DescribeTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return DescribeTransactionsRequest(transactional_ids=f_transactional_ids, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTransactionsResponse_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTransactionsResponse_TopicData_v0(w: bytearray, o: DescribeTransactionsResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeTransactionsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTransactionsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse.TopicData, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -126,23 +126,23 @@ def _dec_DescribeTransactionsResponse_TopicData_v0(buf: Any, pos: int) -> tuple[
     return DescribeTransactionsResponse.TopicData(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTransactionsResponse_TransactionState_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTransactionsResponse_TransactionState_v0(w: bytearray, o: DescribeTransactionsResponse.TransactionState) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.transactional_id)
     write_required_compact_string(w, o.transaction_state)
     w += _S_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeTransactionsResponse_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeTransactionsResponse_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeTransactionsResponse_TransactionState_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTransactionsResponse_TransactionState_v0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse.TransactionState, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_transactional_id, pos = read_compact_string(buf, pos)
@@ -152,9 +152,9 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf: Any, pos: int) ->
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -164,28 +164,28 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf: Any, pos: int) ->
     return DescribeTransactionsResponse.TransactionState(error_code=f_error_code, transactional_id=f_transactional_id, transaction_state=f_transaction_state, transaction_timeout_ms=f_transaction_timeout_ms, transaction_start_time_ms=f_transaction_start_time_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_DescribeTransactionsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeTransactionsResponse_v0(w: bytearray, o: DescribeTransactionsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.transaction_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeTransactionsResponse_TransactionState_v0(w, item)
+    v_transaction_states = o.transaction_states
+    write_required_compact_array_length(w, v_transaction_states)
+    if v_transaction_states:
+        for it_transaction_states in v_transaction_states:
+            _enc_DescribeTransactionsResponse_TransactionState_v0(w, it_transaction_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeTransactionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeTransactionsResponse_v0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_transaction_states = []
     for _ in range(n):
-        item, pos = _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos)
-        f_transaction_states.append(item)
-    unknown = None
+        it_transaction_states, pos = _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos)
+        f_transaction_states.append(it_transaction_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

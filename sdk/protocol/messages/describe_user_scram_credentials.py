@@ -74,7 +74,7 @@ class DescribeUserScramCredentialsResponse(Message):
 
 
 
-def _enc_DescribeUserScramCredentialsRequest_UserName_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeUserScramCredentialsRequest_UserName_v0(w: bytearray, o: DescribeUserScramCredentialsRequest.UserName) -> None:
     write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -82,9 +82,9 @@ def _enc_DescribeUserScramCredentialsRequest_UserName_v0(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsRequest.UserName, int]:
     f_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -94,28 +94,28 @@ def _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf: Any, pos: int) -> 
     return DescribeUserScramCredentialsRequest.UserName(name=f_name, unknown_tags=unknown), pos
 
 
-def _enc_DescribeUserScramCredentialsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.users
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeUserScramCredentialsRequest_UserName_v0(w, item)
+def _enc_DescribeUserScramCredentialsRequest_v0(w: bytearray, o: DescribeUserScramCredentialsRequest) -> None:
+    v_users = o.users
+    write_compact_array_length(w, v_users)
+    if v_users:
+        for it_users in v_users:
+            _enc_DescribeUserScramCredentialsRequest_UserName_v0(w, it_users)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_users = None
     else:
         f_users = []
         for _ in range(n):
-            item, pos = _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos)
-            f_users.append(item)
-    unknown = None
+            it_users, pos = _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos)
+            f_users.append(it_users)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -125,7 +125,7 @@ def _dec_DescribeUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any
     return DescribeUserScramCredentialsRequest(users=f_users, unknown_tags=unknown), pos
 
 
-def _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w: bytearray, o: DescribeUserScramCredentialsResponse.CredentialInfo) -> None:
     w += _S_bi.pack(o.mechanism, o.iterations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -133,10 +133,10 @@ def _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w: bytearray, o:
         w.append(0)
 
 
-def _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse.CredentialInfo, int]:
     f_mechanism, f_iterations = _S_bi.unpack_from(buf, pos)
     pos += 5
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -146,22 +146,22 @@ def _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf: Any, pos: i
     return DescribeUserScramCredentialsResponse.CredentialInfo(mechanism=f_mechanism, iterations=f_iterations, unknown_tags=unknown), pos
 
 
-def _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w: bytearray, o: DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult) -> None:
     write_required_compact_string(w, o.user)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.credential_infos
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w, item)
+    v_credential_infos = o.credential_infos
+    write_required_compact_array_length(w, v_credential_infos)
+    if v_credential_infos:
+        for it_credential_infos in v_credential_infos:
+            _enc_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w, it_credential_infos)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult, int]:
     f_user, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -169,9 +169,9 @@ def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
     n, pos = read_required_compact_array_length(buf, pos)
     f_credential_infos = []
     for _ in range(n):
-        item, pos = _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos)
-        f_credential_infos.append(item)
-    unknown = None
+        it_credential_infos, pos = _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos)
+        f_credential_infos.append(it_credential_infos)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -181,30 +181,30 @@ def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
     return DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult(user=f_user, error_code=f_error_code, error_message=f_error_message, credential_infos=f_credential_infos, unknown_tags=unknown), pos
 
 
-def _enc_DescribeUserScramCredentialsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_DescribeUserScramCredentialsResponse_v0(w: bytearray, o: DescribeUserScramCredentialsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_DescribeUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -75,15 +75,15 @@ class ElectLeadersResponse(Message):
 
 
 
-def _enc_ElectLeadersRequest_TopicPartitions_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersRequest_TopicPartitions_v0_1(w: bytearray, o: ElectLeadersRequest.TopicPartitions) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest.TopicPartitions, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -91,24 +91,24 @@ def _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[A
     return ElectLeadersRequest.TopicPartitions(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_ElectLeadersRequest_TopicPartitions_v2(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersRequest_TopicPartitions_v2(w: bytearray, o: ElectLeadersRequest.TopicPartitions) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ElectLeadersRequest_TopicPartitions_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersRequest_TopicPartitions_v2(buf: Any, pos: int) -> tuple[ElectLeadersRequest.TopicPartitions, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -118,42 +118,42 @@ def _dec_ElectLeadersRequest_TopicPartitions_v2(buf: Any, pos: int) -> tuple[Any
     return ElectLeadersRequest.TopicPartitions(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ElectLeadersRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersRequest_v0(w: bytearray, o: ElectLeadersRequest) -> None:
     if o.election_type != 0:
         refuse_absent_field("ElectLeadersRequest", "election_type", 0)
-    v = o.topic_partitions
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersRequest_TopicPartitions_v0_1(w, item)
+    v_topic_partitions = o.topic_partitions
+    write_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ElectLeadersRequest_TopicPartitions_v0_1(w, it_topic_partitions)
     w += _S_i.pack(o.timeout_ms)
 
 
-def _dec_ElectLeadersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersRequest_v0(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
     n, pos = read_array_length(buf, pos)
     if n < 0:
         f_topic_partitions = None
     else:
         f_topic_partitions = []
         for _ in range(n):
-            item, pos = _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf, pos)
-            f_topic_partitions.append(item)
+            it_topic_partitions, pos = _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf, pos)
+            f_topic_partitions.append(it_topic_partitions)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ElectLeadersRequest(topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms), pos
 
 
-def _enc_ElectLeadersRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersRequest_v1(w: bytearray, o: ElectLeadersRequest) -> None:
     w += _S_b.pack(o.election_type)
-    v = o.topic_partitions
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersRequest_TopicPartitions_v0_1(w, item)
+    v_topic_partitions = o.topic_partitions
+    write_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ElectLeadersRequest_TopicPartitions_v0_1(w, it_topic_partitions)
     w += _S_i.pack(o.timeout_ms)
 
 
-def _dec_ElectLeadersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersRequest_v1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
     f_election_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     n, pos = read_array_length(buf, pos)
@@ -162,20 +162,20 @@ def _dec_ElectLeadersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_topic_partitions = []
         for _ in range(n):
-            item, pos = _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf, pos)
-            f_topic_partitions.append(item)
+            it_topic_partitions, pos = _dec_ElectLeadersRequest_TopicPartitions_v0_1(buf, pos)
+            f_topic_partitions.append(it_topic_partitions)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms), pos
 
 
-def _enc_ElectLeadersRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersRequest_v2(w: bytearray, o: ElectLeadersRequest) -> None:
     w += _S_b.pack(o.election_type)
-    v = o.topic_partitions
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersRequest_TopicPartitions_v2(w, item)
+    v_topic_partitions = o.topic_partitions
+    write_compact_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ElectLeadersRequest_TopicPartitions_v2(w, it_topic_partitions)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -183,7 +183,7 @@ def _enc_ElectLeadersRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ElectLeadersRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersRequest_v2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
     f_election_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     n, pos = read_compact_array_length(buf, pos)
@@ -192,11 +192,11 @@ def _dec_ElectLeadersRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_topic_partitions = []
         for _ in range(n):
-            item, pos = _dec_ElectLeadersRequest_TopicPartitions_v2(buf, pos)
-            f_topic_partitions.append(item)
+            it_topic_partitions, pos = _dec_ElectLeadersRequest_TopicPartitions_v2(buf, pos)
+            f_topic_partitions.append(it_topic_partitions)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -206,19 +206,19 @@ def _dec_ElectLeadersRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms, unknown_tags=unknown), pos
 
 
-def _enc_ElectLeadersResponse_PartitionResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_PartitionResult_v0_1(w: bytearray, o: ElectLeadersResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition_id, o.error_code)
     write_string(w, o.error_message)
 
 
-def _dec_ElectLeadersResponse_PartitionResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_PartitionResult_v0_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse.PartitionResult, int]:
     f_partition_id, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
     return ElectLeadersResponse.PartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message), pos
 
 
-def _enc_ElectLeadersResponse_PartitionResult_v2(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_PartitionResult_v2(w: bytearray, o: ElectLeadersResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition_id, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -227,11 +227,11 @@ def _enc_ElectLeadersResponse_PartitionResult_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ElectLeadersResponse_PartitionResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_PartitionResult_v2(buf: Any, pos: int) -> tuple[ElectLeadersResponse.PartitionResult, int]:
     f_partition_id, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -241,46 +241,46 @@ def _dec_ElectLeadersResponse_PartitionResult_v2(buf: Any, pos: int) -> tuple[An
     return ElectLeadersResponse.PartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w: bytearray, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
     write_required_string(w, o.topic)
-    v = o.partition_result
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersResponse_PartitionResult_v0_1(w, item)
+    v_partition_result = o.partition_result
+    write_required_array_length(w, v_partition_result)
+    if v_partition_result:
+        for it_partition_result in v_partition_result:
+            _enc_ElectLeadersResponse_PartitionResult_v0_1(w, it_partition_result)
 
 
-def _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse.ReplicaElectionResult, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_result = []
     for _ in range(n):
-        item, pos = _dec_ElectLeadersResponse_PartitionResult_v0_1(buf, pos)
-        f_partition_result.append(item)
+        it_partition_result, pos = _dec_ElectLeadersResponse_PartitionResult_v0_1(buf, pos)
+        f_partition_result.append(it_partition_result)
     return ElectLeadersResponse.ReplicaElectionResult(topic=f_topic, partition_result=f_partition_result), pos
 
 
-def _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w: bytearray, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partition_result
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersResponse_PartitionResult_v2(w, item)
+    v_partition_result = o.partition_result
+    write_required_compact_array_length(w, v_partition_result)
+    if v_partition_result:
+        for it_partition_result in v_partition_result:
+            _enc_ElectLeadersResponse_PartitionResult_v2(w, it_partition_result)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf: Any, pos: int) -> tuple[ElectLeadersResponse.ReplicaElectionResult, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_result = []
     for _ in range(n):
-        item, pos = _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos)
-        f_partition_result.append(item)
-    unknown = None
+        it_partition_result, pos = _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos)
+        f_partition_result.append(it_partition_result)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -290,68 +290,68 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf: Any, pos: int) -> tu
     return ElectLeadersResponse.ReplicaElectionResult(topic=f_topic, partition_result=f_partition_result, unknown_tags=unknown), pos
 
 
-def _enc_ElectLeadersResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_v0(w: bytearray, o: ElectLeadersResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.replica_election_results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w, item)
+    v_replica_election_results = o.replica_election_results
+    write_required_array_length(w, v_replica_election_results)
+    if v_replica_election_results:
+        for it_replica_election_results in v_replica_election_results:
+            _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w, it_replica_election_results)
 
 
-def _dec_ElectLeadersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_v0(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_replica_election_results = []
     for _ in range(n):
-        item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
-        f_replica_election_results.append(item)
+        it_replica_election_results, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
+        f_replica_election_results.append(it_replica_election_results)
     return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, replica_election_results=f_replica_election_results), pos
 
 
-def _enc_ElectLeadersResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_v1(w: bytearray, o: ElectLeadersResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.replica_election_results
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w, item)
+    v_replica_election_results = o.replica_election_results
+    write_required_array_length(w, v_replica_election_results)
+    if v_replica_election_results:
+        for it_replica_election_results in v_replica_election_results:
+            _enc_ElectLeadersResponse_ReplicaElectionResult_v0_1(w, it_replica_election_results)
 
 
-def _dec_ElectLeadersResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_v1(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_replica_election_results = []
     for _ in range(n):
-        item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
-        f_replica_election_results.append(item)
+        it_replica_election_results, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v0_1(buf, pos)
+        f_replica_election_results.append(it_replica_election_results)
     return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results), pos
 
 
-def _enc_ElectLeadersResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_ElectLeadersResponse_v2(w: bytearray, o: ElectLeadersResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.replica_election_results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w, item)
+    v_replica_election_results = o.replica_election_results
+    write_required_compact_array_length(w, v_replica_election_results)
+    if v_replica_election_results:
+        for it_replica_election_results in v_replica_election_results:
+            _enc_ElectLeadersResponse_ReplicaElectionResult_v2(w, it_replica_election_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ElectLeadersResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ElectLeadersResponse_v2(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_replica_election_results = []
     for _ in range(n):
-        item, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos)
-        f_replica_election_results.append(item)
-    unknown = None
+        it_replica_election_results, pos = _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos)
+        f_replica_election_results.append(it_replica_election_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

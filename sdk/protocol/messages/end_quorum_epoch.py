@@ -107,18 +107,18 @@ class EndQuorumEpochResponse(Message):
 
 
 
-def _enc_EndQuorumEpochRequest_ReplicaInfo_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_ReplicaInfo_v0(w: bytearray, o: EndQuorumEpochRequest.ReplicaInfo) -> None:
     if o.candidate_id != 0:
         refuse_absent_field("ReplicaInfo", "candidate_id", 0)
     if o.candidate_directory_id != ZERO_UUID:
         refuse_absent_field("ReplicaInfo", "candidate_directory_id", 0)
 
 
-def _dec_EndQuorumEpochRequest_ReplicaInfo_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_ReplicaInfo_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.ReplicaInfo, int]:
     return EndQuorumEpochRequest.ReplicaInfo(), pos
 
 
-def _enc_EndQuorumEpochRequest_ReplicaInfo_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_ReplicaInfo_v1(w: bytearray, o: EndQuorumEpochRequest.ReplicaInfo) -> None:
     w += _S_i.pack(o.candidate_id)
     w += o.candidate_directory_id.bytes
     if o.unknown_tags:
@@ -127,11 +127,11 @@ def _enc_EndQuorumEpochRequest_ReplicaInfo_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.ReplicaInfo, int]:
     f_candidate_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_candidate_directory_id, pos = read_uuid(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -141,15 +141,15 @@ def _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf: Any, pos: int) -> tuple[Any, 
     return EndQuorumEpochRequest.ReplicaInfo(candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_PartitionData_v0(w: bytearray, o: EndQuorumEpochRequest.PartitionData) -> None:
     w += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
-    v = o.preferred_successors
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_preferred_successors = o.preferred_successors
+    write_required_array_length(w, v_preferred_successors)
+    if v_preferred_successors:
+        w += struct.pack(">%di" % len(v_preferred_successors), *v_preferred_successors)
 
 
-def _dec_EndQuorumEpochRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.PartitionData, int]:
     f_partition_index, f_leader_id, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_array_length(buf, pos)
@@ -158,28 +158,28 @@ def _dec_EndQuorumEpochRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any
     return EndQuorumEpochRequest.PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_successors=f_preferred_successors), pos
 
 
-def _enc_EndQuorumEpochRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_PartitionData_v1(w: bytearray, o: EndQuorumEpochRequest.PartitionData) -> None:
     w += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
-    v = o.preferred_candidates
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochRequest_ReplicaInfo_v1(w, item)
+    v_preferred_candidates = o.preferred_candidates
+    write_required_compact_array_length(w, v_preferred_candidates)
+    if v_preferred_candidates:
+        for it_preferred_candidates in v_preferred_candidates:
+            _enc_EndQuorumEpochRequest_ReplicaInfo_v1(w, it_preferred_candidates)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_EndQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.PartitionData, int]:
     f_partition_index, f_leader_id, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_compact_array_length(buf, pos)
     f_preferred_candidates = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos)
-        f_preferred_candidates.append(item)
-    unknown = None
+        it_preferred_candidates, pos = _dec_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos)
+        f_preferred_candidates.append(it_preferred_candidates)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -189,46 +189,46 @@ def _dec_EndQuorumEpochRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any
     return EndQuorumEpochRequest.PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_candidates=f_preferred_candidates, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochRequest_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_TopicData_v0(w: bytearray, o: EndQuorumEpochRequest.TopicData) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_EndQuorumEpochRequest_PartitionData_v0(w, it_partitions)
 
 
-def _dec_EndQuorumEpochRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_TopicData_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.TopicData, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_EndQuorumEpochRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return EndQuorumEpochRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
-def _enc_EndQuorumEpochRequest_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_TopicData_v1(w: bytearray, o: EndQuorumEpochRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochRequest_PartitionData_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_EndQuorumEpochRequest_PartitionData_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_EndQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochRequest_PartitionData_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_EndQuorumEpochRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -238,7 +238,7 @@ def _dec_EndQuorumEpochRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, in
     return EndQuorumEpochRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: EndQuorumEpochRequest.LeaderEndpoint) -> None:
     if o.name != '':
         refuse_absent_field("LeaderEndpoint", "name", 0)
     if o.host != '':
@@ -247,11 +247,11 @@ def _enc_EndQuorumEpochRequest_LeaderEndpoint_v0(w: bytearray, o: Any) -> None:
         refuse_absent_field("LeaderEndpoint", "port", 0)
 
 
-def _dec_EndQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_LeaderEndpoint_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.LeaderEndpoint, int]:
     return EndQuorumEpochRequest.LeaderEndpoint(), pos
 
 
-def _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: EndQuorumEpochRequest.LeaderEndpoint) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -261,12 +261,12 @@ def _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.LeaderEndpoint, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -276,56 +276,56 @@ def _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf: Any, pos: int) -> tuple[An
     return EndQuorumEpochRequest.LeaderEndpoint(name=f_name, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_v0(w: bytearray, o: EndQuorumEpochRequest) -> None:
     write_string(w, o.cluster_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochRequest_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_EndQuorumEpochRequest_TopicData_v0(w, it_topics)
 
 
-def _dec_EndQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
     f_cluster_id, pos = read_nullable_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_EndQuorumEpochRequest_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
     return EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics), pos
 
 
-def _enc_EndQuorumEpochRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochRequest_v1(w: bytearray, o: EndQuorumEpochRequest) -> None:
     write_compact_string(w, o.cluster_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochRequest_TopicData_v1(w, item)
-    v = o.leader_endpoints
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_EndQuorumEpochRequest_TopicData_v1(w, it_topics)
+    v_leader_endpoints = o.leader_endpoints
+    write_required_compact_array_length(w, v_leader_endpoints)
+    if v_leader_endpoints:
+        for it_leader_endpoints in v_leader_endpoints:
+            _enc_EndQuorumEpochRequest_LeaderEndpoint_v1(w, it_leader_endpoints)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_EndQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochRequest_TopicData_v1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_EndQuorumEpochRequest_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_leader_endpoints = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
-        f_leader_endpoints.append(item)
-    unknown = None
+        it_leader_endpoints, pos = _dec_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos)
+        f_leader_endpoints.append(it_leader_endpoints)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -335,17 +335,17 @@ def _dec_EndQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics, leader_endpoints=f_leader_endpoints, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_PartitionData_v0(w: bytearray, o: EndQuorumEpochResponse.PartitionData) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
 
 
-def _dec_EndQuorumEpochResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
     return EndQuorumEpochResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_EndQuorumEpochResponse_PartitionData_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_PartitionData_v1(w: bytearray, o: EndQuorumEpochResponse.PartitionData) -> None:
     w += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -353,10 +353,10 @@ def _enc_EndQuorumEpochResponse_PartitionData_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -366,46 +366,46 @@ def _dec_EndQuorumEpochResponse_PartitionData_v1(buf: Any, pos: int) -> tuple[An
     return EndQuorumEpochResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochResponse_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_TopicData_v0(w: bytearray, o: EndQuorumEpochResponse.TopicData) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_EndQuorumEpochResponse_PartitionData_v0(w, it_partitions)
 
 
-def _dec_EndQuorumEpochResponse_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_TopicData_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.TopicData, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_EndQuorumEpochResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return EndQuorumEpochResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions), pos
 
 
-def _enc_EndQuorumEpochResponse_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_TopicData_v1(w: bytearray, o: EndQuorumEpochResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochResponse_PartitionData_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_EndQuorumEpochResponse_PartitionData_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_EndQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochResponse_PartitionData_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_EndQuorumEpochResponse_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -415,15 +415,15 @@ def _dec_EndQuorumEpochResponse_TopicData_v1(buf: Any, pos: int) -> tuple[Any, i
     return EndQuorumEpochResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_NodeEndpoint_v0(w: bytearray, o: EndQuorumEpochResponse.NodeEndpoint) -> None:
     pass
 
 
-def _dec_EndQuorumEpochResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.NodeEndpoint, int]:
     return EndQuorumEpochResponse.NodeEndpoint(), pos
 
 
-def _enc_EndQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: EndQuorumEpochResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -433,13 +433,13 @@ def _enc_EndQuorumEpochResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -449,55 +449,55 @@ def _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any
     return EndQuorumEpochResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_EndQuorumEpochResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_v0(w: bytearray, o: EndQuorumEpochResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochResponse_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_EndQuorumEpochResponse_TopicData_v0(w, it_topics)
 
 
-def _dec_EndQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochResponse_TopicData_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_EndQuorumEpochResponse_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
     return EndQuorumEpochResponse(error_code=f_error_code, topics=f_topics), pos
 
 
-def _enc_EndQuorumEpochResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_EndQuorumEpochResponse_v1(w: bytearray, o: EndQuorumEpochResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_EndQuorumEpochResponse_TopicData_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_EndQuorumEpochResponse_TopicData_v1(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
-        v = o.node_endpoints
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_EndQuorumEpochResponse_NodeEndpoint_v1(t, item)
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_EndQuorumEpochResponse_NodeEndpoint_v1(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_EndQuorumEpochResponse_TopicData_v1(buf, pos)
-        f_topics.append(item)
-    f_node_endpoints = []
-    unknown = None
+        it_topics, pos = _dec_EndQuorumEpochResponse_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
+    f_node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -507,8 +507,8 @@ def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                item, pos = _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
-                f_node_endpoints.append(item)
+                it_node_endpoints, pos = _dec_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

@@ -58,19 +58,19 @@ class EndTxnResponse(Message):
 
 
 
-def _enc_EndTxnRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_EndTxnRequest_v0_2(w: bytearray, o: EndTxnRequest) -> None:
     write_required_string(w, o.transactional_id)
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.committed)
 
 
-def _dec_EndTxnRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndTxnRequest_v0_2(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
     f_transactional_id, pos = read_string(buf, pos)
     f_producer_id, f_producer_epoch, f_committed = _S_qho.unpack_from(buf, pos)
     pos += 11
     return EndTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, committed=f_committed), pos
 
 
-def _enc_EndTxnRequest_v3_5(w: bytearray, o: Any) -> None:
+def _enc_EndTxnRequest_v3_5(w: bytearray, o: EndTxnRequest) -> None:
     write_required_compact_string(w, o.transactional_id)
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.committed)
     if o.unknown_tags:
@@ -79,11 +79,11 @@ def _enc_EndTxnRequest_v3_5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndTxnRequest_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndTxnRequest_v3_5(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_committed = _S_qho.unpack_from(buf, pos)
     pos += 11
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -93,17 +93,17 @@ def _dec_EndTxnRequest_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
     return EndTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, committed=f_committed, unknown_tags=unknown), pos
 
 
-def _enc_EndTxnResponse_v0_2(w: bytearray, o: Any) -> None:
+def _enc_EndTxnResponse_v0_2(w: bytearray, o: EndTxnResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
 
 
-def _dec_EndTxnResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndTxnResponse_v0_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return EndTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code), pos
 
 
-def _enc_EndTxnResponse_v3_4(w: bytearray, o: Any) -> None:
+def _enc_EndTxnResponse_v3_4(w: bytearray, o: EndTxnResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -111,10 +111,10 @@ def _enc_EndTxnResponse_v3_4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndTxnResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndTxnResponse_v3_4(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -124,7 +124,7 @@ def _dec_EndTxnResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     return EndTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_EndTxnResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_EndTxnResponse_v5(w: bytearray, o: EndTxnResponse) -> None:
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -132,10 +132,10 @@ def _enc_EndTxnResponse_v5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EndTxnResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EndTxnResponse_v5(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(buf, pos)
     pos += 16
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -53,7 +53,7 @@ class EnvelopeResponse(Message):
 
 
 
-def _enc_EnvelopeRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_EnvelopeRequest_v0(w: bytearray, o: EnvelopeRequest) -> None:
     write_required_compact_bytes(w, o.request_data)
     write_compact_bytes(w, o.request_principal)
     write_required_compact_bytes(w, o.client_host_address)
@@ -63,11 +63,11 @@ def _enc_EnvelopeRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EnvelopeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EnvelopeRequest_v0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:
     f_request_data, pos = read_compact_bytes(buf, pos)
     f_request_principal, pos = read_compact_nullable_bytes(buf, pos)
     f_client_host_address, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -77,7 +77,7 @@ def _dec_EnvelopeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return EnvelopeRequest(request_data=f_request_data, request_principal=f_request_principal, client_host_address=f_client_host_address, unknown_tags=unknown), pos
 
 
-def _enc_EnvelopeResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_EnvelopeResponse_v0(w: bytearray, o: EnvelopeResponse) -> None:
     write_compact_bytes(w, o.response_data)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
@@ -86,11 +86,11 @@ def _enc_EnvelopeResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_EnvelopeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_EnvelopeResponse_v0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
     f_response_data, pos = read_compact_nullable_bytes(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -54,19 +54,19 @@ class ExpireDelegationTokenResponse(Message):
 
 
 
-def _enc_ExpireDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ExpireDelegationTokenRequest_v0_1(w: bytearray, o: ExpireDelegationTokenRequest) -> None:
     write_required_bytes(w, o.hmac)
     w += _S_q.pack(o.expiry_time_period_ms)
 
 
-def _dec_ExpireDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ExpireDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
     f_hmac, pos = read_bytes(buf, pos)
     f_expiry_time_period_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
     return ExpireDelegationTokenRequest(hmac=f_hmac, expiry_time_period_ms=f_expiry_time_period_ms), pos
 
 
-def _enc_ExpireDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_ExpireDelegationTokenRequest_v2(w: bytearray, o: ExpireDelegationTokenRequest) -> None:
     write_required_compact_bytes(w, o.hmac)
     w += _S_q.pack(o.expiry_time_period_ms)
     if o.unknown_tags:
@@ -75,11 +75,11 @@ def _enc_ExpireDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ExpireDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ExpireDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
     f_hmac, pos = read_compact_bytes(buf, pos)
     f_expiry_time_period_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -89,17 +89,17 @@ def _dec_ExpireDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return ExpireDelegationTokenRequest(hmac=f_hmac, expiry_time_period_ms=f_expiry_time_period_ms, unknown_tags=unknown), pos
 
 
-def _enc_ExpireDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ExpireDelegationTokenResponse_v0_1(w: bytearray, o: ExpireDelegationTokenResponse) -> None:
     w += _S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
 
 
-def _dec_ExpireDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ExpireDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
     return ExpireDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_ExpireDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_ExpireDelegationTokenResponse_v2(w: bytearray, o: ExpireDelegationTokenResponse) -> None:
     w += _S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -107,10 +107,10 @@ def _enc_ExpireDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ExpireDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ExpireDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -167,18 +167,18 @@ class FetchResponse(Message):
 
 
 
-def _enc_FetchRequest_ReplicaState_v0_11(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ReplicaState_v0_11(w: bytearray, o: FetchRequest.ReplicaState) -> None:
     if o.replica_id != -1:
         refuse_absent_field("ReplicaState", "replica_id", 0)
     if o.replica_epoch != -1:
         refuse_absent_field("ReplicaState", "replica_epoch", 0)
 
 
-def _dec_FetchRequest_ReplicaState_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_ReplicaState_v0_11(buf: Any, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
     return FetchRequest.ReplicaState(), pos
 
 
-def _enc_FetchRequest_ReplicaState_v12_14(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ReplicaState_v12_14(w: bytearray, o: FetchRequest.ReplicaState) -> None:
     if o.replica_id != -1:
         refuse_absent_field("ReplicaState", "replica_id", 12)
     if o.replica_epoch != -1:
@@ -189,8 +189,8 @@ def _enc_FetchRequest_ReplicaState_v12_14(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchRequest_ReplicaState_v12_14(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_FetchRequest_ReplicaState_v12_14(buf: Any, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -200,7 +200,7 @@ def _dec_FetchRequest_ReplicaState_v12_14(buf: Any, pos: int) -> tuple[Any, int]
     return FetchRequest.ReplicaState(unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_ReplicaState_v15_17(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ReplicaState_v15_17(w: bytearray, o: FetchRequest.ReplicaState) -> None:
     w += _S_iq.pack(o.replica_id, o.replica_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -208,10 +208,10 @@ def _enc_FetchRequest_ReplicaState_v15_17(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchRequest_ReplicaState_v15_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_ReplicaState_v15_17(buf: Any, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
     f_replica_id, f_replica_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -221,43 +221,43 @@ def _dec_FetchRequest_ReplicaState_v15_17(buf: Any, pos: int) -> tuple[Any, int]
     return FetchRequest.ReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_FetchPartition_v0_4(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchPartition_v0_4(w: bytearray, o: FetchRequest.FetchPartition) -> None:
     if o.last_fetched_epoch != -1:
         refuse_absent_field("FetchPartition", "last_fetched_epoch", 0)
     w += _S_iqi.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
 
 
-def _dec_FetchRequest_FetchPartition_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchPartition_v0_4(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
     f_partition, f_fetch_offset, f_partition_max_bytes = _S_iqi.unpack_from(buf, pos)
     pos += 16
     return FetchRequest.FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, partition_max_bytes=f_partition_max_bytes), pos
 
 
-def _enc_FetchRequest_FetchPartition_v5_8(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchPartition_v5_8(w: bytearray, o: FetchRequest.FetchPartition) -> None:
     if o.last_fetched_epoch != -1:
         refuse_absent_field("FetchPartition", "last_fetched_epoch", 5)
     w += _S_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
-def _dec_FetchRequest_FetchPartition_v5_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchPartition_v5_8(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
     f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
     pos += 24
     return FetchRequest.FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes), pos
 
 
-def _enc_FetchRequest_FetchPartition_v9_11(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchPartition_v9_11(w: bytearray, o: FetchRequest.FetchPartition) -> None:
     if o.last_fetched_epoch != -1:
         refuse_absent_field("FetchPartition", "last_fetched_epoch", 9)
     w += _S_iiqqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
 
 
-def _dec_FetchRequest_FetchPartition_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchPartition_v9_11(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
     f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
     pos += 28
     return FetchRequest.FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes), pos
 
 
-def _enc_FetchRequest_FetchPartition_v12_16(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchPartition_v12_16(w: bytearray, o: FetchRequest.FetchPartition) -> None:
     w += _S_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -265,10 +265,10 @@ def _enc_FetchRequest_FetchPartition_v12_16(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchRequest_FetchPartition_v12_16(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchPartition_v12_16(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -278,7 +278,7 @@ def _dec_FetchRequest_FetchPartition_v12_16(buf: Any, pos: int) -> tuple[Any, in
     return FetchRequest.FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_FetchPartition_v17(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchPartition_v17(w: bytearray, o: FetchRequest.FetchPartition) -> None:
     w += _S_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.replica_directory_id != ZERO_UUID:
@@ -288,11 +288,11 @@ def _enc_FetchRequest_FetchPartition_v17(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchRequest_FetchPartition_v17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchPartition_v17(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
-    f_replica_directory_id = ZERO_UUID
-    unknown = None
+    f_replica_directory_id: uuid.UUID = ZERO_UUID
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -308,84 +308,84 @@ def _dec_FetchRequest_FetchPartition_v17(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest.FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, replica_directory_id=f_replica_directory_id, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_FetchTopic_v0_4(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchTopic_v0_4(w: bytearray, o: FetchRequest.FetchTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchPartition_v0_4(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v0_4(w, it_partitions)
 
 
-def _dec_FetchRequest_FetchTopic_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchTopic_v0_4(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchPartition_v0_4(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v0_4(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchRequest_FetchTopic_v5_8(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchTopic_v5_8(w: bytearray, o: FetchRequest.FetchTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchPartition_v5_8(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v5_8(w, it_partitions)
 
 
-def _dec_FetchRequest_FetchTopic_v5_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchTopic_v5_8(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchPartition_v5_8(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v5_8(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchRequest_FetchTopic_v9_11(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchTopic_v9_11(w: bytearray, o: FetchRequest.FetchTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchPartition_v9_11(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v9_11(w, it_partitions)
 
 
-def _dec_FetchRequest_FetchTopic_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchTopic_v9_11(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchPartition_v9_11(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v9_11(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchRequest_FetchTopic_v12(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchTopic_v12(w: bytearray, o: FetchRequest.FetchTopic) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchPartition_v12_16(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v12_16(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchRequest_FetchTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchTopic_v12(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -395,27 +395,27 @@ def _dec_FetchRequest_FetchTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest.FetchTopic(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_FetchTopic_v13_16(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchTopic_v13_16(w: bytearray, o: FetchRequest.FetchTopic) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchPartition_v12_16(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v12_16(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchRequest_FetchTopic_v13_16(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchTopic_v13_16(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v12_16(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -425,27 +425,27 @@ def _dec_FetchRequest_FetchTopic_v13_16(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_FetchTopic_v17(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_FetchTopic_v17(w: bytearray, o: FetchRequest.FetchTopic) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchPartition_v17(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v17(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchRequest_FetchTopic_v17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_FetchTopic_v17(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchPartition_v17(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v17(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -455,24 +455,24 @@ def _dec_FetchRequest_FetchTopic_v17(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_ForgottenTopic_v0_6(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ForgottenTopic_v0_6(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     if o.partitions:
         refuse_absent_field("ForgottenTopic", "partitions", 0)
 
 
-def _dec_FetchRequest_ForgottenTopic_v0_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_ForgottenTopic_v0_6(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
     return FetchRequest.ForgottenTopic(), pos
 
 
-def _enc_FetchRequest_ForgottenTopic_v7_11(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ForgottenTopic_v7_11(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
 
 
-def _dec_FetchRequest_ForgottenTopic_v7_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_ForgottenTopic_v7_11(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -480,24 +480,24 @@ def _dec_FetchRequest_ForgottenTopic_v7_11(buf: Any, pos: int) -> tuple[Any, int
     return FetchRequest.ForgottenTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchRequest_ForgottenTopic_v12(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ForgottenTopic_v12(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchRequest_ForgottenTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_ForgottenTopic_v12(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -507,24 +507,24 @@ def _dec_FetchRequest_ForgottenTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest.ForgottenTopic(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_ForgottenTopic_v13_17(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_ForgottenTopic_v13_17(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchRequest_ForgottenTopic_v13_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_ForgottenTopic_v13_17(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -534,214 +534,214 @@ def _dec_FetchRequest_ForgottenTopic_v13_17(buf: Any, pos: int) -> tuple[Any, in
     return FetchRequest.ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v0_2(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 0)
     w += _S_iii.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v0_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v0_4(w, it_topics)
     if o.forgotten_topics_data:
         refuse_absent_field("FetchRequest", "forgotten_topics_data", 0)
 
 
-def _dec_FetchRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v0_2(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes = _S_iii.unpack_from(buf, pos)
     pos += 12
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, topics=f_topics), pos
 
 
-def _enc_FetchRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v3(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 3)
     w += _S_iiii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v0_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v0_4(w, it_topics)
     if o.forgotten_topics_data:
         refuse_absent_field("FetchRequest", "forgotten_topics_data", 3)
 
 
-def _dec_FetchRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v3(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics), pos
 
 
-def _enc_FetchRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v4(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 4)
     w += _S_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v0_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v0_4(w, it_topics)
     if o.forgotten_topics_data:
         refuse_absent_field("FetchRequest", "forgotten_topics_data", 4)
 
 
-def _dec_FetchRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
-def _enc_FetchRequest_v5_6(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v5_6(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 5)
     w += _S_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v5_8(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v5_8(w, it_topics)
     if o.forgotten_topics_data:
         refuse_absent_field("FetchRequest", "forgotten_topics_data", 5)
 
 
-def _dec_FetchRequest_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v5_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
+        f_topics.append(it_topics)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
-def _enc_FetchRequest_v7_8(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v7_8(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 7)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v5_8(w, item)
-    v = o.forgotten_topics_data
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v7_11(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v5_8(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v7_11(w, it_forgotten_topics_data)
 
 
-def _dec_FetchRequest_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v7_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v5_8(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data), pos
 
 
-def _enc_FetchRequest_v9_10(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v9_10(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 9)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v9_11(w, item)
-    v = o.forgotten_topics_data
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v7_11(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v9_11(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v7_11(w, it_forgotten_topics_data)
 
 
-def _dec_FetchRequest_v9_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v9_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data), pos
 
 
-def _enc_FetchRequest_v11(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v11(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 11)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v9_11(w, item)
-    v = o.forgotten_topics_data
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v7_11(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v9_11(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v7_11(w, it_forgotten_topics_data)
     write_required_string(w, o.rack_id)
 
 
-def _dec_FetchRequest_v11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v9_11(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v7_11(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_string(buf, pos)
     return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id), pos
 
 
-def _enc_FetchRequest_v12(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v12(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 12)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v12(w, item)
-    v = o.forgotten_topics_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v12(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v12(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v12(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -751,22 +751,22 @@ def _enc_FetchRequest_v12(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v12(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v12(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v12(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v12(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
-    f_cluster_id = None
-    unknown = None
+    f_cluster_id: str | None = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -782,20 +782,20 @@ def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_v13_14(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v13_14(w: bytearray, o: FetchRequest) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
         refuse_absent_field("FetchRequest", "replica_state", 13)
     w += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v13_16(w, item)
-    v = o.forgotten_topics_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v13_17(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v13_16(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v13_17(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -805,22 +805,22 @@ def _enc_FetchRequest_v13_14(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchRequest_v13_14(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v13_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(buf, pos)
     pos += 25
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
-    f_cluster_id = None
-    unknown = None
+    f_cluster_id: str | None = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -836,20 +836,20 @@ def _dec_FetchRequest_v13_14(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_v15_16(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v15_16(w: bytearray, o: FetchRequest) -> None:
     if o.replica_id != -1:
         refuse_absent_field("FetchRequest", "replica_id", 15)
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v13_16(w, item)
-    v = o.forgotten_topics_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v13_17(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v13_16(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v13_17(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -863,23 +863,23 @@ def _enc_FetchRequest_v15_16(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(buf, pos)
     pos += 21
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v13_16(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
-    f_cluster_id = None
-    f_replica_state = FetchRequest.ReplicaState()
-    unknown = None
+    f_cluster_id: str | None = None
+    f_replica_state: FetchRequest.ReplicaState = FetchRequest.ReplicaState()
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -900,20 +900,20 @@ def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest(cluster_id=f_cluster_id, replica_state=f_replica_state, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_v17(w: bytearray, o: Any) -> None:
+def _enc_FetchRequest_v17(w: bytearray, o: FetchRequest) -> None:
     if o.replica_id != -1:
         refuse_absent_field("FetchRequest", "replica_id", 17)
     w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_FetchTopic_v17(w, item)
-    v = o.forgotten_topics_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchRequest_ForgottenTopic_v13_17(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v17(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v13_17(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -927,23 +927,23 @@ def _enc_FetchRequest_v17(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(buf, pos)
     pos += 21
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_FetchTopic_v17(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v17(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
-        f_forgotten_topics_data.append(item)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
-    f_cluster_id = None
-    f_replica_state = FetchRequest.ReplicaState()
-    unknown = None
+    f_cluster_id: str | None = None
+    f_replica_state: FetchRequest.ReplicaState = FetchRequest.ReplicaState()
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -964,15 +964,15 @@ def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchRequest(cluster_id=f_cluster_id, replica_state=f_replica_state, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_EpochEndOffset_v0_11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_EpochEndOffset_v0_11(w: bytearray, o: FetchResponse.EpochEndOffset) -> None:
     pass
 
 
-def _dec_FetchResponse_EpochEndOffset_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_EpochEndOffset_v0_11(buf: Any, pos: int) -> tuple[FetchResponse.EpochEndOffset, int]:
     return FetchResponse.EpochEndOffset(), pos
 
 
-def _enc_FetchResponse_EpochEndOffset_v12_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_EpochEndOffset_v12_17(w: bytearray, o: FetchResponse.EpochEndOffset) -> None:
     w += _S_iq.pack(o.epoch, o.end_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -980,10 +980,10 @@ def _enc_FetchResponse_EpochEndOffset_v12_17(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchResponse_EpochEndOffset_v12_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_EpochEndOffset_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.EpochEndOffset, int]:
     f_epoch, f_end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -993,15 +993,15 @@ def _dec_FetchResponse_EpochEndOffset_v12_17(buf: Any, pos: int) -> tuple[Any, i
     return FetchResponse.EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_LeaderIdAndEpoch_v0_11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_LeaderIdAndEpoch_v0_11(w: bytearray, o: FetchResponse.LeaderIdAndEpoch) -> None:
     pass
 
 
-def _dec_FetchResponse_LeaderIdAndEpoch_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_LeaderIdAndEpoch_v0_11(buf: Any, pos: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
     return FetchResponse.LeaderIdAndEpoch(), pos
 
 
-def _enc_FetchResponse_LeaderIdAndEpoch_v12_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_LeaderIdAndEpoch_v12_17(w: bytearray, o: FetchResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1009,10 +1009,10 @@ def _enc_FetchResponse_LeaderIdAndEpoch_v12_17(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchResponse_LeaderIdAndEpoch_v12_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_LeaderIdAndEpoch_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1022,17 +1022,17 @@ def _dec_FetchResponse_LeaderIdAndEpoch_v12_17(buf: Any, pos: int) -> tuple[Any,
     return FetchResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_SnapshotId_v0_11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_SnapshotId_v0_11(w: bytearray, o: FetchResponse.SnapshotId) -> None:
     w += _S_qi.pack(o.end_offset, o.epoch)
 
 
-def _dec_FetchResponse_SnapshotId_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_SnapshotId_v0_11(buf: Any, pos: int) -> tuple[FetchResponse.SnapshotId, int]:
     f_end_offset, f_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
     return FetchResponse.SnapshotId(end_offset=f_end_offset, epoch=f_epoch), pos
 
 
-def _enc_FetchResponse_SnapshotId_v12_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_SnapshotId_v12_17(w: bytearray, o: FetchResponse.SnapshotId) -> None:
     w += _S_qi.pack(o.end_offset, o.epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1040,10 +1040,10 @@ def _enc_FetchResponse_SnapshotId_v12_17(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchResponse_SnapshotId_v12_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_SnapshotId_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.SnapshotId, int]:
     f_end_offset, f_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1053,25 +1053,25 @@ def _dec_FetchResponse_SnapshotId_v12_17(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchResponse.SnapshotId(end_offset=f_end_offset, epoch=f_epoch, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_AbortedTransaction_v0_3(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_AbortedTransaction_v0_3(w: bytearray, o: FetchResponse.AbortedTransaction) -> None:
     pass
 
 
-def _dec_FetchResponse_AbortedTransaction_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_AbortedTransaction_v0_3(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
     return FetchResponse.AbortedTransaction(), pos
 
 
-def _enc_FetchResponse_AbortedTransaction_v4_11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_AbortedTransaction_v4_11(w: bytearray, o: FetchResponse.AbortedTransaction) -> None:
     w += _S_qq.pack(o.producer_id, o.first_offset)
 
 
-def _dec_FetchResponse_AbortedTransaction_v4_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_AbortedTransaction_v4_11(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
     f_producer_id, f_first_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     return FetchResponse.AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset), pos
 
 
-def _enc_FetchResponse_AbortedTransaction_v12_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_AbortedTransaction_v12_17(w: bytearray, o: FetchResponse.AbortedTransaction) -> None:
     w += _S_qq.pack(o.producer_id, o.first_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1079,10 +1079,10 @@ def _enc_FetchResponse_AbortedTransaction_v12_17(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchResponse_AbortedTransaction_v12_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_AbortedTransaction_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
     f_producer_id, f_first_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1092,29 +1092,29 @@ def _dec_FetchResponse_AbortedTransaction_v12_17(buf: Any, pos: int) -> tuple[An
     return FetchResponse.AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_PartitionData_v0_3(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_PartitionData_v0_3(w: bytearray, o: FetchResponse.PartitionData) -> None:
     w += _S_ihq.pack(o.partition_index, o.error_code, o.high_watermark)
     write_bytes(w, o.records)
 
 
-def _dec_FetchResponse_PartitionData_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_PartitionData_v0_3(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_high_watermark = _S_ihq.unpack_from(buf, pos)
     pos += 14
     f_records, pos = read_nullable_bytes(buf, pos)
     return FetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, records=f_records), pos
 
 
-def _enc_FetchResponse_PartitionData_v4(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_PartitionData_v4(w: bytearray, o: FetchResponse.PartitionData) -> None:
     w += _S_ihqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
-    v = o.aborted_transactions
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_AbortedTransaction_v4_11(w, item)
+    v_aborted_transactions = o.aborted_transactions
+    write_array_length(w, v_aborted_transactions)
+    if v_aborted_transactions:
+        for it_aborted_transactions in v_aborted_transactions:
+            _enc_FetchResponse_AbortedTransaction_v4_11(w, it_aborted_transactions)
     write_bytes(w, o.records)
 
 
-def _dec_FetchResponse_PartitionData_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_PartitionData_v4(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = _S_ihqq.unpack_from(buf, pos)
     pos += 22
     n, pos = read_array_length(buf, pos)
@@ -1123,23 +1123,23 @@ def _dec_FetchResponse_PartitionData_v4(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_aborted_transactions = []
         for _ in range(n):
-            item, pos = _dec_FetchResponse_AbortedTransaction_v4_11(buf, pos)
-            f_aborted_transactions.append(item)
+            it_aborted_transactions, pos = _dec_FetchResponse_AbortedTransaction_v4_11(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_nullable_bytes(buf, pos)
     return FetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, aborted_transactions=f_aborted_transactions, records=f_records), pos
 
 
-def _enc_FetchResponse_PartitionData_v5_10(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_PartitionData_v5_10(w: bytearray, o: FetchResponse.PartitionData) -> None:
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    v = o.aborted_transactions
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_AbortedTransaction_v4_11(w, item)
+    v_aborted_transactions = o.aborted_transactions
+    write_array_length(w, v_aborted_transactions)
+    if v_aborted_transactions:
+        for it_aborted_transactions in v_aborted_transactions:
+            _enc_FetchResponse_AbortedTransaction_v4_11(w, it_aborted_transactions)
     write_bytes(w, o.records)
 
 
-def _dec_FetchResponse_PartitionData_v5_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_PartitionData_v5_10(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_array_length(buf, pos)
@@ -1148,24 +1148,24 @@ def _dec_FetchResponse_PartitionData_v5_10(buf: Any, pos: int) -> tuple[Any, int
     else:
         f_aborted_transactions = []
         for _ in range(n):
-            item, pos = _dec_FetchResponse_AbortedTransaction_v4_11(buf, pos)
-            f_aborted_transactions.append(item)
+            it_aborted_transactions, pos = _dec_FetchResponse_AbortedTransaction_v4_11(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_nullable_bytes(buf, pos)
     return FetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records), pos
 
 
-def _enc_FetchResponse_PartitionData_v11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_PartitionData_v11(w: bytearray, o: FetchResponse.PartitionData) -> None:
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    v = o.aborted_transactions
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_AbortedTransaction_v4_11(w, item)
+    v_aborted_transactions = o.aborted_transactions
+    write_array_length(w, v_aborted_transactions)
+    if v_aborted_transactions:
+        for it_aborted_transactions in v_aborted_transactions:
+            _enc_FetchResponse_AbortedTransaction_v4_11(w, it_aborted_transactions)
     w += _S_i.pack(o.preferred_read_replica)
     write_bytes(w, o.records)
 
 
-def _dec_FetchResponse_PartitionData_v11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_PartitionData_v11(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_array_length(buf, pos)
@@ -1174,21 +1174,21 @@ def _dec_FetchResponse_PartitionData_v11(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_aborted_transactions = []
         for _ in range(n):
-            item, pos = _dec_FetchResponse_AbortedTransaction_v4_11(buf, pos)
-            f_aborted_transactions.append(item)
+            it_aborted_transactions, pos = _dec_FetchResponse_AbortedTransaction_v4_11(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_preferred_read_replica, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_records, pos = read_nullable_bytes(buf, pos)
     return FetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records), pos
 
 
-def _enc_FetchResponse_PartitionData_v12_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_PartitionData_v12_17(w: bytearray, o: FetchResponse.PartitionData) -> None:
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    v = o.aborted_transactions
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_AbortedTransaction_v12_17(w, item)
+    v_aborted_transactions = o.aborted_transactions
+    write_compact_array_length(w, v_aborted_transactions)
+    if v_aborted_transactions:
+        for it_aborted_transactions in v_aborted_transactions:
+            _enc_FetchResponse_AbortedTransaction_v12_17(w, it_aborted_transactions)
     w += _S_i.pack(o.preferred_read_replica)
     write_compact_bytes(w, o.records)
     tags = list(o.unknown_tags) if o.unknown_tags else []
@@ -1207,7 +1207,7 @@ def _enc_FetchResponse_PartitionData_v12_17(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_compact_array_length(buf, pos)
@@ -1216,15 +1216,15 @@ def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[Any, in
     else:
         f_aborted_transactions = []
         for _ in range(n):
-            item, pos = _dec_FetchResponse_AbortedTransaction_v12_17(buf, pos)
-            f_aborted_transactions.append(item)
+            it_aborted_transactions, pos = _dec_FetchResponse_AbortedTransaction_v12_17(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_preferred_read_replica, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_records, pos = read_compact_nullable_bytes(buf, pos)
-    f_diverging_epoch = FetchResponse.EpochEndOffset()
-    f_current_leader = FetchResponse.LeaderIdAndEpoch()
-    f_snapshot_id = FetchResponse.SnapshotId()
-    unknown = None
+    f_diverging_epoch: FetchResponse.EpochEndOffset = FetchResponse.EpochEndOffset()
+    f_current_leader: FetchResponse.LeaderIdAndEpoch = FetchResponse.LeaderIdAndEpoch()
+    f_snapshot_id: FetchResponse.SnapshotId = FetchResponse.SnapshotId()
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1250,103 +1250,103 @@ def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[Any, in
     return FetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, diverging_epoch=f_diverging_epoch, current_leader=f_current_leader, snapshot_id=f_snapshot_id, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v0_3(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v0_3(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_PartitionData_v0_3(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchResponse_PartitionData_v0_3(w, it_partitions)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v0_3(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_PartitionData_v0_3(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v0_3(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v4(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_PartitionData_v4(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchResponse_PartitionData_v4(w, it_partitions)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v4(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_PartitionData_v4(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v4(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v5_10(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v5_10(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_PartitionData_v5_10(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchResponse_PartitionData_v5_10(w, it_partitions)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v5_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v5_10(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_PartitionData_v5_10(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v5_10(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v11(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_PartitionData_v11(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchResponse_PartitionData_v11(w, it_partitions)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v11(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_PartitionData_v11(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v11(buf, pos)
+        f_partitions.append(it_partitions)
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v12(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v12(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_PartitionData_v12_17(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchResponse_PartitionData_v12_17(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1356,27 +1356,27 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[A
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v13_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v13_17(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_PartitionData_v12_17(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchResponse_PartitionData_v12_17(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v13_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v13_17(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1386,23 +1386,23 @@ def _dec_FetchResponse_FetchableTopicResponse_v13_17(buf: Any, pos: int) -> tupl
     return FetchResponse.FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_NodeEndpoint_v0_11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_NodeEndpoint_v0_11(w: bytearray, o: FetchResponse.NodeEndpoint) -> None:
     pass
 
 
-def _dec_FetchResponse_NodeEndpoint_v0_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_NodeEndpoint_v0_11(buf: Any, pos: int) -> tuple[FetchResponse.NodeEndpoint, int]:
     return FetchResponse.NodeEndpoint(), pos
 
 
-def _enc_FetchResponse_NodeEndpoint_v12_15(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_NodeEndpoint_v12_15(w: bytearray, o: FetchResponse.NodeEndpoint) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchResponse_NodeEndpoint_v12_15(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_FetchResponse_NodeEndpoint_v12_15(buf: Any, pos: int) -> tuple[FetchResponse.NodeEndpoint, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1412,7 +1412,7 @@ def _dec_FetchResponse_NodeEndpoint_v12_15(buf: Any, pos: int) -> tuple[Any, int
     return FetchResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_NodeEndpoint_v16_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_NodeEndpoint_v16_17(w: bytearray, o: FetchResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -1423,14 +1423,14 @@ def _enc_FetchResponse_NodeEndpoint_v16_17(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchResponse_NodeEndpoint_v16_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_NodeEndpoint_v16_17(buf: Any, pos: int) -> tuple[FetchResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1440,145 +1440,145 @@ def _dec_FetchResponse_NodeEndpoint_v16_17(buf: Any, pos: int) -> tuple[Any, int
     return FetchResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v0_3(w, item)
+def _enc_FetchResponse_v0(w: bytearray, o: FetchResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v0_3(w, it_responses)
 
 
-def _dec_FetchResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v0(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
+        f_responses.append(it_responses)
     return FetchResponse(responses=f_responses), pos
 
 
-def _enc_FetchResponse_v1_3(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v1_3(w: bytearray, o: FetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v0_3(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v0_3(w, it_responses)
 
 
-def _dec_FetchResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v1_3(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v0_3(buf, pos)
+        f_responses.append(it_responses)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
-def _enc_FetchResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v4(w: bytearray, o: FetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v4(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v4(w, it_responses)
 
 
-def _dec_FetchResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos)
+        f_responses.append(it_responses)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
-def _enc_FetchResponse_v5_6(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v5_6(w: bytearray, o: FetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v5_10(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v5_10(w, it_responses)
 
 
-def _dec_FetchResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v5_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
+        f_responses.append(it_responses)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
-def _enc_FetchResponse_v7_10(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v7_10(w: bytearray, o: FetchResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v5_10(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v5_10(w, it_responses)
 
 
-def _dec_FetchResponse_v7_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v7_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v5_10(buf, pos)
+        f_responses.append(it_responses)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses), pos
 
 
-def _enc_FetchResponse_v11(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v11(w: bytearray, o: FetchResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v11(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v11(w, it_responses)
 
 
-def _dec_FetchResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos)
+        f_responses.append(it_responses)
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses), pos
 
 
-def _enc_FetchResponse_v12(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v12(w: bytearray, o: FetchResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v12(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v12(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1588,28 +1588,28 @@ def _dec_FetchResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_v13_15(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v13_15(w: bytearray, o: FetchResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v13_17(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v13_17(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1619,35 +1619,35 @@ def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_v16_17(w: bytearray, o: Any) -> None:
+def _enc_FetchResponse_v16_17(w: bytearray, o: FetchResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchResponse_FetchableTopicResponse_v13_17(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_FetchResponse_FetchableTopicResponse_v13_17(w, it_responses)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
-        v = o.node_endpoints
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_FetchResponse_NodeEndpoint_v16_17(t, item)
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_FetchResponse_NodeEndpoint_v16_17(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
-        f_responses.append(item)
-    f_node_endpoints = []
-    unknown = None
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
+        f_responses.append(it_responses)
+    f_node_endpoints: list[FetchResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1657,8 +1657,8 @@ def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                item, pos = _dec_FetchResponse_NodeEndpoint_v16_17(buf, pos)
-                f_node_endpoints.append(item)
+                it_node_endpoints, pos = _dec_FetchResponse_NodeEndpoint_v16_17(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

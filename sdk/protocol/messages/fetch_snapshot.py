@@ -119,7 +119,7 @@ class FetchSnapshotResponse(Message):
 
 
 
-def _enc_FetchSnapshotRequest_SnapshotId_v0_1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_SnapshotId_v0_1(w: bytearray, o: FetchSnapshotRequest.SnapshotId) -> None:
     w += _S_qi.pack(o.end_offset, o.epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -127,10 +127,10 @@ def _enc_FetchSnapshotRequest_SnapshotId_v0_1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchSnapshotRequest_SnapshotId_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_SnapshotId_v0_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.SnapshotId, int]:
     f_end_offset, f_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -140,7 +140,7 @@ def _dec_FetchSnapshotRequest_SnapshotId_v0_1(buf: Any, pos: int) -> tuple[Any, 
     return FetchSnapshotRequest.SnapshotId(end_offset=f_end_offset, epoch=f_epoch, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotRequest_PartitionSnapshot_v0(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_PartitionSnapshot_v0(w: bytearray, o: FetchSnapshotRequest.PartitionSnapshot) -> None:
     w += _S_ii.pack(o.partition, o.current_leader_epoch)
     _enc_FetchSnapshotRequest_SnapshotId_v0_1(w, o.snapshot_id)
     w += _S_q.pack(o.position)
@@ -150,13 +150,13 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v0(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.PartitionSnapshot, int]:
     f_partition, f_current_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     f_snapshot_id, pos = _dec_FetchSnapshotRequest_SnapshotId_v0_1(buf, pos)
     f_position, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -166,7 +166,7 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf: Any, pos: int) -> tuple[
     return FetchSnapshotRequest.PartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(w: bytearray, o: FetchSnapshotRequest.PartitionSnapshot) -> None:
     w += _S_ii.pack(o.partition, o.current_leader_epoch)
     _enc_FetchSnapshotRequest_SnapshotId_v0_1(w, o.snapshot_id)
     w += _S_q.pack(o.position)
@@ -178,14 +178,14 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(w: bytearray, o: Any) -> None
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.PartitionSnapshot, int]:
     f_partition, f_current_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     f_snapshot_id, pos = _dec_FetchSnapshotRequest_SnapshotId_v0_1(buf, pos)
     f_position, = _S_q.unpack_from(buf, pos)
     pos += 8
-    f_replica_directory_id = ZERO_UUID
-    unknown = None
+    f_replica_directory_id: uuid.UUID = ZERO_UUID
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -201,27 +201,27 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf: Any, pos: int) -> tuple[
     return FetchSnapshotRequest.PartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position, replica_directory_id=f_replica_directory_id, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotRequest_TopicSnapshot_v0(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_TopicSnapshot_v0(w: bytearray, o: FetchSnapshotRequest.TopicSnapshot) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotRequest_PartitionSnapshot_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchSnapshotRequest_PartitionSnapshot_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.TopicSnapshot, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -231,27 +231,27 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf: Any, pos: int) -> tuple[Any,
     return FetchSnapshotRequest.TopicSnapshot(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotRequest_TopicSnapshot_v1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_TopicSnapshot_v1(w: bytearray, o: FetchSnapshotRequest.TopicSnapshot) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotRequest_PartitionSnapshot_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchSnapshotRequest_PartitionSnapshot_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.TopicSnapshot, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -261,13 +261,13 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf: Any, pos: int) -> tuple[Any,
     return FetchSnapshotRequest.TopicSnapshot(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_v0(w: bytearray, o: FetchSnapshotRequest) -> None:
     w += _S_ii.pack(o.replica_id, o.max_bytes)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotRequest_TopicSnapshot_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchSnapshotRequest_TopicSnapshot_v0(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
         t = bytearray()
@@ -276,16 +276,16 @@ def _enc_FetchSnapshotRequest_v0(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchSnapshotRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_v0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     f_replica_id, f_max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos)
-        f_topics.append(item)
-    f_cluster_id = None
-    unknown = None
+        it_topics, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos)
+        f_topics.append(it_topics)
+    f_cluster_id: str | None = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -301,13 +301,13 @@ def _dec_FetchSnapshotRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchSnapshotRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_bytes=f_max_bytes, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotRequest_v1(w: bytearray, o: FetchSnapshotRequest) -> None:
     w += _S_ii.pack(o.replica_id, o.max_bytes)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotRequest_TopicSnapshot_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchSnapshotRequest_TopicSnapshot_v1(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
         t = bytearray()
@@ -316,16 +316,16 @@ def _enc_FetchSnapshotRequest_v1(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchSnapshotRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotRequest_v1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
     f_replica_id, f_max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos)
-        f_topics.append(item)
-    f_cluster_id = None
-    unknown = None
+        it_topics, pos = _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos)
+        f_topics.append(it_topics)
+    f_cluster_id: str | None = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -341,7 +341,7 @@ def _dec_FetchSnapshotRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchSnapshotRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_bytes=f_max_bytes, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_SnapshotId_v0_1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_SnapshotId_v0_1(w: bytearray, o: FetchSnapshotResponse.SnapshotId) -> None:
     w += _S_qi.pack(o.end_offset, o.epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -349,10 +349,10 @@ def _enc_FetchSnapshotResponse_SnapshotId_v0_1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchSnapshotResponse_SnapshotId_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_SnapshotId_v0_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.SnapshotId, int]:
     f_end_offset, f_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -362,7 +362,7 @@ def _dec_FetchSnapshotResponse_SnapshotId_v0_1(buf: Any, pos: int) -> tuple[Any,
     return FetchSnapshotResponse.SnapshotId(end_offset=f_end_offset, epoch=f_epoch, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_LeaderIdAndEpoch_v0_1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_LeaderIdAndEpoch_v0_1(w: bytearray, o: FetchSnapshotResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -370,10 +370,10 @@ def _enc_FetchSnapshotResponse_LeaderIdAndEpoch_v0_1(w: bytearray, o: Any) -> No
         w.append(0)
 
 
-def _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -383,7 +383,7 @@ def _dec_FetchSnapshotResponse_LeaderIdAndEpoch_v0_1(buf: Any, pos: int) -> tupl
     return FetchSnapshotResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w: bytearray, o: FetchSnapshotResponse.PartitionSnapshot) -> None:
     w += _S_ih.pack(o.index, o.error_code)
     _enc_FetchSnapshotResponse_SnapshotId_v0_1(w, o.snapshot_id)
     w += _S_qq.pack(o.size, o.position)
@@ -396,15 +396,15 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w: bytearray, o: Any) -> N
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.PartitionSnapshot, int]:
     f_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_snapshot_id, pos = _dec_FetchSnapshotResponse_SnapshotId_v0_1(buf, pos)
     f_size, f_position = _S_qq.unpack_from(buf, pos)
     pos += 16
     f_unaligned_records, pos = read_compact_nullable_bytes(buf, pos)
-    f_current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
-    unknown = None
+    f_current_leader: FetchSnapshotResponse.LeaderIdAndEpoch = FetchSnapshotResponse.LeaderIdAndEpoch()
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -420,27 +420,27 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf: Any, pos: int) -> tup
     return FetchSnapshotResponse.PartitionSnapshot(index=f_index, error_code=f_error_code, snapshot_id=f_snapshot_id, current_leader=f_current_leader, size=f_size, position=f_position, unaligned_records=f_unaligned_records, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w: bytearray, o: FetchSnapshotResponse.TopicSnapshot) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.TopicSnapshot, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_FetchSnapshotResponse_PartitionSnapshot_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -450,15 +450,15 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf: Any, pos: int) -> tuple[A
     return FetchSnapshotResponse.TopicSnapshot(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_NodeEndpoint_v0(w: bytearray, o: FetchSnapshotResponse.NodeEndpoint) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchSnapshotResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_FetchSnapshotResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.NodeEndpoint, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -468,7 +468,7 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any,
     return FetchSnapshotResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_NodeEndpoint_v1(w: bytearray, o: FetchSnapshotResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -478,13 +478,13 @@ def _enc_FetchSnapshotResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -494,28 +494,28 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any,
     return FetchSnapshotResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_v0(w: bytearray, o: FetchSnapshotResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchSnapshotResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_v0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -525,35 +525,35 @@ def _dec_FetchSnapshotResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return FetchSnapshotResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_FetchSnapshotResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_FetchSnapshotResponse_v1(w: bytearray, o: FetchSnapshotResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchSnapshotResponse_TopicSnapshot_v0_1(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
-        v = o.node_endpoints
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_FetchSnapshotResponse_NodeEndpoint_v1(t, item)
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_FetchSnapshotResponse_NodeEndpoint_v1(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
-        f_topics.append(item)
-    f_node_endpoints = []
-    unknown = None
+        it_topics, pos = _dec_FetchSnapshotResponse_TopicSnapshot_v0_1(buf, pos)
+        f_topics.append(it_topics)
+    f_node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -563,8 +563,8 @@ def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                item, pos = _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos)
-                f_node_endpoints.append(item)
+                it_node_endpoints, pos = _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

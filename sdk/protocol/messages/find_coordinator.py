@@ -71,7 +71,7 @@ class FindCoordinatorResponse(Message):
 
 
 
-def _enc_FindCoordinatorRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorRequest_v0(w: bytearray, o: FindCoordinatorRequest) -> None:
     write_required_string(w, o.key)
     if o.key_type != 0:
         refuse_absent_field("FindCoordinatorRequest", "key_type", 0)
@@ -79,26 +79,26 @@ def _enc_FindCoordinatorRequest_v0(w: bytearray, o: Any) -> None:
         refuse_absent_field("FindCoordinatorRequest", "coordinator_keys", 0)
 
 
-def _dec_FindCoordinatorRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorRequest_v0(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     f_key, pos = read_string(buf, pos)
     return FindCoordinatorRequest(key=f_key), pos
 
 
-def _enc_FindCoordinatorRequest_v1_2(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorRequest_v1_2(w: bytearray, o: FindCoordinatorRequest) -> None:
     write_required_string(w, o.key)
     if o.coordinator_keys:
         refuse_absent_field("FindCoordinatorRequest", "coordinator_keys", 1)
     w += _S_b.pack(o.key_type)
 
 
-def _dec_FindCoordinatorRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorRequest_v1_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     f_key, pos = read_string(buf, pos)
     f_key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     return FindCoordinatorRequest(key=f_key, key_type=f_key_type), pos
 
 
-def _enc_FindCoordinatorRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorRequest_v3(w: bytearray, o: FindCoordinatorRequest) -> None:
     write_required_compact_string(w, o.key)
     if o.coordinator_keys:
         refuse_absent_field("FindCoordinatorRequest", "coordinator_keys", 3)
@@ -109,11 +109,11 @@ def _enc_FindCoordinatorRequest_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FindCoordinatorRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorRequest_v3(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     f_key, pos = read_compact_string(buf, pos)
     f_key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -123,30 +123,30 @@ def _dec_FindCoordinatorRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return FindCoordinatorRequest(key=f_key, key_type=f_key_type, unknown_tags=unknown), pos
 
 
-def _enc_FindCoordinatorRequest_v4_6(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorRequest_v4_6(w: bytearray, o: FindCoordinatorRequest) -> None:
     if o.key != '':
         refuse_absent_field("FindCoordinatorRequest", "key", 4)
     w += _S_b.pack(o.key_type)
-    v = o.coordinator_keys
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_coordinator_keys = o.coordinator_keys
+    write_required_compact_array_length(w, v_coordinator_keys)
+    if v_coordinator_keys:
+        for it_coordinator_keys in v_coordinator_keys:
+            write_required_compact_string(w, it_coordinator_keys)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FindCoordinatorRequest_v4_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorRequest_v4_6(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     f_key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     n, pos = read_required_compact_array_length(buf, pos)
     f_coordinator_keys = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_coordinator_keys.append(item)
-    unknown = None
+        it_coordinator_keys, pos = read_compact_string(buf, pos)
+        f_coordinator_keys.append(it_coordinator_keys)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -156,23 +156,23 @@ def _dec_FindCoordinatorRequest_v4_6(buf: Any, pos: int) -> tuple[Any, int]:
     return FindCoordinatorRequest(key_type=f_key_type, coordinator_keys=f_coordinator_keys, unknown_tags=unknown), pos
 
 
-def _enc_FindCoordinatorResponse_Coordinator_v0_2(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_Coordinator_v0_2(w: bytearray, o: FindCoordinatorResponse.Coordinator) -> None:
     pass
 
 
-def _dec_FindCoordinatorResponse_Coordinator_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorResponse_Coordinator_v0_2(buf: Any, pos: int) -> tuple[FindCoordinatorResponse.Coordinator, int]:
     return FindCoordinatorResponse.Coordinator(), pos
 
 
-def _enc_FindCoordinatorResponse_Coordinator_v3(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_Coordinator_v3(w: bytearray, o: FindCoordinatorResponse.Coordinator) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FindCoordinatorResponse_Coordinator_v3(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_FindCoordinatorResponse_Coordinator_v3(buf: Any, pos: int) -> tuple[FindCoordinatorResponse.Coordinator, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -182,7 +182,7 @@ def _dec_FindCoordinatorResponse_Coordinator_v3(buf: Any, pos: int) -> tuple[Any
     return FindCoordinatorResponse.Coordinator(unknown_tags=unknown), pos
 
 
-def _enc_FindCoordinatorResponse_Coordinator_v4_6(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_Coordinator_v4_6(w: bytearray, o: FindCoordinatorResponse.Coordinator) -> None:
     write_required_compact_string(w, o.key)
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
@@ -194,7 +194,7 @@ def _enc_FindCoordinatorResponse_Coordinator_v4_6(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FindCoordinatorResponse_Coordinator_v4_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorResponse_Coordinator_v4_6(buf: Any, pos: int) -> tuple[FindCoordinatorResponse.Coordinator, int]:
     f_key, pos = read_compact_string(buf, pos)
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -202,7 +202,7 @@ def _dec_FindCoordinatorResponse_Coordinator_v4_6(buf: Any, pos: int) -> tuple[A
     f_port, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -212,13 +212,13 @@ def _dec_FindCoordinatorResponse_Coordinator_v4_6(buf: Any, pos: int) -> tuple[A
     return FindCoordinatorResponse.Coordinator(key=f_key, node_id=f_node_id, host=f_host, port=f_port, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_FindCoordinatorResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_v0(w: bytearray, o: FindCoordinatorResponse) -> None:
     w += _S_hi.pack(o.error_code, o.node_id)
     write_required_string(w, o.host)
     w += _S_i.pack(o.port)
 
 
-def _dec_FindCoordinatorResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorResponse_v0(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     f_error_code, f_node_id = _S_hi.unpack_from(buf, pos)
     pos += 6
     f_host, pos = read_string(buf, pos)
@@ -227,7 +227,7 @@ def _dec_FindCoordinatorResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return FindCoordinatorResponse(error_code=f_error_code, node_id=f_node_id, host=f_host, port=f_port), pos
 
 
-def _enc_FindCoordinatorResponse_v1_2(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_v1_2(w: bytearray, o: FindCoordinatorResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_string(w, o.error_message)
     w += _S_i.pack(o.node_id)
@@ -235,7 +235,7 @@ def _enc_FindCoordinatorResponse_v1_2(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.port)
 
 
-def _dec_FindCoordinatorResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorResponse_v1_2(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -247,7 +247,7 @@ def _dec_FindCoordinatorResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     return FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port), pos
 
 
-def _enc_FindCoordinatorResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_v3(w: bytearray, o: FindCoordinatorResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_i.pack(o.node_id)
@@ -259,7 +259,7 @@ def _enc_FindCoordinatorResponse_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_FindCoordinatorResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorResponse_v3(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -268,7 +268,7 @@ def _dec_FindCoordinatorResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -278,28 +278,28 @@ def _dec_FindCoordinatorResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_FindCoordinatorResponse_v4_6(w: bytearray, o: Any) -> None:
+def _enc_FindCoordinatorResponse_v4_6(w: bytearray, o: FindCoordinatorResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.coordinators
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_FindCoordinatorResponse_Coordinator_v4_6(w, item)
+    v_coordinators = o.coordinators
+    write_required_compact_array_length(w, v_coordinators)
+    if v_coordinators:
+        for it_coordinators in v_coordinators:
+            _enc_FindCoordinatorResponse_Coordinator_v4_6(w, it_coordinators)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FindCoordinatorResponse_v4_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_FindCoordinatorResponse_v4_6(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_coordinators = []
     for _ in range(n):
-        item, pos = _dec_FindCoordinatorResponse_Coordinator_v4_6(buf, pos)
-        f_coordinators.append(item)
-    unknown = None
+        it_coordinators, pos = _dec_FindCoordinatorResponse_Coordinator_v4_6(buf, pos)
+        f_coordinators.append(it_coordinators)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

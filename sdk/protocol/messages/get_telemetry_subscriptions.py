@@ -60,7 +60,7 @@ class GetTelemetrySubscriptionsResponse(Message):
 
 
 
-def _enc_GetTelemetrySubscriptionsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_GetTelemetrySubscriptionsRequest_v0(w: bytearray, o: GetTelemetrySubscriptionsRequest) -> None:
     w += o.client_instance_id.bytes
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -68,9 +68,9 @@ def _enc_GetTelemetrySubscriptionsRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_GetTelemetrySubscriptionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_GetTelemetrySubscriptionsRequest_v0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:
     f_client_instance_id, pos = read_uuid(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -80,27 +80,27 @@ def _dec_GetTelemetrySubscriptionsRequest_v0(buf: Any, pos: int) -> tuple[Any, i
     return GetTelemetrySubscriptionsRequest(client_instance_id=f_client_instance_id, unknown_tags=unknown), pos
 
 
-def _enc_GetTelemetrySubscriptionsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_GetTelemetrySubscriptionsResponse_v0(w: bytearray, o: GetTelemetrySubscriptionsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     w += o.client_instance_id.bytes
     w += _S_i.pack(o.subscription_id)
-    v = o.accepted_compression_types
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%db" % len(v), *v)
+    v_accepted_compression_types = o.accepted_compression_types
+    write_required_compact_array_length(w, v_accepted_compression_types)
+    if v_accepted_compression_types:
+        w += struct.pack(">%db" % len(v_accepted_compression_types), *v_accepted_compression_types)
     w += _S_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
-    v = o.requested_metrics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_requested_metrics = o.requested_metrics
+    write_required_compact_array_length(w, v_requested_metrics)
+    if v_requested_metrics:
+        for it_requested_metrics in v_requested_metrics:
+            write_required_compact_string(w, it_requested_metrics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_GetTelemetrySubscriptionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_GetTelemetrySubscriptionsResponse_v0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_client_instance_id, pos = read_uuid(buf, pos)
@@ -114,9 +114,9 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf: Any, pos: int) -> tuple[Any, 
     n, pos = read_required_compact_array_length(buf, pos)
     f_requested_metrics = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_requested_metrics.append(item)
-    unknown = None
+        it_requested_metrics, pos = read_compact_string(buf, pos)
+        f_requested_metrics.append(it_requested_metrics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

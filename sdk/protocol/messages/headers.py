@@ -52,29 +52,29 @@ class ResponseHeader(Versioned):
 
 
 
-def _enc_RequestHeader_v0(w: bytearray, o: Any) -> None:
+def _enc_RequestHeader_v0(w: bytearray, o: RequestHeader) -> None:
     w += _S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
 
 
-def _dec_RequestHeader_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RequestHeader_v0(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(buf, pos)
     pos += 8
     return RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id), pos
 
 
-def _enc_RequestHeader_v1(w: bytearray, o: Any) -> None:
+def _enc_RequestHeader_v1(w: bytearray, o: RequestHeader) -> None:
     w += _S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
     write_string(w, o.client_id)
 
 
-def _dec_RequestHeader_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RequestHeader_v1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(buf, pos)
     pos += 8
     f_client_id, pos = read_nullable_string(buf, pos)
     return RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id), pos
 
 
-def _enc_RequestHeader_v2(w: bytearray, o: Any) -> None:
+def _enc_RequestHeader_v2(w: bytearray, o: RequestHeader) -> None:
     w += _S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
     write_string(w, o.client_id)
     if o.unknown_tags:
@@ -83,11 +83,11 @@ def _enc_RequestHeader_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_RequestHeader_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RequestHeader_v2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(buf, pos)
     pos += 8
     f_client_id, pos = read_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -97,17 +97,17 @@ def _dec_RequestHeader_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id, unknown_tags=unknown), pos
 
 
-def _enc_ResponseHeader_v0(w: bytearray, o: Any) -> None:
+def _enc_ResponseHeader_v0(w: bytearray, o: ResponseHeader) -> None:
     w += _S_i.pack(o.correlation_id)
 
 
-def _dec_ResponseHeader_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ResponseHeader_v0(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     f_correlation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ResponseHeader(correlation_id=f_correlation_id), pos
 
 
-def _enc_ResponseHeader_v1(w: bytearray, o: Any) -> None:
+def _enc_ResponseHeader_v1(w: bytearray, o: ResponseHeader) -> None:
     w += _S_i.pack(o.correlation_id)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -115,10 +115,10 @@ def _enc_ResponseHeader_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ResponseHeader_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ResponseHeader_v1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     f_correlation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -56,7 +56,7 @@ class HeartbeatResponse(Message):
 
 
 
-def _enc_HeartbeatRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_HeartbeatRequest_v0_2(w: bytearray, o: HeartbeatRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_string(w, o.member_id)
@@ -64,7 +64,7 @@ def _enc_HeartbeatRequest_v0_2(w: bytearray, o: Any) -> None:
         refuse_absent_field("HeartbeatRequest", "group_instance_id", 0)
 
 
-def _dec_HeartbeatRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_HeartbeatRequest_v0_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -72,14 +72,14 @@ def _dec_HeartbeatRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     return HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id), pos
 
 
-def _enc_HeartbeatRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_HeartbeatRequest_v3(w: bytearray, o: HeartbeatRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
 
 
-def _dec_HeartbeatRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_HeartbeatRequest_v3(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -88,7 +88,7 @@ def _dec_HeartbeatRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id), pos
 
 
-def _enc_HeartbeatRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_HeartbeatRequest_v4(w: bytearray, o: HeartbeatRequest) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_compact_string(w, o.member_id)
@@ -99,13 +99,13 @@ def _enc_HeartbeatRequest_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_HeartbeatRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_HeartbeatRequest_v4(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -115,27 +115,27 @@ def _dec_HeartbeatRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, unknown_tags=unknown), pos
 
 
-def _enc_HeartbeatResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_HeartbeatResponse_v0(w: bytearray, o: HeartbeatResponse) -> None:
     w += _S_h.pack(o.error_code)
 
 
-def _dec_HeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_HeartbeatResponse_v0(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return HeartbeatResponse(error_code=f_error_code), pos
 
 
-def _enc_HeartbeatResponse_v1_3(w: bytearray, o: Any) -> None:
+def _enc_HeartbeatResponse_v1_3(w: bytearray, o: HeartbeatResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
 
 
-def _dec_HeartbeatResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_HeartbeatResponse_v1_3(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return HeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code), pos
 
 
-def _enc_HeartbeatResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_HeartbeatResponse_v4(w: bytearray, o: HeartbeatResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -143,10 +143,10 @@ def _enc_HeartbeatResponse_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_HeartbeatResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_HeartbeatResponse_v4(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -77,13 +77,13 @@ class IncrementalAlterConfigsResponse(Message):
 
 
 
-def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v0(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v0(w: bytearray, o: IncrementalAlterConfigsRequest.AlterableConfig) -> None:
     write_required_string(w, o.name)
     w += _S_b.pack(o.config_operation)
     write_string(w, o.value)
 
 
-def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterableConfig, int]:
     f_name, pos = read_string(buf, pos)
     f_config_operation, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -91,7 +91,7 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: Any, pos: int) -
     return IncrementalAlterConfigsRequest.AlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value), pos
 
 
-def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(w: bytearray, o: IncrementalAlterConfigsRequest.AlterableConfig) -> None:
     write_required_compact_string(w, o.name)
     w += _S_b.pack(o.config_operation)
     write_compact_string(w, o.value)
@@ -101,12 +101,12 @@ def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(w: bytearray, o: Any)
         w.append(0)
 
 
-def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterableConfig, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_config_operation, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_value, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -116,52 +116,52 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: Any, pos: int) -
     return IncrementalAlterConfigsRequest.AlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value, unknown_tags=unknown), pos
 
 
-def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(w: bytearray, o: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
-    v = o.configs
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_IncrementalAlterConfigsRequest_AlterableConfig_v0(w, item)
+    v_configs = o.configs
+    write_required_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_IncrementalAlterConfigsRequest_AlterableConfig_v0(w, it_configs)
 
 
-def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterConfigsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos)
-        f_configs.append(item)
+        it_configs, pos = _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos)
+        f_configs.append(it_configs)
     return IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs), pos
 
 
-def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w: bytearray, o: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
     w += _S_b.pack(o.resource_type)
     write_required_compact_string(w, o.resource_name)
-    v = o.configs
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(w, item)
+    v_configs = o.configs
+    write_required_compact_array_length(w, v_configs)
+    if v_configs:
+        for it_configs in v_configs:
+            _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(w, it_configs)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterConfigsResource, int]:
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_configs = []
     for _ in range(n):
-        item, pos = _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos)
-        f_configs.append(item)
-    unknown = None
+        it_configs, pos = _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos)
+        f_configs.append(it_configs)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -171,32 +171,32 @@ def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: Any, pos: i
     return IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tags=unknown), pos
 
 
-def _enc_IncrementalAlterConfigsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(w, item)
+def _enc_IncrementalAlterConfigsRequest_v0(w: bytearray, o: IncrementalAlterConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(w, it_resources)
     w += _S_o.pack(o.validate_only)
 
 
-def _dec_IncrementalAlterConfigsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsRequest_v0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos)
+        f_resources.append(it_resources)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     return IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only), pos
 
 
-def _enc_IncrementalAlterConfigsRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.resources
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w, item)
+def _enc_IncrementalAlterConfigsRequest_v1(w: bytearray, o: IncrementalAlterConfigsRequest) -> None:
+    v_resources = o.resources
+    write_required_compact_array_length(w, v_resources)
+    if v_resources:
+        for it_resources in v_resources:
+            _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w, it_resources)
     w += _S_o.pack(o.validate_only)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -204,15 +204,15 @@ def _enc_IncrementalAlterConfigsRequest_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_IncrementalAlterConfigsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsRequest_v1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_resources = []
     for _ in range(n):
-        item, pos = _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos)
-        f_resources.append(item)
+        it_resources, pos = _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos)
+        f_resources.append(it_resources)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -222,14 +222,14 @@ def _dec_IncrementalAlterConfigsRequest_v1(buf: Any, pos: int) -> tuple[Any, int
     return IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only, unknown_tags=unknown), pos
 
 
-def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(w: bytearray, o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
     write_required_string(w, o.resource_name)
 
 
-def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -239,7 +239,7 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: An
     return IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name), pos
 
 
-def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w: bytearray, o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_b.pack(o.resource_type)
@@ -250,14 +250,14 @@ def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w: byte
         w.append(0)
 
 
-def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
     f_resource_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -267,48 +267,48 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: An
     return IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, unknown_tags=unknown), pos
 
 
-def _enc_IncrementalAlterConfigsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsResponse_v0(w: bytearray, o: IncrementalAlterConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(w, item)
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(w, it_responses)
 
 
-def _dec_IncrementalAlterConfigsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsResponse_v0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos)
+        f_responses.append(it_responses)
     return IncrementalAlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses), pos
 
 
-def _enc_IncrementalAlterConfigsResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_IncrementalAlterConfigsResponse_v1(w: bytearray, o: IncrementalAlterConfigsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_IncrementalAlterConfigsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_IncrementalAlterConfigsResponse_v1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos)
-        f_responses.append(item)
-    unknown = None
+        it_responses, pos = _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

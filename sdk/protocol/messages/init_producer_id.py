@@ -58,7 +58,7 @@ class InitProducerIdResponse(Message):
 
 
 
-def _enc_InitProducerIdRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_InitProducerIdRequest_v0_1(w: bytearray, o: InitProducerIdRequest) -> None:
     write_string(w, o.transactional_id)
     if o.producer_id != -1:
         refuse_absent_field("InitProducerIdRequest", "producer_id", 0)
@@ -67,14 +67,14 @@ def _enc_InitProducerIdRequest_v0_1(w: bytearray, o: Any) -> None:
     w += _S_i.pack(o.transaction_timeout_ms)
 
 
-def _dec_InitProducerIdRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitProducerIdRequest_v0_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_nullable_string(buf, pos)
     f_transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms), pos
 
 
-def _enc_InitProducerIdRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_InitProducerIdRequest_v2(w: bytearray, o: InitProducerIdRequest) -> None:
     write_compact_string(w, o.transactional_id)
     if o.producer_id != -1:
         refuse_absent_field("InitProducerIdRequest", "producer_id", 2)
@@ -87,11 +87,11 @@ def _enc_InitProducerIdRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_InitProducerIdRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitProducerIdRequest_v2(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -101,7 +101,7 @@ def _dec_InitProducerIdRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, unknown_tags=unknown), pos
 
 
-def _enc_InitProducerIdRequest_v3_5(w: bytearray, o: Any) -> None:
+def _enc_InitProducerIdRequest_v3_5(w: bytearray, o: InitProducerIdRequest) -> None:
     write_compact_string(w, o.transactional_id)
     w += _S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
     if o.unknown_tags:
@@ -110,11 +110,11 @@ def _enc_InitProducerIdRequest_v3_5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_InitProducerIdRequest_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitProducerIdRequest_v3_5(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S_iqh.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -124,17 +124,17 @@ def _dec_InitProducerIdRequest_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
     return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, unknown_tags=unknown), pos
 
 
-def _enc_InitProducerIdResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_InitProducerIdResponse_v0_1(w: bytearray, o: InitProducerIdResponse) -> None:
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 
-def _dec_InitProducerIdResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitProducerIdResponse_v0_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(buf, pos)
     pos += 16
     return InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch), pos
 
 
-def _enc_InitProducerIdResponse_v2_5(w: bytearray, o: Any) -> None:
+def _enc_InitProducerIdResponse_v2_5(w: bytearray, o: InitProducerIdResponse) -> None:
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -142,10 +142,10 @@ def _enc_InitProducerIdResponse_v2_5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_InitProducerIdResponse_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitProducerIdResponse_v2_5(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(buf, pos)
     pos += 16
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -78,7 +78,7 @@ class InitializeShareGroupStateResponse(Message):
 
 
 
-def _enc_InitializeShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_InitializeShareGroupStateRequest_PartitionData_v0(w: bytearray, o: InitializeShareGroupStateRequest.PartitionData) -> None:
     w += _S_iiq.pack(o.partition, o.state_epoch, o.start_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -86,10 +86,10 @@ def _enc_InitializeShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any)
         w.append(0)
 
 
-def _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateRequest.PartitionData, int]:
     f_partition, f_state_epoch, f_start_offset = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -99,27 +99,27 @@ def _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -
     return InitializeShareGroupStateRequest.PartitionData(partition=f_partition, state_epoch=f_state_epoch, start_offset=f_start_offset, unknown_tags=unknown), pos
 
 
-def _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w: bytearray, o: Any) -> None:
+def _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w: bytearray, o: InitializeShareGroupStateRequest.InitializeStateData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_InitializeShareGroupStateRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_InitializeShareGroupStateRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateRequest.InitializeStateData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -129,27 +129,27 @@ def _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf: Any, pos: 
     return InitializeShareGroupStateRequest.InitializeStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_InitializeShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_InitializeShareGroupStateRequest_v0(w: bytearray, o: InitializeShareGroupStateRequest) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_InitializeShareGroupStateRequest_InitializeStateData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_InitializeShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitializeShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -159,7 +159,7 @@ def _dec_InitializeShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, i
     return InitializeShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_InitializeShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: Any) -> None:
+def _enc_InitializeShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: InitializeShareGroupStateResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -168,11 +168,11 @@ def _enc_InitializeShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: A
         w.append(0)
 
 
-def _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateResponse.PartitionResult, int]:
     f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -182,27 +182,27 @@ def _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int
     return InitializeShareGroupStateResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w: bytearray, o: Any) -> None:
+def _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w: bytearray, o: InitializeShareGroupStateResponse.InitializeStateResult) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_InitializeShareGroupStateResponse_PartitionResult_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_InitializeShareGroupStateResponse_PartitionResult_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateResponse.InitializeStateResult, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -212,25 +212,25 @@ def _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf: Any, po
     return InitializeShareGroupStateResponse.InitializeStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_InitializeShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w, item)
+def _enc_InitializeShareGroupStateResponse_v0(w: bytearray, o: InitializeShareGroupStateResponse) -> None:
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_InitializeShareGroupStateResponse_InitializeStateResult_v0(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_InitializeShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_InitializeShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -82,18 +82,18 @@ class JoinGroupResponse(Message):
 
 
 
-def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w: bytearray, o: JoinGroupRequest.JoinGroupRequestProtocol) -> None:
     write_required_string(w, o.name)
     write_required_bytes(w, o.metadata)
 
 
-def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf: Any, pos: int) -> tuple[JoinGroupRequest.JoinGroupRequestProtocol, int]:
     f_name, pos = read_string(buf, pos)
     f_metadata, pos = read_bytes(buf, pos)
     return JoinGroupRequest.JoinGroupRequestProtocol(name=f_name, metadata=f_metadata), pos
 
 
-def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w: bytearray, o: JoinGroupRequest.JoinGroupRequestProtocol) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_bytes(w, o.metadata)
     if o.unknown_tags:
@@ -102,10 +102,10 @@ def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf: Any, pos: int) -> tuple[JoinGroupRequest.JoinGroupRequestProtocol, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_metadata, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -115,21 +115,21 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf: Any, pos: int) -> t
     return JoinGroupRequest.JoinGroupRequestProtocol(name=f_name, metadata=f_metadata, unknown_tags=unknown), pos
 
 
-def _enc_JoinGroupRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_v0(w: bytearray, o: JoinGroupRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.session_timeout_ms)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("JoinGroupRequest", "group_instance_id", 0)
     write_required_string(w, o.protocol_type)
-    v = o.protocols
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, item)
+    v_protocols = o.protocols
+    write_required_array_length(w, v_protocols)
+    if v_protocols:
+        for it_protocols in v_protocols:
+            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, it_protocols)
 
 
-def _dec_JoinGroupRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_v0(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_session_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -138,26 +138,26 @@ def _dec_JoinGroupRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_protocols = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
-        f_protocols.append(item)
+        it_protocols, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
+        f_protocols.append(it_protocols)
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols), pos
 
 
-def _enc_JoinGroupRequest_v1_4(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_v1_4(w: bytearray, o: JoinGroupRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("JoinGroupRequest", "group_instance_id", 1)
     write_required_string(w, o.protocol_type)
-    v = o.protocols
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, item)
+    v_protocols = o.protocols
+    write_required_array_length(w, v_protocols)
+    if v_protocols:
+        for it_protocols in v_protocols:
+            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, it_protocols)
 
 
-def _dec_JoinGroupRequest_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_v1_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -166,25 +166,25 @@ def _dec_JoinGroupRequest_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_protocols = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
-        f_protocols.append(item)
+        it_protocols, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
+        f_protocols.append(it_protocols)
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols), pos
 
 
-def _enc_JoinGroupRequest_v5(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_v5(w: bytearray, o: JoinGroupRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     write_required_string(w, o.protocol_type)
-    v = o.protocols
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, item)
+    v_protocols = o.protocols
+    write_required_array_length(w, v_protocols)
+    if v_protocols:
+        for it_protocols in v_protocols:
+            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(w, it_protocols)
 
 
-def _dec_JoinGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_v5(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -194,29 +194,29 @@ def _dec_JoinGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_protocols = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
-        f_protocols.append(item)
+        it_protocols, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0_5(buf, pos)
+        f_protocols.append(it_protocols)
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols), pos
 
 
-def _enc_JoinGroupRequest_v6_7(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_v6_7(w: bytearray, o: JoinGroupRequest) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_required_compact_string(w, o.protocol_type)
-    v = o.protocols
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w, item)
+    v_protocols = o.protocols
+    write_required_compact_array_length(w, v_protocols)
+    if v_protocols:
+        for it_protocols in v_protocols:
+            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w, it_protocols)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_JoinGroupRequest_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_v6_7(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -226,9 +226,9 @@ def _dec_JoinGroupRequest_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_protocols = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
-        f_protocols.append(item)
-    unknown = None
+        it_protocols, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
+        f_protocols.append(it_protocols)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -238,17 +238,17 @@ def _dec_JoinGroupRequest_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, unknown_tags=unknown), pos
 
 
-def _enc_JoinGroupRequest_v8_9(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupRequest_v8_9(w: bytearray, o: JoinGroupRequest) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_required_compact_string(w, o.protocol_type)
-    v = o.protocols
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w, item)
+    v_protocols = o.protocols
+    write_required_compact_array_length(w, v_protocols)
+    if v_protocols:
+        for it_protocols in v_protocols:
+            _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(w, it_protocols)
     write_compact_string(w, o.reason)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -256,7 +256,7 @@ def _enc_JoinGroupRequest_v8_9(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_JoinGroupRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupRequest_v8_9(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -266,10 +266,10 @@ def _dec_JoinGroupRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_protocols = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
-        f_protocols.append(item)
+        it_protocols, pos = _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6_9(buf, pos)
+        f_protocols.append(it_protocols)
     f_reason, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -279,31 +279,31 @@ def _dec_JoinGroupRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, reason=f_reason, unknown_tags=unknown), pos
 
 
-def _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
     write_required_string(w, o.member_id)
     write_required_bytes(w, o.metadata)
 
 
-def _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf: Any, pos: int) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
     f_member_id, pos = read_string(buf, pos)
     f_metadata, pos = read_bytes(buf, pos)
     return JoinGroupResponse.JoinGroupResponseMember(member_id=f_member_id, metadata=f_metadata), pos
 
 
-def _enc_JoinGroupResponse_JoinGroupResponseMember_v5(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_JoinGroupResponseMember_v5(w: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     write_required_bytes(w, o.metadata)
 
 
-def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf: Any, pos: int) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
     f_metadata, pos = read_bytes(buf, pos)
     return JoinGroupResponse.JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata), pos
 
 
-def _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_required_compact_bytes(w, o.metadata)
@@ -313,11 +313,11 @@ def _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf: Any, pos: int) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_metadata, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -327,19 +327,19 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf: Any, pos: int) -> t
     return JoinGroupResponse.JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata, unknown_tags=unknown), pos
 
 
-def _enc_JoinGroupResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_v0_1(w: bytearray, o: JoinGroupResponse) -> None:
     w += _S_hi.pack(o.error_code, o.generation_id)
     write_required_string(w, o.protocol_name)
     write_required_string(w, o.leader)
     write_required_string(w, o.member_id)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w, it_members)
 
 
-def _dec_JoinGroupResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_v0_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     f_error_code, f_generation_id = _S_hi.unpack_from(buf, pos)
     pos += 6
     f_protocol_name, pos = read_string(buf, pos)
@@ -348,24 +348,24 @@ def _dec_JoinGroupResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
+        f_members.append(it_members)
     return JoinGroupResponse(error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members), pos
 
 
-def _enc_JoinGroupResponse_v2_4(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_v2_4(w: bytearray, o: JoinGroupResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_required_string(w, o.protocol_name)
     write_required_string(w, o.leader)
     write_required_string(w, o.member_id)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_JoinGroupResponse_JoinGroupResponseMember_v0_4(w, it_members)
 
 
-def _dec_JoinGroupResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_v2_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     f_protocol_name, pos = read_string(buf, pos)
@@ -374,24 +374,24 @@ def _dec_JoinGroupResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v0_4(buf, pos)
+        f_members.append(it_members)
     return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members), pos
 
 
-def _enc_JoinGroupResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_v5(w: bytearray, o: JoinGroupResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_required_string(w, o.protocol_name)
     write_required_string(w, o.leader)
     write_required_string(w, o.member_id)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupResponse_JoinGroupResponseMember_v5(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_JoinGroupResponse_JoinGroupResponseMember_v5(w, it_members)
 
 
-def _dec_JoinGroupResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_v5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     f_protocol_name, pos = read_string(buf, pos)
@@ -400,28 +400,28 @@ def _dec_JoinGroupResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos)
+        f_members.append(it_members)
     return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members), pos
 
 
-def _enc_JoinGroupResponse_v6(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_v6(w: bytearray, o: JoinGroupResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_required_compact_string(w, o.protocol_name)
     write_required_compact_string(w, o.leader)
     write_required_compact_string(w, o.member_id)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, it_members)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_JoinGroupResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_v6(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     f_protocol_name, pos = read_compact_string(buf, pos)
@@ -430,9 +430,9 @@ def _dec_JoinGroupResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
-        f_members.append(item)
-    unknown = None
+        it_members, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
+        f_members.append(it_members)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -442,24 +442,24 @@ def _dec_JoinGroupResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tags=unknown), pos
 
 
-def _enc_JoinGroupResponse_v7_8(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_v7_8(w: bytearray, o: JoinGroupResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
     write_required_compact_string(w, o.leader)
     write_required_compact_string(w, o.member_id)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, it_members)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_JoinGroupResponse_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_v7_8(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     f_protocol_type, pos = read_compact_nullable_string(buf, pos)
@@ -469,9 +469,9 @@ def _dec_JoinGroupResponse_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
-        f_members.append(item)
-    unknown = None
+        it_members, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
+        f_members.append(it_members)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -481,25 +481,25 @@ def _dec_JoinGroupResponse_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
     return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tags=unknown), pos
 
 
-def _enc_JoinGroupResponse_v9(w: bytearray, o: Any) -> None:
+def _enc_JoinGroupResponse_v9(w: bytearray, o: JoinGroupResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
     write_required_compact_string(w, o.leader)
     w += _S_o.pack(o.skip_assignment)
     write_required_compact_string(w, o.member_id)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_JoinGroupResponse_JoinGroupResponseMember_v6_9(w, it_members)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_JoinGroupResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_JoinGroupResponse_v9(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     f_protocol_type, pos = read_compact_nullable_string(buf, pos)
@@ -511,9 +511,9 @@ def _dec_JoinGroupResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
-        f_members.append(item)
-    unknown = None
+        it_members, pos = _dec_JoinGroupResponse_JoinGroupResponseMember_v6_9(buf, pos)
+        f_members.append(it_members)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

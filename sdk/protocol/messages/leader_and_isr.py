@@ -111,23 +111,23 @@ class LeaderAndIsrResponse(Message):
 
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
     if o.leader_recovery_state != 0:
         refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -142,24 +142,24 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf: Any, pos: int) -
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
     if o.leader_recovery_state != 0:
         refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 1)
     w += _S_o.pack(o.is_new)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -176,23 +176,23 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf: Any, pos: int) -
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
     if o.leader_recovery_state != 0:
         refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 2)
     w += _S_o.pack(o.is_new)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
@@ -208,31 +208,31 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf: Any, pos: int) -
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.adding_replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.removing_replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_adding_replicas = o.adding_replicas
+    write_required_array_length(w, v_adding_replicas)
+    if v_adding_replicas:
+        w += struct.pack(">%di" % len(v_adding_replicas), *v_adding_replicas)
+    v_removing_replicas = o.removing_replicas
+    write_required_array_length(w, v_removing_replicas)
+    if v_removing_replicas:
+        w += struct.pack(">%di" % len(v_removing_replicas), *v_removing_replicas)
     if o.leader_recovery_state != 0:
         refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 3)
     w += _S_o.pack(o.is_new)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
@@ -254,25 +254,25 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf: Any, pos: int) -
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_compact_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
-    v = o.replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.adding_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.removing_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_compact_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_adding_replicas = o.adding_replicas
+    write_required_compact_array_length(w, v_adding_replicas)
+    if v_adding_replicas:
+        w += struct.pack(">%di" % len(v_adding_replicas), *v_adding_replicas)
+    v_removing_replicas = o.removing_replicas
+    write_required_compact_array_length(w, v_removing_replicas)
+    if v_removing_replicas:
+        w += struct.pack(">%di" % len(v_removing_replicas), *v_removing_replicas)
     if o.leader_recovery_state != 0:
         refuse_absent_field("LeaderAndIsrPartitionState", "leader_recovery_state", 4)
     w += _S_o.pack(o.is_new)
@@ -282,7 +282,7 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w: bytearray, o: An
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
@@ -301,7 +301,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf: Any, pos: int)
     pos += 4 * n
     f_is_new, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -311,25 +311,25 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf: Any, pos: int)
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_compact_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.partition_epoch)
-    v = o.replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.adding_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.removing_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_compact_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_adding_replicas = o.adding_replicas
+    write_required_compact_array_length(w, v_adding_replicas)
+    if v_adding_replicas:
+        w += struct.pack(">%di" % len(v_adding_replicas), *v_adding_replicas)
+    v_removing_replicas = o.removing_replicas
+    write_required_compact_array_length(w, v_removing_replicas)
+    if v_removing_replicas:
+        w += struct.pack(">%di" % len(v_removing_replicas), *v_removing_replicas)
     w += _S_ob.pack(o.is_new, o.leader_recovery_state)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -337,7 +337,7 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w: bytearray, o: An
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
@@ -356,7 +356,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf: Any, pos: int)
     pos += 4 * n
     f_is_new, f_leader_recovery_state = _S_ob.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -366,76 +366,76 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf: Any, pos: int)
     return LeaderAndIsrRequest.LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, leader_recovery_state=f_leader_recovery_state, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     if o.topic_name != '':
         refuse_absent_field("LeaderAndIsrTopicState", "topic_name", 0)
     if o.partition_states:
         refuse_absent_field("LeaderAndIsrTopicState", "partition_states", 0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w, item)
+    v_partition_states = o.partition_states
+    write_required_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w, it_partition_states)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos)
-        f_partition_states.append(item)
+        it_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(buf, pos)
+        f_partition_states.append(it_partition_states)
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w, item)
+    v_partition_states = o.partition_states
+    write_required_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w, it_partition_states)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos)
-        f_partition_states.append(item)
+        it_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(buf, pos)
+        f_partition_states.append(it_partition_states)
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partition_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w, item)
+    v_partition_states = o.partition_states
+    write_required_compact_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w, it_partition_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
-        f_partition_states.append(item)
-    unknown = None
+        it_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
+        f_partition_states.append(it_partition_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -445,29 +445,29 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf: Any, pos: int) -> tu
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     write_required_compact_string(w, o.topic_name)
     w += o.topic_id.bytes
-    v = o.partition_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w, item)
+    v_partition_states = o.partition_states
+    write_required_compact_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(w, it_partition_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
-        f_partition_states.append(item)
-    unknown = None
+        it_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4_5(buf, pos)
+        f_partition_states.append(it_partition_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -477,29 +477,29 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf: Any, pos: int) -> tu
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     write_required_compact_string(w, o.topic_name)
     w += o.topic_id.bytes
-    v = o.partition_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w, item)
+    v_partition_states = o.partition_states
+    write_required_compact_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(w, it_partition_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf, pos)
-        f_partition_states.append(item)
-    unknown = None
+        it_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6_7(buf, pos)
+        f_partition_states.append(it_partition_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -509,13 +509,13 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf: Any, pos: int) -> 
     return LeaderAndIsrRequest.LeaderAndIsrTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrLiveLeader) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_string(w, o.host_name)
     w += _S_i.pack(o.port)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrLiveLeader, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host_name, pos = read_string(buf, pos)
@@ -524,7 +524,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf: Any, pos: int) -> 
     return LeaderAndIsrRequest.LeaderAndIsrLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port), pos
 
 
-def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrLiveLeader) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.host_name)
     w += _S_i.pack(o.port)
@@ -534,13 +534,13 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrLiveLeader, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host_name, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -550,79 +550,79 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf: Any, pos: int) -> 
     return LeaderAndIsrRequest.LeaderAndIsrLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v0(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 0)
     if o.type != 0:
         refuse_absent_field("LeaderAndIsrRequest", "type", 0)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("LeaderAndIsrRequest", "topic_states", 0)
-    v = o.live_leaders
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
+    v_live_leaders = o.live_leaders
+    write_required_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, it_live_leaders)
 
 
-def _dec_LeaderAndIsrRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-        f_live_leaders.append(item)
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(it_live_leaders)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders), pos
 
 
-def _enc_LeaderAndIsrRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v1(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 1)
     if o.type != 0:
         refuse_absent_field("LeaderAndIsrRequest", "type", 1)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("LeaderAndIsrRequest", "topic_states", 1)
-    v = o.live_leaders
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
+    v_live_leaders = o.live_leaders
+    write_required_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, it_live_leaders)
 
 
-def _dec_LeaderAndIsrRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-        f_live_leaders.append(item)
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(it_live_leaders)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders), pos
 
 
-def _enc_LeaderAndIsrRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v2(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 2)
     if o.type != 0:
@@ -630,35 +630,35 @@ def _enc_LeaderAndIsrRequest_v2(w: bytearray, o: Any) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 2)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w, item)
-    v = o.live_leaders
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
+    v_topic_states = o.topic_states
+    write_required_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(w, it_topic_states)
+    v_live_leaders = o.live_leaders
+    write_required_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, it_live_leaders)
 
 
-def _dec_LeaderAndIsrRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-        f_live_leaders.append(item)
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(it_live_leaders)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders), pos
 
 
-def _enc_LeaderAndIsrRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v3(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 3)
     if o.type != 0:
@@ -666,35 +666,35 @@ def _enc_LeaderAndIsrRequest_v3(w: bytearray, o: Any) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 3)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w, item)
-    v = o.live_leaders
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, item)
+    v_topic_states = o.topic_states
+    write_required_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(w, it_topic_states)
+    v_live_leaders = o.live_leaders
+    write_required_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(w, it_live_leaders)
 
 
-def _dec_LeaderAndIsrRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
-        f_live_leaders.append(item)
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0_3(buf, pos)
+        f_live_leaders.append(it_live_leaders)
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders), pos
 
 
-def _enc_LeaderAndIsrRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v4(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 4)
     if o.type != 0:
@@ -702,36 +702,36 @@ def _enc_LeaderAndIsrRequest_v4(w: bytearray, o: Any) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 4)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w, item)
-    v = o.live_leaders
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w, it_topic_states)
+    v_live_leaders = o.live_leaders
+    write_required_compact_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, it_live_leaders)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-        f_live_leaders.append(item)
-    unknown = None
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(it_live_leaders)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -741,42 +741,42 @@ def _dec_LeaderAndIsrRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_v5(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v5(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 5)
     if o.ungrouped_partition_states:
         refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 5)
     w += _S_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w, item)
-    v = o.live_leaders
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w, it_topic_states)
+    v_live_leaders = o.live_leaders
+    write_required_compact_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, it_live_leaders)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S_iiqb.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-        f_live_leaders.append(item)
-    unknown = None
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(it_live_leaders)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -786,42 +786,42 @@ def _dec_LeaderAndIsrRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_v6(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v6(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("LeaderAndIsrRequest", "is_kraft_controller", 6)
     if o.ungrouped_partition_states:
         refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 6)
     w += _S_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w, item)
-    v = o.live_leaders
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w, it_topic_states)
+    v_live_leaders = o.live_leaders
+    write_required_compact_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, it_live_leaders)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_type = _S_iiqb.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-        f_live_leaders.append(item)
-    unknown = None
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(it_live_leaders)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -831,40 +831,40 @@ def _dec_LeaderAndIsrRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrRequest_v7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrRequest_v7(w: bytearray, o: LeaderAndIsrRequest) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("LeaderAndIsrRequest", "ungrouped_partition_states", 7)
     w += _S_ioiqb.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch, o.type)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w, item)
-    v = o.live_leaders
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(w, it_topic_states)
+    v_live_leaders = o.live_leaders
+    write_required_compact_array_length(w, v_live_leaders)
+    if v_live_leaders:
+        for it_live_leaders in v_live_leaders:
+            _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(w, it_live_leaders)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrRequest_v7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
     f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch, f_type = _S_ioiqb.unpack_from(buf, pos)
     pos += 18
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6_7(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_leaders = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
-        f_live_leaders.append(item)
-    unknown = None
+        it_live_leaders, pos = _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4_7(buf, pos)
+        f_live_leaders.append(it_live_leaders)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -874,19 +874,19 @@ def _dec_LeaderAndIsrRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaderAndIsrRequest(controller_id=f_controller_id, is_kraft_controller=f_is_kraft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(w: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
     write_required_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrPartitionError, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return LeaderAndIsrResponse.LeaderAndIsrPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
     write_required_compact_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
@@ -895,11 +895,11 @@ def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w: bytearray, o: Any
         w.append(0)
 
 
-def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrPartitionError, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -909,7 +909,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf: Any, pos: int) 
     return LeaderAndIsrResponse.LeaderAndIsrPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(w: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -917,10 +917,10 @@ def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(w: bytearray, o: A
         w.append(0)
 
 
-def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrPartitionError, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -930,23 +930,23 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf: Any, pos: int
     return LeaderAndIsrResponse.LeaderAndIsrPartitionError(partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0_3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0_3(w: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrTopicError) -> None:
     pass
 
 
-def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0_3(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrTopicError, int]:
     return LeaderAndIsrResponse.LeaderAndIsrTopicError(), pos
 
 
-def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(w: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrTopicError) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrTopicError, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -956,27 +956,27 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(buf: Any, pos: int) -> t
     return LeaderAndIsrResponse.LeaderAndIsrTopicError(unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrTopicError) -> None:
     w += o.topic_id.bytes
-    v = o.partition_errors
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(w, item)
+    v_partition_errors = o.partition_errors
+    write_required_compact_array_length(w, v_partition_errors)
+    if v_partition_errors:
+        for it_partition_errors in v_partition_errors:
+            _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(w, it_partition_errors)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrTopicError, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_errors = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf, pos)
-        f_partition_errors.append(item)
-    unknown = None
+        it_partition_errors, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5_7(buf, pos)
+        f_partition_errors.append(it_partition_errors)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -986,48 +986,48 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf: Any, pos: int) ->
     return LeaderAndIsrResponse.LeaderAndIsrTopicError(topic_id=f_topic_id, partition_errors=f_partition_errors, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrResponse_v0_3(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_v0_3(w: bytearray, o: LeaderAndIsrResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.partition_errors
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(w, item)
+    v_partition_errors = o.partition_errors
+    write_required_array_length(w, v_partition_errors)
+    if v_partition_errors:
+        for it_partition_errors in v_partition_errors:
+            _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(w, it_partition_errors)
 
 
-def _dec_LeaderAndIsrResponse_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_v0_3(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_partition_errors = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf, pos)
-        f_partition_errors.append(item)
+        it_partition_errors, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0_3(buf, pos)
+        f_partition_errors.append(it_partition_errors)
     return LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors), pos
 
 
-def _enc_LeaderAndIsrResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_v4(w: bytearray, o: LeaderAndIsrResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.partition_errors
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w, item)
+    v_partition_errors = o.partition_errors
+    write_required_compact_array_length(w, v_partition_errors)
+    if v_partition_errors:
+        for it_partition_errors in v_partition_errors:
+            _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w, it_partition_errors)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_v4(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_errors = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos)
-        f_partition_errors.append(item)
-    unknown = None
+        it_partition_errors, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos)
+        f_partition_errors.append(it_partition_errors)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1037,28 +1037,28 @@ def _dec_LeaderAndIsrResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors, unknown_tags=unknown), pos
 
 
-def _enc_LeaderAndIsrResponse_v5_7(w: bytearray, o: Any) -> None:
+def _enc_LeaderAndIsrResponse_v5_7(w: bytearray, o: LeaderAndIsrResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaderAndIsrResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaderAndIsrResponse_v5_7(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5_7(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

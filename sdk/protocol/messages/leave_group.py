@@ -69,29 +69,29 @@ class LeaveGroupResponse(Message):
 
 
 
-def _enc_LeaveGroupRequest_MemberIdentity_v0_2(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_MemberIdentity_v0_2(w: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
     if o.member_id != '':
         refuse_absent_field("MemberIdentity", "member_id", 0)
     if o.group_instance_id is not None:
         refuse_absent_field("MemberIdentity", "group_instance_id", 0)
 
 
-def _dec_LeaveGroupRequest_MemberIdentity_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_MemberIdentity_v0_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
     return LeaveGroupRequest.MemberIdentity(), pos
 
 
-def _enc_LeaveGroupRequest_MemberIdentity_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_MemberIdentity_v3(w: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
 
 
-def _dec_LeaveGroupRequest_MemberIdentity_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_MemberIdentity_v3(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
     return LeaveGroupRequest.MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id), pos
 
 
-def _enc_LeaveGroupRequest_MemberIdentity_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_MemberIdentity_v4(w: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     if o.unknown_tags:
@@ -100,10 +100,10 @@ def _enc_LeaveGroupRequest_MemberIdentity_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_LeaveGroupRequest_MemberIdentity_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_MemberIdentity_v4(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -113,7 +113,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v4(buf: Any, pos: int) -> tuple[Any, i
     return LeaveGroupRequest.MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, unknown_tags=unknown), pos
 
 
-def _enc_LeaveGroupRequest_MemberIdentity_v5(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_MemberIdentity_v5(w: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_compact_string(w, o.reason)
@@ -123,11 +123,11 @@ def _enc_LeaveGroupRequest_MemberIdentity_v5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_LeaveGroupRequest_MemberIdentity_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_MemberIdentity_v5(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_reason, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -137,63 +137,63 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf: Any, pos: int) -> tuple[Any, i
     return LeaveGroupRequest.MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, reason=f_reason, unknown_tags=unknown), pos
 
 
-def _enc_LeaveGroupRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_v0_2(w: bytearray, o: LeaveGroupRequest) -> None:
     write_required_string(w, o.group_id)
     write_required_string(w, o.member_id)
     if o.members:
         refuse_absent_field("LeaveGroupRequest", "members", 0)
 
 
-def _dec_LeaveGroupRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_v0_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_member_id, pos = read_string(buf, pos)
     return LeaveGroupRequest(group_id=f_group_id, member_id=f_member_id), pos
 
 
-def _enc_LeaveGroupRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_v3(w: bytearray, o: LeaveGroupRequest) -> None:
     write_required_string(w, o.group_id)
     if o.member_id != '':
         refuse_absent_field("LeaveGroupRequest", "member_id", 3)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaveGroupRequest_MemberIdentity_v3(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_LeaveGroupRequest_MemberIdentity_v3(w, it_members)
 
 
-def _dec_LeaveGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_v3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos)
+        f_members.append(it_members)
     return LeaveGroupRequest(group_id=f_group_id, members=f_members), pos
 
 
-def _enc_LeaveGroupRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_v4(w: bytearray, o: LeaveGroupRequest) -> None:
     write_required_compact_string(w, o.group_id)
     if o.member_id != '':
         refuse_absent_field("LeaveGroupRequest", "member_id", 4)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaveGroupRequest_MemberIdentity_v4(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_LeaveGroupRequest_MemberIdentity_v4(w, it_members)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaveGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_v4(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos)
-        f_members.append(item)
-    unknown = None
+        it_members, pos = _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos)
+        f_members.append(it_members)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -203,29 +203,29 @@ def _dec_LeaveGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaveGroupRequest(group_id=f_group_id, members=f_members, unknown_tags=unknown), pos
 
 
-def _enc_LeaveGroupRequest_v5(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupRequest_v5(w: bytearray, o: LeaveGroupRequest) -> None:
     write_required_compact_string(w, o.group_id)
     if o.member_id != '':
         refuse_absent_field("LeaveGroupRequest", "member_id", 5)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaveGroupRequest_MemberIdentity_v5(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_LeaveGroupRequest_MemberIdentity_v5(w, it_members)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaveGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupRequest_v5(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos)
-        f_members.append(item)
-    unknown = None
+        it_members, pos = _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos)
+        f_members.append(it_members)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -235,21 +235,21 @@ def _dec_LeaveGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     return LeaveGroupRequest(group_id=f_group_id, members=f_members, unknown_tags=unknown), pos
 
 
-def _enc_LeaveGroupResponse_MemberResponse_v0_2(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_MemberResponse_v0_2(w: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
     pass
 
 
-def _dec_LeaveGroupResponse_MemberResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_MemberResponse_v0_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse.MemberResponse, int]:
     return LeaveGroupResponse.MemberResponse(), pos
 
 
-def _enc_LeaveGroupResponse_MemberResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_MemberResponse_v3(w: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_LeaveGroupResponse_MemberResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_MemberResponse_v3(buf: Any, pos: int) -> tuple[LeaveGroupResponse.MemberResponse, int]:
     f_member_id, pos = read_string(buf, pos)
     f_group_instance_id, pos = read_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
@@ -257,7 +257,7 @@ def _dec_LeaveGroupResponse_MemberResponse_v3(buf: Any, pos: int) -> tuple[Any, 
     return LeaveGroupResponse.MemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code), pos
 
 
-def _enc_LeaveGroupResponse_MemberResponse_v4_5(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_MemberResponse_v4_5(w: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     w += _S_h.pack(o.error_code)
@@ -267,12 +267,12 @@ def _enc_LeaveGroupResponse_MemberResponse_v4_5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_LeaveGroupResponse_MemberResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_MemberResponse_v4_5(buf: Any, pos: int) -> tuple[LeaveGroupResponse.MemberResponse, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -282,68 +282,68 @@ def _dec_LeaveGroupResponse_MemberResponse_v4_5(buf: Any, pos: int) -> tuple[Any
     return LeaveGroupResponse.MemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_LeaveGroupResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_v0(w: bytearray, o: LeaveGroupResponse) -> None:
     w += _S_h.pack(o.error_code)
 
 
-def _dec_LeaveGroupResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_v0(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return LeaveGroupResponse(error_code=f_error_code), pos
 
 
-def _enc_LeaveGroupResponse_v1_2(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_v1_2(w: bytearray, o: LeaveGroupResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
 
 
-def _dec_LeaveGroupResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_v1_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code), pos
 
 
-def _enc_LeaveGroupResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_v3(w: bytearray, o: LeaveGroupResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.members
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaveGroupResponse_MemberResponse_v3(w, item)
+    v_members = o.members
+    write_required_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_LeaveGroupResponse_MemberResponse_v3(w, it_members)
 
 
-def _dec_LeaveGroupResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_v3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos)
-        f_members.append(item)
+        it_members, pos = _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos)
+        f_members.append(it_members)
     return LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members), pos
 
 
-def _enc_LeaveGroupResponse_v4_5(w: bytearray, o: Any) -> None:
+def _enc_LeaveGroupResponse_v4_5(w: bytearray, o: LeaveGroupResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.members
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_LeaveGroupResponse_MemberResponse_v4_5(w, item)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_LeaveGroupResponse_MemberResponse_v4_5(w, it_members)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_LeaveGroupResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_LeaveGroupResponse_v4_5(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        item, pos = _dec_LeaveGroupResponse_MemberResponse_v4_5(buf, pos)
-        f_members.append(item)
-    unknown = None
+        it_members, pos = _dec_LeaveGroupResponse_MemberResponse_v4_5(buf, pos)
+        f_members.append(it_members)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -56,15 +56,15 @@ class ListClientMetricsResourcesResponse(Message):
 
 
 
-def _enc_ListClientMetricsResourcesRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ListClientMetricsResourcesRequest_v0(w: bytearray, o: ListClientMetricsResourcesRequest) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListClientMetricsResourcesRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_ListClientMetricsResourcesRequest_v0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesRequest, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -74,7 +74,7 @@ def _dec_ListClientMetricsResourcesRequest_v0(buf: Any, pos: int) -> tuple[Any, 
     return ListClientMetricsResourcesRequest(unknown_tags=unknown), pos
 
 
-def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w: bytearray, o: Any) -> None:
+def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w: bytearray, o: ListClientMetricsResourcesResponse.ClientMetricsResource) -> None:
     write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -82,9 +82,9 @@ def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w: bytearra
         w.append(0)
 
 
-def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse.ClientMetricsResource, int]:
     f_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -94,28 +94,28 @@ def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf: Any, p
     return ListClientMetricsResourcesResponse.ClientMetricsResource(name=f_name, unknown_tags=unknown), pos
 
 
-def _enc_ListClientMetricsResourcesResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ListClientMetricsResourcesResponse_v0(w: bytearray, o: ListClientMetricsResourcesResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.client_metrics_resources
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w, item)
+    v_client_metrics_resources = o.client_metrics_resources
+    write_required_compact_array_length(w, v_client_metrics_resources)
+    if v_client_metrics_resources:
+        for it_client_metrics_resources in v_client_metrics_resources:
+            _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w, it_client_metrics_resources)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListClientMetricsResourcesResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListClientMetricsResourcesResponse_v0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_client_metrics_resources = []
     for _ in range(n):
-        item, pos = _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf, pos)
-        f_client_metrics_resources.append(item)
-    unknown = None
+        it_client_metrics_resources, pos = _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf, pos)
+        f_client_metrics_resources.append(it_client_metrics_resources)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -62,18 +62,18 @@ class ListGroupsResponse(Message):
 
 
 
-def _enc_ListGroupsRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsRequest_v0_2(w: bytearray, o: ListGroupsRequest) -> None:
     if o.states_filter:
         refuse_absent_field("ListGroupsRequest", "states_filter", 0)
     if o.types_filter:
         refuse_absent_field("ListGroupsRequest", "types_filter", 0)
 
 
-def _dec_ListGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsRequest_v0_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
     return ListGroupsRequest(), pos
 
 
-def _enc_ListGroupsRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsRequest_v3(w: bytearray, o: ListGroupsRequest) -> None:
     if o.states_filter:
         refuse_absent_field("ListGroupsRequest", "states_filter", 3)
     if o.types_filter:
@@ -84,8 +84,8 @@ def _enc_ListGroupsRequest_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListGroupsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_ListGroupsRequest_v3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -95,12 +95,12 @@ def _dec_ListGroupsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return ListGroupsRequest(unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsRequest_v4(w: bytearray, o: Any) -> None:
-    v = o.states_filter
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+def _enc_ListGroupsRequest_v4(w: bytearray, o: ListGroupsRequest) -> None:
+    v_states_filter = o.states_filter
+    write_required_compact_array_length(w, v_states_filter)
+    if v_states_filter:
+        for it_states_filter in v_states_filter:
+            write_required_compact_string(w, it_states_filter)
     if o.types_filter:
         refuse_absent_field("ListGroupsRequest", "types_filter", 4)
     if o.unknown_tags:
@@ -109,13 +109,13 @@ def _enc_ListGroupsRequest_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListGroupsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsRequest_v4(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_states_filter = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_states_filter.append(item)
-    unknown = None
+        it_states_filter, pos = read_compact_string(buf, pos)
+        f_states_filter.append(it_states_filter)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -125,35 +125,35 @@ def _dec_ListGroupsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return ListGroupsRequest(states_filter=f_states_filter, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsRequest_v5(w: bytearray, o: Any) -> None:
-    v = o.states_filter
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
-    v = o.types_filter
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+def _enc_ListGroupsRequest_v5(w: bytearray, o: ListGroupsRequest) -> None:
+    v_states_filter = o.states_filter
+    write_required_compact_array_length(w, v_states_filter)
+    if v_states_filter:
+        for it_states_filter in v_states_filter:
+            write_required_compact_string(w, it_states_filter)
+    v_types_filter = o.types_filter
+    write_required_compact_array_length(w, v_types_filter)
+    if v_types_filter:
+        for it_types_filter in v_types_filter:
+            write_required_compact_string(w, it_types_filter)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsRequest_v5(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_states_filter = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_states_filter.append(item)
+        it_states_filter, pos = read_compact_string(buf, pos)
+        f_states_filter.append(it_states_filter)
     n, pos = read_required_compact_array_length(buf, pos)
     f_types_filter = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_types_filter.append(item)
-    unknown = None
+        it_types_filter, pos = read_compact_string(buf, pos)
+        f_types_filter.append(it_types_filter)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -163,18 +163,18 @@ def _dec_ListGroupsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     return ListGroupsRequest(states_filter=f_states_filter, types_filter=f_types_filter, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsResponse_ListedGroup_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_ListedGroup_v0_2(w: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
     write_required_string(w, o.group_id)
     write_required_string(w, o.protocol_type)
 
 
-def _dec_ListGroupsResponse_ListedGroup_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_ListedGroup_v0_2(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
     f_group_id, pos = read_string(buf, pos)
     f_protocol_type, pos = read_string(buf, pos)
     return ListGroupsResponse.ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type), pos
 
 
-def _enc_ListGroupsResponse_ListedGroup_v3(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_ListedGroup_v3(w: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.protocol_type)
     if o.unknown_tags:
@@ -183,10 +183,10 @@ def _enc_ListGroupsResponse_ListedGroup_v3(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListGroupsResponse_ListedGroup_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_ListedGroup_v3(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -196,7 +196,7 @@ def _dec_ListGroupsResponse_ListedGroup_v3(buf: Any, pos: int) -> tuple[Any, int
     return ListGroupsResponse.ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsResponse_ListedGroup_v4(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_ListedGroup_v4(w: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.protocol_type)
     write_required_compact_string(w, o.group_state)
@@ -206,11 +206,11 @@ def _enc_ListGroupsResponse_ListedGroup_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListGroupsResponse_ListedGroup_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_ListedGroup_v4(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
     f_group_state, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -220,7 +220,7 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf: Any, pos: int) -> tuple[Any, int
     return ListGroupsResponse.ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsResponse_ListedGroup_v5(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_ListedGroup_v5(w: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.protocol_type)
     write_required_compact_string(w, o.group_state)
@@ -231,12 +231,12 @@ def _enc_ListGroupsResponse_ListedGroup_v5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListGroupsResponse_ListedGroup_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_ListedGroup_v5(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_protocol_type, pos = read_compact_string(buf, pos)
     f_group_state, pos = read_compact_string(buf, pos)
     f_group_type, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -246,68 +246,68 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf: Any, pos: int) -> tuple[Any, int
     return ListGroupsResponse.ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state, group_type=f_group_type, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_v0(w: bytearray, o: ListGroupsResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListGroupsResponse_ListedGroup_v0_2(w, item)
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ListGroupsResponse_ListedGroup_v0_2(w, it_groups)
 
 
-def _dec_ListGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_v0(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
+        f_groups.append(it_groups)
     return ListGroupsResponse(error_code=f_error_code, groups=f_groups), pos
 
 
-def _enc_ListGroupsResponse_v1_2(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_v1_2(w: bytearray, o: ListGroupsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.groups
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListGroupsResponse_ListedGroup_v0_2(w, item)
+    v_groups = o.groups
+    write_required_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ListGroupsResponse_ListedGroup_v0_2(w, it_groups)
 
 
-def _dec_ListGroupsResponse_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_v1_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_ListGroupsResponse_ListedGroup_v0_2(buf, pos)
+        f_groups.append(it_groups)
     return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups), pos
 
 
-def _enc_ListGroupsResponse_v3(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_v3(w: bytearray, o: ListGroupsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListGroupsResponse_ListedGroup_v3(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ListGroupsResponse_ListedGroup_v3(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_v3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_ListGroupsResponse_ListedGroup_v3(buf, pos)
-        f_groups.append(item)
-    unknown = None
+        it_groups, pos = _dec_ListGroupsResponse_ListedGroup_v3(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -317,28 +317,28 @@ def _dec_ListGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_v4(w: bytearray, o: ListGroupsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListGroupsResponse_ListedGroup_v4(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ListGroupsResponse_ListedGroup_v4(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_v4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_ListGroupsResponse_ListedGroup_v4(buf, pos)
-        f_groups.append(item)
-    unknown = None
+        it_groups, pos = _dec_ListGroupsResponse_ListedGroup_v4(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -348,28 +348,28 @@ def _dec_ListGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups, unknown_tags=unknown), pos
 
 
-def _enc_ListGroupsResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_ListGroupsResponse_v5(w: bytearray, o: ListGroupsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListGroupsResponse_ListedGroup_v5(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ListGroupsResponse_ListedGroup_v5(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListGroupsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListGroupsResponse_v5(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_ListGroupsResponse_ListedGroup_v5(buf, pos)
-        f_groups.append(item)
-    unknown = None
+        it_groups, pos = _dec_ListGroupsResponse_ListedGroup_v5(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

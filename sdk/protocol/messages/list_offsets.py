@@ -91,41 +91,41 @@ class ListOffsetsResponse(Message):
 
 
 
-def _enc_ListOffsetsRequest_ListOffsetsPartition_v0(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsPartition_v0(w: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     w += _S_iqi.pack(o.partition_index, o.timestamp, o.max_num_offsets)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
     f_partition_index, f_timestamp, f_max_num_offsets = _S_iqi.unpack_from(buf, pos)
     pos += 16
     return ListOffsetsRequest.ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp, max_num_offsets=f_max_num_offsets), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsPartition_v1_3(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsPartition_v1_3(w: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     if o.max_num_offsets != 1:
         refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 1)
     w += _S_iq.pack(o.partition_index, o.timestamp)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
     f_partition_index, f_timestamp = _S_iq.unpack_from(buf, pos)
     pos += 12
     return ListOffsetsRequest.ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsPartition_v4_5(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsPartition_v4_5(w: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     if o.max_num_offsets != 1:
         refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 4)
     w += _S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(buf, pos)
     pos += 16
     return ListOffsetsRequest.ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     if o.max_num_offsets != 1:
         refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 6)
     w += _S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
@@ -135,10 +135,10 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(buf, pos)
     pos += 16
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -148,84 +148,84 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf: Any, pos: int) -> tu
     return ListOffsetsRequest.ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsPartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsRequest_ListOffsetsPartition_v0(w, it_partitions)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsPartition_v1_3(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsRequest_ListOffsetsPartition_v1_3(w, it_partitions)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v1_3(buf, pos)
+        f_partitions.append(it_partitions)
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsPartition_v4_5(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsRequest_ListOffsetsPartition_v4_5(w, it_partitions)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf, pos)
+        f_partitions.append(it_partitions)
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -235,112 +235,112 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf: Any, pos: int) -> tuple[
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_v0(w: bytearray, o: ListOffsetsRequest) -> None:
     if o.isolation_level != 0:
         refuse_absent_field("ListOffsetsRequest", "isolation_level", 0)
     w += _S_i.pack(o.replica_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v0(w, it_topics)
 
 
-def _dec_ListOffsetsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_v0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics), pos
 
 
-def _enc_ListOffsetsRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_v1(w: bytearray, o: ListOffsetsRequest) -> None:
     if o.isolation_level != 0:
         refuse_absent_field("ListOffsetsRequest", "isolation_level", 1)
     w += _S_i.pack(o.replica_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w, it_topics)
 
 
-def _dec_ListOffsetsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_v1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics), pos
 
 
-def _enc_ListOffsetsRequest_v2_3(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_v2_3(w: bytearray, o: ListOffsetsRequest) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v1_3(w, it_topics)
 
 
-def _dec_ListOffsetsRequest_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_v2_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v1_3(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
-def _enc_ListOffsetsRequest_v4_5(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_v4_5(w: bytearray, o: ListOffsetsRequest) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v4_5(w, it_topics)
 
 
-def _dec_ListOffsetsRequest_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics), pos
 
 
-def _enc_ListOffsetsRequest_v6_9(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_v6_9(w: bytearray, o: ListOffsetsRequest) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -350,13 +350,13 @@ def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[Any, int]:
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsRequest_v10(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsRequest_v10(w: bytearray, o: ListOffsetsRequest) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, it_topics)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -364,17 +364,17 @@ def _enc_ListOffsetsRequest_v10(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
+        f_topics.append(it_topics)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -384,15 +384,15 @@ def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, timeout_ms=f_timeout_ms, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
-    v = o.old_style_offsets
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%dq" % len(v), *v)
+    v_old_style_offsets = o.old_style_offsets
+    write_required_array_length(w, v_old_style_offsets)
+    if v_old_style_offsets:
+        w += struct.pack(">%dq" % len(v_old_style_offsets), *v_old_style_offsets)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
@@ -401,27 +401,27 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: Any, pos: int)
     return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, old_style_offsets=f_old_style_offsets), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(w: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     w += _S_ihqq.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
     f_partition_index, f_error_code, f_timestamp, f_offset = _S_ihqq.unpack_from(buf, pos)
     pos += 22
     return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(w: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     w += _S_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(buf, pos)
     pos += 26
     return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     w += _S_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -429,10 +429,10 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w: bytearray, o:
         w.append(0)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(buf, pos)
     pos += 26
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -442,84 +442,84 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf: Any, pos: i
     return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w, it_partitions)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(w, it_partitions)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v1_3(buf, pos)
+        f_partitions.append(it_partitions)
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(w, it_partitions)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf, pos)
+        f_partitions.append(it_partitions)
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -529,102 +529,102 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf: Any, pos: int) 
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w, item)
+def _enc_ListOffsetsResponse_v0(w: bytearray, o: ListOffsetsResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w, it_topics)
 
 
-def _dec_ListOffsetsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_v0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsResponse(topics=f_topics), pos
 
 
-def _enc_ListOffsetsResponse_v1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w, item)
+def _enc_ListOffsetsResponse_v1(w: bytearray, o: ListOffsetsResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w, it_topics)
 
 
-def _dec_ListOffsetsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_v1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsResponse(topics=f_topics), pos
 
 
-def _enc_ListOffsetsResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_v2_3(w: bytearray, o: ListOffsetsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(w, it_topics)
 
 
-def _dec_ListOffsetsResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_v2_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1_3(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_ListOffsetsResponse_v4_5(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_v4_5(w: bytearray, o: ListOffsetsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(w, it_topics)
 
 
-def _dec_ListOffsetsResponse_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf, pos)
+        f_topics.append(it_topics)
     return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_ListOffsetsResponse_v6_10(w: bytearray, o: Any) -> None:
+def _enc_ListOffsetsResponse_v6_10(w: bytearray, o: ListOffsetsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsResponse_v6_10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListOffsetsResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

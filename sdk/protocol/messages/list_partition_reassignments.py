@@ -75,24 +75,24 @@ class ListPartitionReassignmentsResponse(Message):
 
 
 
-def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w: bytearray, o: Any) -> None:
+def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w: bytearray, o: ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_indexes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -102,20 +102,20 @@ def _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(b
     return ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_ListPartitionReassignmentsRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ListPartitionReassignmentsRequest_v0(w: bytearray, o: ListPartitionReassignmentsRequest) -> None:
     w += _S_i.pack(o.timeout_ms)
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w, item)
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsRequest, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -124,9 +124,9 @@ def _dec_ListPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, 
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf, pos)
-            f_topics.append(item)
-    unknown = None
+            it_topics, pos = _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf, pos)
+            f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -136,27 +136,27 @@ def _dec_ListPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, 
     return ListPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w: bytearray, o: Any) -> None:
+def _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w: bytearray, o: ListPartitionReassignmentsResponse.OngoingPartitionReassignment) -> None:
     w += _S_i.pack(o.partition_index)
-    v = o.replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.adding_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.removing_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_compact_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_adding_replicas = o.adding_replicas
+    write_required_compact_array_length(w, v_adding_replicas)
+    if v_adding_replicas:
+        w += struct.pack(">%di" % len(v_adding_replicas), *v_adding_replicas)
+    v_removing_replicas = o.removing_replicas
+    write_required_compact_array_length(w, v_removing_replicas)
+    if v_removing_replicas:
+        w += struct.pack(">%di" % len(v_removing_replicas), *v_removing_replicas)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse.OngoingPartitionReassignment, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
@@ -168,7 +168,7 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf:
     n, pos = read_required_compact_array_length(buf, pos)
     f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -178,27 +178,27 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf:
     return ListPartitionReassignmentsResponse.OngoingPartitionReassignment(partition_index=f_partition_index, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, unknown_tags=unknown), pos
 
 
-def _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w: bytearray, o: Any) -> None:
+def _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w: bytearray, o: ListPartitionReassignmentsResponse.OngoingTopicReassignment) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse.OngoingTopicReassignment, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -208,30 +208,30 @@ def _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf: Any
     return ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ListPartitionReassignmentsResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ListPartitionReassignmentsResponse_v0(w: bytearray, o: ListPartitionReassignmentsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -63,16 +63,16 @@ class ListTransactionsResponse(Message):
 
 
 
-def _enc_ListTransactionsRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.state_filters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
-    v = o.producer_id_filters
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%dq" % len(v), *v)
+def _enc_ListTransactionsRequest_v0(w: bytearray, o: ListTransactionsRequest) -> None:
+    v_state_filters = o.state_filters
+    write_required_compact_array_length(w, v_state_filters)
+    if v_state_filters:
+        for it_state_filters in v_state_filters:
+            write_required_compact_string(w, it_state_filters)
+    v_producer_id_filters = o.producer_id_filters
+    write_required_compact_array_length(w, v_producer_id_filters)
+    if v_producer_id_filters:
+        w += struct.pack(">%dq" % len(v_producer_id_filters), *v_producer_id_filters)
     if o.duration_filter != -1:
         refuse_absent_field("ListTransactionsRequest", "duration_filter", 0)
     if o.unknown_tags:
@@ -81,16 +81,16 @@ def _enc_ListTransactionsRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListTransactionsRequest_v0(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_state_filters = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_state_filters.append(item)
+        it_state_filters, pos = read_compact_string(buf, pos)
+        f_state_filters.append(it_state_filters)
     n, pos = read_required_compact_array_length(buf, pos)
     f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
     pos += 8 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -100,16 +100,16 @@ def _dec_ListTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, unknown_tags=unknown), pos
 
 
-def _enc_ListTransactionsRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.state_filters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
-    v = o.producer_id_filters
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%dq" % len(v), *v)
+def _enc_ListTransactionsRequest_v1(w: bytearray, o: ListTransactionsRequest) -> None:
+    v_state_filters = o.state_filters
+    write_required_compact_array_length(w, v_state_filters)
+    if v_state_filters:
+        for it_state_filters in v_state_filters:
+            write_required_compact_string(w, it_state_filters)
+    v_producer_id_filters = o.producer_id_filters
+    write_required_compact_array_length(w, v_producer_id_filters)
+    if v_producer_id_filters:
+        w += struct.pack(">%dq" % len(v_producer_id_filters), *v_producer_id_filters)
     w += _S_q.pack(o.duration_filter)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -117,18 +117,18 @@ def _enc_ListTransactionsRequest_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_state_filters = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_state_filters.append(item)
+        it_state_filters, pos = read_compact_string(buf, pos)
+        f_state_filters.append(it_state_filters)
     n, pos = read_required_compact_array_length(buf, pos)
     f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
     pos += 8 * n
     f_duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -138,7 +138,7 @@ def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter, unknown_tags=unknown), pos
 
 
-def _enc_ListTransactionsResponse_TransactionState_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ListTransactionsResponse_TransactionState_v0_1(w: bytearray, o: ListTransactionsResponse.TransactionState) -> None:
     write_required_compact_string(w, o.transactional_id)
     w += _S_q.pack(o.producer_id)
     write_required_compact_string(w, o.transaction_state)
@@ -148,12 +148,12 @@ def _enc_ListTransactionsResponse_TransactionState_v0_1(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_ListTransactionsResponse_TransactionState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListTransactionsResponse_TransactionState_v0_1(buf: Any, pos: int) -> tuple[ListTransactionsResponse.TransactionState, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
     f_transaction_state, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -163,38 +163,38 @@ def _dec_ListTransactionsResponse_TransactionState_v0_1(buf: Any, pos: int) -> t
     return ListTransactionsResponse.TransactionState(transactional_id=f_transactional_id, producer_id=f_producer_id, transaction_state=f_transaction_state, unknown_tags=unknown), pos
 
 
-def _enc_ListTransactionsResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ListTransactionsResponse_v0_1(w: bytearray, o: ListTransactionsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
-    v = o.unknown_state_filters
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
-    v = o.transaction_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ListTransactionsResponse_TransactionState_v0_1(w, item)
+    v_unknown_state_filters = o.unknown_state_filters
+    write_required_compact_array_length(w, v_unknown_state_filters)
+    if v_unknown_state_filters:
+        for it_unknown_state_filters in v_unknown_state_filters:
+            write_required_compact_string(w, it_unknown_state_filters)
+    v_transaction_states = o.transaction_states
+    write_required_compact_array_length(w, v_transaction_states)
+    if v_transaction_states:
+        for it_transaction_states in v_transaction_states:
+            _enc_ListTransactionsResponse_TransactionState_v0_1(w, it_transaction_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListTransactionsResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ListTransactionsResponse_v0_1(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_unknown_state_filters = []
     for _ in range(n):
-        item, pos = read_compact_string(buf, pos)
-        f_unknown_state_filters.append(item)
+        it_unknown_state_filters, pos = read_compact_string(buf, pos)
+        f_unknown_state_filters.append(it_unknown_state_filters)
     n, pos = read_required_compact_array_length(buf, pos)
     f_transaction_states = []
     for _ in range(n):
-        item, pos = _dec_ListTransactionsResponse_TransactionState_v0_1(buf, pos)
-        f_transaction_states.append(item)
-    unknown = None
+        it_transaction_states, pos = _dec_ListTransactionsResponse_TransactionState_v0_1(buf, pos)
+        f_transaction_states.append(it_transaction_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -99,16 +99,16 @@ class MetadataResponse(Message):
 
 
 
-def _enc_MetadataRequest_MetadataRequestTopic_v0_8(w: bytearray, o: Any) -> None:
+def _enc_MetadataRequest_MetadataRequestTopic_v0_8(w: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
     write_required_string(w, o.name)
 
 
-def _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     return MetadataRequest.MetadataRequestTopic(name=f_name), pos
 
 
-def _enc_MetadataRequest_MetadataRequestTopic_v9(w: bytearray, o: Any) -> None:
+def _enc_MetadataRequest_MetadataRequestTopic_v9(w: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
     write_required_compact_string(w, o.name)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -116,9 +116,9 @@ def _enc_MetadataRequest_MetadataRequestTopic_v9(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_MetadataRequest_MetadataRequestTopic_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_MetadataRequestTopic_v9(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -128,7 +128,7 @@ def _dec_MetadataRequest_MetadataRequestTopic_v9(buf: Any, pos: int) -> tuple[An
     return MetadataRequest.MetadataRequestTopic(name=f_name, unknown_tags=unknown), pos
 
 
-def _enc_MetadataRequest_MetadataRequestTopic_v10_12(w: bytearray, o: Any) -> None:
+def _enc_MetadataRequest_MetadataRequestTopic_v10_12(w: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
     w += o.topic_id.bytes
     write_compact_string(w, o.name)
     if o.unknown_tags:
@@ -137,10 +137,10 @@ def _enc_MetadataRequest_MetadataRequestTopic_v10_12(w: bytearray, o: Any) -> No
         w.append(0)
 
 
-def _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_name, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -150,12 +150,12 @@ def _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf: Any, pos: int) -> tupl
     return MetadataRequest.MetadataRequestTopic(topic_id=f_topic_id, name=f_name, unknown_tags=unknown), pos
 
 
-def _enc_MetadataRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+def _enc_MetadataRequest_v0(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, it_topics)
     if o.allow_auto_topic_creation != True:
         refuse_absent_field("MetadataRequest", "allow_auto_topic_creation", 0)
     if o.include_cluster_authorized_operations != False:
@@ -164,21 +164,21 @@ def _enc_MetadataRequest_v0(w: bytearray, o: Any) -> None:
         refuse_absent_field("MetadataRequest", "include_topic_authorized_operations", 0)
 
 
-def _dec_MetadataRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
+        f_topics.append(it_topics)
     return MetadataRequest(topics=f_topics), pos
 
 
-def _enc_MetadataRequest_v1_3(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+def _enc_MetadataRequest_v1_3(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, it_topics)
     if o.allow_auto_topic_creation != True:
         refuse_absent_field("MetadataRequest", "allow_auto_topic_creation", 1)
     if o.include_cluster_authorized_operations != False:
@@ -187,24 +187,24 @@ def _enc_MetadataRequest_v1_3(w: bytearray, o: Any) -> None:
         refuse_absent_field("MetadataRequest", "include_topic_authorized_operations", 1)
 
 
-def _dec_MetadataRequest_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v1_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
+            f_topics.append(it_topics)
     return MetadataRequest(topics=f_topics), pos
 
 
-def _enc_MetadataRequest_v4_7(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+def _enc_MetadataRequest_v4_7(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, it_topics)
     if o.include_cluster_authorized_operations != False:
         refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 4)
     if o.include_topic_authorized_operations != False:
@@ -212,49 +212,49 @@ def _enc_MetadataRequest_v4_7(w: bytearray, o: Any) -> None:
     w += _S_o.pack(o.allow_auto_topic_creation)
 
 
-def _dec_MetadataRequest_v4_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v4_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
+            f_topics.append(it_topics)
     f_allow_auto_topic_creation, = _S_o.unpack_from(buf, pos)
     pos += 1
     return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation), pos
 
 
-def _enc_MetadataRequest_v8(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, item)
+def _enc_MetadataRequest_v8(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v0_8(w, it_topics)
     w += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
-def _dec_MetadataRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v0_8(buf, pos)
+            f_topics.append(it_topics)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(buf, pos)
     pos += 3
     return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations), pos
 
 
-def _enc_MetadataRequest_v9(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v9(w, item)
+def _enc_MetadataRequest_v9(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v9(w, it_topics)
     w += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -262,18 +262,18 @@ def _enc_MetadataRequest_v9(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_MetadataRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v9(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v9(buf, pos)
+            f_topics.append(it_topics)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(buf, pos)
     pos += 3
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -283,12 +283,12 @@ def _dec_MetadataRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
     return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataRequest_v10(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, item)
+def _enc_MetadataRequest_v10(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, it_topics)
     w += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -296,18 +296,18 @@ def _enc_MetadataRequest_v10(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_MetadataRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf, pos)
+            f_topics.append(it_topics)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(buf, pos)
     pos += 3
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -317,12 +317,12 @@ def _dec_MetadataRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataRequest_v11_12(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, item)
+def _enc_MetadataRequest_v11_12(w: bytearray, o: MetadataRequest) -> None:
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, it_topics)
     if o.include_cluster_authorized_operations != False:
         refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 11)
     w += _S_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
@@ -332,18 +332,18 @@ def _enc_MetadataRequest_v11_12(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_MetadataRequest_v11_12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataRequest_v11_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf, pos)
+            f_topics.append(it_topics)
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_oo.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -353,13 +353,13 @@ def _dec_MetadataRequest_v11_12(buf: Any, pos: int) -> tuple[Any, int]:
     return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_MetadataResponseBroker_v0(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseBroker_v0(w: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
     w += _S_i.pack(o.node_id)
     write_required_string(w, o.host)
     w += _S_i.pack(o.port)
 
 
-def _dec_MetadataResponse_MetadataResponseBroker_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseBroker_v0(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_string(buf, pos)
@@ -368,14 +368,14 @@ def _dec_MetadataResponse_MetadataResponseBroker_v0(buf: Any, pos: int) -> tuple
     return MetadataResponse.MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port), pos
 
 
-def _enc_MetadataResponse_MetadataResponseBroker_v1_8(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseBroker_v1_8(w: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
     w += _S_i.pack(o.node_id)
     write_required_string(w, o.host)
     w += _S_i.pack(o.port)
     write_string(w, o.rack)
 
 
-def _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_string(buf, pos)
@@ -385,7 +385,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf: Any, pos: int) -> tup
     return MetadataResponse.MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack), pos
 
 
-def _enc_MetadataResponse_MetadataResponseBroker_v9_12(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseBroker_v9_12(w: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -396,14 +396,14 @@ def _enc_MetadataResponse_MetadataResponseBroker_v9_12(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -413,19 +413,19 @@ def _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf: Any, pos: int) -> tu
     return MetadataResponse.MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_MetadataResponsePartition_v0_4(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponsePartition_v0_4(w: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     w += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
-    v = o.replica_nodes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.isr_nodes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replica_nodes = o.replica_nodes
+    write_required_array_length(w, v_replica_nodes)
+    if v_replica_nodes:
+        w += struct.pack(">%di" % len(v_replica_nodes), *v_replica_nodes)
+    v_isr_nodes = o.isr_nodes
+    write_required_array_length(w, v_isr_nodes)
+    if v_isr_nodes:
+        w += struct.pack(">%di" % len(v_isr_nodes), *v_isr_nodes)
 
 
-def _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
     f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_array_length(buf, pos)
@@ -437,23 +437,23 @@ def _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf: Any, pos: int) -> 
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes), pos
 
 
-def _enc_MetadataResponse_MetadataResponsePartition_v5_6(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponsePartition_v5_6(w: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     w += _S_hii.pack(o.error_code, o.partition_index, o.leader_id)
-    v = o.replica_nodes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.isr_nodes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replica_nodes = o.replica_nodes
+    write_required_array_length(w, v_replica_nodes)
+    if v_replica_nodes:
+        w += struct.pack(">%di" % len(v_replica_nodes), *v_replica_nodes)
+    v_isr_nodes = o.isr_nodes
+    write_required_array_length(w, v_isr_nodes)
+    if v_isr_nodes:
+        w += struct.pack(">%di" % len(v_isr_nodes), *v_isr_nodes)
+    v_offline_replicas = o.offline_replicas
+    write_required_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
 
 
-def _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
     f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_array_length(buf, pos)
@@ -468,23 +468,23 @@ def _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf: Any, pos: int) -> 
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas), pos
 
 
-def _enc_MetadataResponse_MetadataResponsePartition_v7_8(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponsePartition_v7_8(w: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    v = o.replica_nodes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.isr_nodes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replica_nodes = o.replica_nodes
+    write_required_array_length(w, v_replica_nodes)
+    if v_replica_nodes:
+        w += struct.pack(">%di" % len(v_replica_nodes), *v_replica_nodes)
+    v_isr_nodes = o.isr_nodes
+    write_required_array_length(w, v_isr_nodes)
+    if v_isr_nodes:
+        w += struct.pack(">%di" % len(v_isr_nodes), *v_isr_nodes)
+    v_offline_replicas = o.offline_replicas
+    write_required_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
 
 
-def _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     n, pos = read_required_array_length(buf, pos)
@@ -499,27 +499,27 @@ def _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf: Any, pos: int) -> 
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas), pos
 
 
-def _enc_MetadataResponse_MetadataResponsePartition_v9_12(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponsePartition_v9_12(w: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    v = o.replica_nodes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.isr_nodes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replica_nodes = o.replica_nodes
+    write_required_compact_array_length(w, v_replica_nodes)
+    if v_replica_nodes:
+        w += struct.pack(">%di" % len(v_replica_nodes), *v_replica_nodes)
+    v_isr_nodes = o.isr_nodes
+    write_required_compact_array_length(w, v_isr_nodes)
+    if v_isr_nodes:
+        w += struct.pack(">%di" % len(v_isr_nodes), *v_isr_nodes)
+    v_offline_replicas = o.offline_replicas
+    write_required_compact_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     n, pos = read_required_compact_array_length(buf, pos)
@@ -531,7 +531,7 @@ def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) ->
     n, pos = read_required_compact_array_length(buf, pos)
     f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -541,40 +541,40 @@ def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) ->
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v0(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v0_4(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v0_4(w, it_partitions)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v0(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
+        f_partitions.append(it_partitions)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, partitions=f_partitions), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v1_4(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v1_4(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v0_4(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v0_4(w, it_partitions)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_string(buf, pos)
@@ -583,23 +583,23 @@ def _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf: Any, pos: int) -> tupl
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v0_4(buf, pos)
+        f_partitions.append(it_partitions)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v5_6(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v5_6(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v5_6(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v5_6(w, it_partitions)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_string(buf, pos)
@@ -608,23 +608,23 @@ def _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf: Any, pos: int) -> tupl
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v5_6(buf, pos)
+        f_partitions.append(it_partitions)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v7(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v7(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v7_8(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v7_8(w, it_partitions)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v7(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_string(buf, pos)
@@ -633,24 +633,24 @@ def _dec_MetadataResponse_MetadataResponseTopic_v7(buf: Any, pos: int) -> tuple[
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
+        f_partitions.append(it_partitions)
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v8(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v8(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_string(w, o.name)
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v7_8(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v7_8(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v8(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_string(buf, pos)
@@ -659,22 +659,22 @@ def _dec_MetadataResponse_MetadataResponseTopic_v8(buf: Any, pos: int) -> tuple[
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf, pos)
+        f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v9(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v9(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.name)
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -682,7 +682,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v9(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_compact_string(buf, pos)
@@ -691,11 +691,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -705,16 +705,16 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v10_11(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v10_11(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_required_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -722,7 +722,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v10_11(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_compact_string(buf, pos)
@@ -732,11 +732,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tu
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -746,16 +746,16 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tu
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.name)
     w += o.topic_id.bytes
     w += _S_o.pack(o.is_internal)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -763,7 +763,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: Any) -> Non
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_compact_nullable_string(buf, pos)
@@ -773,11 +773,11 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -787,252 +787,252 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v0(w, item)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v0(w, item)
+def _enc_MetadataResponse_v0(w: bytearray, o: MetadataResponse) -> None:
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v0(w, it_brokers)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v0(w, it_topics)
 
 
-def _dec_MetadataResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v0(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v0(buf, pos)
+        f_brokers.append(it_brokers)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return MetadataResponse(brokers=f_brokers, topics=f_topics), pos
 
 
-def _enc_MetadataResponse_v1(w: bytearray, o: Any) -> None:
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
+def _enc_MetadataResponse_v1(w: bytearray, o: MetadataResponse) -> None:
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, it_brokers)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, it_topics)
 
 
-def _dec_MetadataResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
+        f_topics.append(it_topics)
     return MetadataResponse(brokers=f_brokers, controller_id=f_controller_id, topics=f_topics), pos
 
 
-def _enc_MetadataResponse_v2(w: bytearray, o: Any) -> None:
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
+def _enc_MetadataResponse_v2(w: bytearray, o: MetadataResponse) -> None:
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, it_brokers)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, it_topics)
 
 
-def _dec_MetadataResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
+        f_topics.append(it_topics)
     return MetadataResponse(brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
-def _enc_MetadataResponse_v3_4(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v3_4(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, it_brokers)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v1_4(w, it_topics)
 
 
-def _dec_MetadataResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v3_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v1_4(buf, pos)
+        f_topics.append(it_topics)
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
-def _enc_MetadataResponse_v5_6(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v5_6(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, it_brokers)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v5_6(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v5_6(w, it_topics)
 
 
-def _dec_MetadataResponse_v5_6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v5_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v5_6(buf, pos)
+        f_topics.append(it_topics)
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
-def _enc_MetadataResponse_v7(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v7(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, it_brokers)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v7(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v7(w, it_topics)
 
 
-def _dec_MetadataResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos)
+        f_topics.append(it_topics)
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics), pos
 
 
-def _enc_MetadataResponse_v8(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v8(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, item)
+    v_brokers = o.brokers
+    write_required_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v1_8(w, it_brokers)
     write_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v8(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v8(w, it_topics)
     w += _S_i.pack(o.cluster_authorized_operations)
 
 
-def _dec_MetadataResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v8(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v8(buf, pos)
+        f_topics.append(it_topics)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations), pos
 
 
-def _enc_MetadataResponse_v9(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v9(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v9(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v9(w, it_topics)
     w += _S_i.pack(o.cluster_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1040,25 +1040,25 @@ def _enc_MetadataResponse_v9(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v9(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v9(buf, pos)
+        f_topics.append(it_topics)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1068,20 +1068,20 @@ def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_v10(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v10(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v10_11(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v10_11(w, it_topics)
     w += _S_i.pack(o.cluster_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1089,25 +1089,25 @@ def _enc_MetadataResponse_v10(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
+        f_topics.append(it_topics)
     f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1117,43 +1117,43 @@ def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_v11(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v11(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v10_11(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v10_11(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -1163,43 +1163,43 @@ def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_v12(w: bytearray, o: Any) -> None:
+def _enc_MetadataResponse_v12(w: bytearray, o: MetadataResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, item)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_MetadataResponse_MetadataResponseTopic_v12(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v12(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
-        f_brokers.append(item)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -88,61 +88,61 @@ class OffsetCommitResponse(Message):
 
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     if o.commit_timestamp != -1:
         refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 0)
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.committed_metadata)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     f_committed_metadata, pos = read_nullable_string(buf, pos)
     return OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     w += _S_iqq.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
     write_string(w, o.committed_metadata)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_commit_timestamp = _S_iqq.unpack_from(buf, pos)
     pos += 20
     f_committed_metadata, pos = read_nullable_string(buf, pos)
     return OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, commit_timestamp=f_commit_timestamp, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v2_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v2_5(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     if o.commit_timestamp != -1:
         refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 2)
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.committed_metadata)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v2_5(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     f_committed_metadata, pos = read_nullable_string(buf, pos)
     return OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     if o.commit_timestamp != -1:
         refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 6)
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_string(w, o.committed_metadata)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_nullable_string(buf, pos)
     return OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     if o.commit_timestamp != -1:
         refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 8)
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
@@ -153,11 +153,11 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -167,103 +167,103 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf: Any, pos: in
     return OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata, unknown_tags=unknown), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, it_partitions)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w, it_partitions)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, it_partitions)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(w, it_partitions)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -273,41 +273,41 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetCommitRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v0(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_string(w, o.group_id)
     if o.group_instance_id is not None:
         refuse_absent_field("OffsetCommitRequest", "group_instance_id", 0)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, it_topics)
 
 
-def _dec_OffsetCommitRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v0(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitRequest(group_id=f_group_id, topics=f_topics), pos
 
 
-def _enc_OffsetCommitRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v1(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("OffsetCommitRequest", "group_instance_id", 1)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w, it_topics)
 
 
-def _dec_OffsetCommitRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v1(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -315,26 +315,26 @@ def _dec_OffsetCommitRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics), pos
 
 
-def _enc_OffsetCommitRequest_v2_4(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v2_4(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("OffsetCommitRequest", "group_instance_id", 2)
     w += _S_q.pack(o.retention_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, it_topics)
 
 
-def _dec_OffsetCommitRequest_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v2_4(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -344,25 +344,25 @@ def _dec_OffsetCommitRequest_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, retention_time_ms=f_retention_time_ms, topics=f_topics), pos
 
 
-def _enc_OffsetCommitRequest_v5(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v5(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("OffsetCommitRequest", "group_instance_id", 5)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w, it_topics)
 
 
-def _dec_OffsetCommitRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v5(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -370,25 +370,25 @@ def _dec_OffsetCommitRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics), pos
 
 
-def _enc_OffsetCommitRequest_v6(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v6(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("OffsetCommitRequest", "group_instance_id", 6)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w, it_topics)
 
 
-def _dec_OffsetCommitRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -396,24 +396,24 @@ def _dec_OffsetCommitRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics), pos
 
 
-def _enc_OffsetCommitRequest_v7(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v7(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w, it_topics)
 
 
-def _dec_OffsetCommitRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -422,28 +422,28 @@ def _dec_OffsetCommitRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics), pos
 
 
-def _enc_OffsetCommitRequest_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitRequest_v8_9(w: bytearray, o: OffsetCommitRequest) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id_or_member_epoch)
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetCommitRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitRequest_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -452,9 +452,9 @@ def _dec_OffsetCommitRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -464,17 +464,17 @@ def _dec_OffsetCommitRequest_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -482,10 +482,10 @@ def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w: bytearray, o
         w.append(0)
 
 
-def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -495,46 +495,46 @@ def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf: Any, pos: 
     return OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(w, it_partitions)
 
 
-def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponseTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetCommitResponse.OffsetCommitResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponseTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -544,65 +544,65 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int)
     return OffsetCommitResponse.OffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetCommitResponse_v0_2(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w, item)
+def _enc_OffsetCommitResponse_v0_2(w: bytearray, o: OffsetCommitResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w, it_topics)
 
 
-def _dec_OffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitResponse(topics=f_topics), pos
 
 
-def _enc_OffsetCommitResponse_v3_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitResponse_v3_7(w: bytearray, o: OffsetCommitResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(w, it_topics)
 
 
-def _dec_OffsetCommitResponse_v3_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_v3_7(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0_7(buf, pos)
+        f_topics.append(it_topics)
     return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_OffsetCommitResponse_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetCommitResponse_v8_9(w: bytearray, o: OffsetCommitResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetCommitResponse_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetCommitResponse_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -72,100 +72,100 @@ class OffsetDeleteResponse(Message):
 
 
 
-def _enc_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(w: bytearray, o: OffsetDeleteRequest.OffsetDeleteRequestPartition) -> None:
     w += _S_i.pack(o.partition_index)
 
 
-def _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest.OffsetDeleteRequestPartition, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     return OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=f_partition_index), pos
 
 
-def _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w: bytearray, o: OffsetDeleteRequest.OffsetDeleteRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(w, it_partitions)
 
 
-def _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest.OffsetDeleteRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetDeleteRequest.OffsetDeleteRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetDeleteRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetDeleteRequest_v0(w: bytearray, o: OffsetDeleteRequest) -> None:
     write_required_string(w, o.group_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w, it_topics)
 
 
-def _dec_OffsetDeleteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetDeleteRequest_v0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return OffsetDeleteRequest(group_id=f_group_id, topics=f_topics), pos
 
 
-def _enc_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w: bytearray, o: OffsetDeleteResponse.OffsetDeleteResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse.OffsetDeleteResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return OffsetDeleteResponse.OffsetDeleteResponsePartition(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w: bytearray, o: OffsetDeleteResponse.OffsetDeleteResponseTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w, it_partitions)
 
 
-def _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse.OffsetDeleteResponseTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetDeleteResponse.OffsetDeleteResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetDeleteResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetDeleteResponse_v0(w: bytearray, o: OffsetDeleteResponse) -> None:
     w += _S_hi.pack(o.error_code, o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w, it_topics)
 
 
-def _dec_OffsetDeleteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetDeleteResponse_v0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse, int]:
     f_error_code, f_throttle_time_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     return OffsetDeleteResponse(error_code=f_error_code, throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 

@@ -117,15 +117,15 @@ class OffsetFetchResponse(Message):
 
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partition_indexes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -133,24 +133,24 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf: Any, pos: int) -> 
     return OffsetFetchRequest.OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_indexes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -160,7 +160,7 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf: Any, pos: int) -> 
     return OffsetFetchRequest.OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     if o.name != '':
         refuse_absent_field("OffsetFetchRequestTopic", "name", 8)
     if o.partition_indexes:
@@ -171,8 +171,8 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -182,18 +182,18 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(buf: Any, pos: int) -> 
     return OffsetFetchRequest.OffsetFetchRequestTopic(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     if o.name != '':
         refuse_absent_field("OffsetFetchRequestTopics", "name", 0)
     if o.partition_indexes:
         refuse_absent_field("OffsetFetchRequestTopics", "partition_indexes", 0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopics, int]:
     return OffsetFetchRequest.OffsetFetchRequestTopics(), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     if o.name != '':
         refuse_absent_field("OffsetFetchRequestTopics", "name", 6)
     if o.partition_indexes:
@@ -204,8 +204,8 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(w: bytearray, o: Any) 
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopics, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -215,24 +215,24 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(buf: Any, pos: int) ->
     return OffsetFetchRequest.OffsetFetchRequestTopics(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_indexes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopics, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -242,18 +242,18 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf: Any, pos: int) ->
     return OffsetFetchRequest.OffsetFetchRequestTopics(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
     if o.group_id != '':
         refuse_absent_field("OffsetFetchRequestGroup", "group_id", 0)
     if o.topics:
         refuse_absent_field("OffsetFetchRequestGroup", "topics", 0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
     return OffsetFetchRequest.OffsetFetchRequestGroup(), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
     if o.group_id != '':
         refuse_absent_field("OffsetFetchRequestGroup", "group_id", 6)
     if o.topics:
@@ -264,8 +264,8 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -275,20 +275,20 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v6_7(buf: Any, pos: int) -> 
     return OffsetFetchRequest.OffsetFetchRequestGroup(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w, item)
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
@@ -296,9 +296,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tu
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf, pos)
-            f_topics.append(item)
-    unknown = None
+            it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf, pos)
+            f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -308,22 +308,22 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tu
     return OffsetFetchRequest.OffsetFetchRequestGroup(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
     write_required_compact_string(w, o.group_id)
     write_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w, item)
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_nullable_string(buf, pos)
     f_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -334,9 +334,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tu
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf, pos)
-            f_topics.append(item)
-    unknown = None
+            it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf, pos)
+            f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -346,43 +346,43 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tu
     return OffsetFetchRequest.OffsetFetchRequestGroup(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_v0_1(w: bytearray, o: OffsetFetchRequest) -> None:
     write_required_string(w, o.group_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w, it_topics)
     if o.groups:
         refuse_absent_field("OffsetFetchRequest", "groups", 0)
     if o.require_stable != False:
         refuse_absent_field("OffsetFetchRequest", "require_stable", 0)
 
 
-def _dec_OffsetFetchRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_v0_1(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf, pos)
+        f_topics.append(it_topics)
     return OffsetFetchRequest(group_id=f_group_id, topics=f_topics), pos
 
 
-def _enc_OffsetFetchRequest_v2_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_v2_5(w: bytearray, o: OffsetFetchRequest) -> None:
     write_required_string(w, o.group_id)
-    v = o.topics
-    write_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w, item)
+    v_topics = o.topics
+    write_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(w, it_topics)
     if o.groups:
         refuse_absent_field("OffsetFetchRequest", "groups", 2)
     if o.require_stable != False:
         refuse_absent_field("OffsetFetchRequest", "require_stable", 2)
 
 
-def _dec_OffsetFetchRequest_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_v2_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     n, pos = read_array_length(buf, pos)
     if n < 0:
@@ -390,18 +390,18 @@ def _dec_OffsetFetchRequest_v2_5(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0_5(buf, pos)
+            f_topics.append(it_topics)
     return OffsetFetchRequest(group_id=f_group_id, topics=f_topics), pos
 
 
-def _enc_OffsetFetchRequest_v6(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_v6(w: bytearray, o: OffsetFetchRequest) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w, item)
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w, it_topics)
     if o.groups:
         refuse_absent_field("OffsetFetchRequest", "groups", 6)
     if o.require_stable != False:
@@ -412,7 +412,7 @@ def _enc_OffsetFetchRequest_v6(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_v6(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
@@ -420,9 +420,9 @@ def _dec_OffsetFetchRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf, pos)
-            f_topics.append(item)
-    unknown = None
+            it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf, pos)
+            f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -432,13 +432,13 @@ def _dec_OffsetFetchRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetFetchRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_v7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_v7(w: bytearray, o: OffsetFetchRequest) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w, item)
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(w, it_topics)
     if o.groups:
         refuse_absent_field("OffsetFetchRequest", "groups", 7)
     w += _S_o.pack(o.require_stable)
@@ -448,7 +448,7 @@ def _enc_OffsetFetchRequest_v7(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_v7(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
@@ -456,11 +456,11 @@ def _dec_OffsetFetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_topics = []
         for _ in range(n):
-            item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf, pos)
-            f_topics.append(item)
+            it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf, pos)
+            f_topics.append(it_topics)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -470,16 +470,16 @@ def _dec_OffsetFetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetFetchRequest(group_id=f_group_id, topics=f_topics, require_stable=f_require_stable, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_v8(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_v8(w: bytearray, o: OffsetFetchRequest) -> None:
     if o.group_id != '':
         refuse_absent_field("OffsetFetchRequest", "group_id", 8)
     if o.topics:
         refuse_absent_field("OffsetFetchRequest", "topics", 8)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w, it_groups)
     w += _S_o.pack(o.require_stable)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -487,15 +487,15 @@ def _enc_OffsetFetchRequest_v8(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_v8(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos)
+        f_groups.append(it_groups)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -505,16 +505,16 @@ def _dec_OffsetFetchRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_v9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchRequest_v9(w: bytearray, o: OffsetFetchRequest) -> None:
     if o.group_id != '':
         refuse_absent_field("OffsetFetchRequest", "group_id", 9)
     if o.topics:
         refuse_absent_field("OffsetFetchRequest", "topics", 9)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w, it_groups)
     w += _S_o.pack(o.require_stable)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -522,15 +522,15 @@ def _enc_OffsetFetchRequest_v9(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchRequest_v9(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos)
-        f_groups.append(item)
+        it_groups, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos)
+        f_groups.append(it_groups)
     f_require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -540,13 +540,13 @@ def _dec_OffsetFetchRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
     f_partition_index, f_committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     f_metadata, pos = read_nullable_string(buf, pos)
@@ -555,13 +555,13 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf: Any, pos: in
     return OffsetFetchResponse.OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, metadata=f_metadata, error_code=f_error_code), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_metadata, pos = read_nullable_string(buf, pos)
@@ -570,7 +570,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: Any, pos: int)
     return OffsetFetchResponse.OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
@@ -580,13 +580,13 @@ def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_metadata, pos = read_compact_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -596,15 +596,15 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf: Any, pos: in
     return OffsetFetchResponse.OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -614,65 +614,65 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(buf: Any, pos: in
     return OffsetFetchResponse.OffsetFetchResponsePartition(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(w, it_partitions)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetFetchResponse.OffsetFetchResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w, it_partitions)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetFetchResponse.OffsetFetchResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -682,15 +682,15 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf: Any, pos: int) -
     return OffsetFetchResponse.OffsetFetchResponseTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -700,23 +700,23 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(buf: Any, pos: int) -
     return OffsetFetchResponse.OffsetFetchResponseTopic(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v0_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v0_5(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
     pass
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v0_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartitions, int]:
     return OffsetFetchResponse.OffsetFetchResponsePartitions(), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v6_7(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartitions, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -726,7 +726,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v6_7(buf: Any, pos: i
     return OffsetFetchResponse.OffsetFetchResponsePartitions(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
@@ -736,13 +736,13 @@ def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w: bytearray, o:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartitions, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_metadata, pos = read_compact_nullable_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -752,23 +752,23 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf: Any, pos: i
     return OffsetFetchResponse.OffsetFetchResponsePartitions(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v0_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v0_5(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
     pass
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v0_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopics, int]:
     return OffsetFetchResponse.OffsetFetchResponseTopics(), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v6_7(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopics, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -778,27 +778,27 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v6_7(buf: Any, pos: int) 
     return OffsetFetchResponse.OffsetFetchResponseTopics(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopics, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -808,23 +808,23 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf: Any, pos: int) 
     return OffsetFetchResponse.OffsetFetchResponseTopics(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v0_5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v0_5(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
     pass
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v0_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseGroup, int]:
     return OffsetFetchResponse.OffsetFetchResponseGroup(), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v6_7(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseGroup, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -834,13 +834,13 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v6_7(buf: Any, pos: int) -
     return OffsetFetchResponse.OffsetFetchResponseGroup(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w, it_topics)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -848,16 +848,16 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w: bytearray, o: Any)
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf, pos)
+        f_topics.append(it_topics)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -867,96 +867,96 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf: Any, pos: int) -
     return OffsetFetchResponse.OffsetFetchResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_v0_1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, item)
+def _enc_OffsetFetchResponse_v0_1(w: bytearray, o: OffsetFetchResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, it_topics)
 
 
-def _dec_OffsetFetchResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_v0_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     return OffsetFetchResponse(topics=f_topics), pos
 
 
-def _enc_OffsetFetchResponse_v2(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, item)
+def _enc_OffsetFetchResponse_v2(w: bytearray, o: OffsetFetchResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, it_topics)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_OffsetFetchResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_v2(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return OffsetFetchResponse(topics=f_topics, error_code=f_error_code), pos
 
 
-def _enc_OffsetFetchResponse_v3_4(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_v3_4(w: bytearray, o: OffsetFetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(w, it_topics)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_OffsetFetchResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_v3_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0_4(buf, pos)
+        f_topics.append(it_topics)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code), pos
 
 
-def _enc_OffsetFetchResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_v5(w: bytearray, o: OffsetFetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w, it_topics)
     w += _S_h.pack(o.error_code)
 
 
-def _dec_OffsetFetchResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_v5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos)
+        f_topics.append(it_topics)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code), pos
 
 
-def _enc_OffsetFetchResponse_v6_7(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_v6_7(w: bytearray, o: OffsetFetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(w, it_topics)
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -964,17 +964,17 @@ def _enc_OffsetFetchResponse_v6_7(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_v6_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf, pos)
+        f_topics.append(it_topics)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -984,28 +984,28 @@ def _dec_OffsetFetchResponse_v6_7(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_v8_9(w: bytearray, o: Any) -> None:
+def _enc_OffsetFetchResponse_v8_9(w: bytearray, o: OffsetFetchResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.groups
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w, item)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_v8_9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetFetchResponse_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        item, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf, pos)
-        f_groups.append(item)
-    unknown = None
+        it_groups, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

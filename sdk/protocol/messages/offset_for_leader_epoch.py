@@ -83,27 +83,27 @@ class OffsetForLeaderEpochResponse(Message):
 
 
 
-def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(w: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     w += _S_ii.pack(o.partition, o.leader_epoch)
 
 
-def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderPartition, int]:
     f_partition, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     return OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=f_partition, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(w: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     w += _S_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
 
 
-def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderPartition, int]:
     f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
     return OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     w += _S_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -111,10 +111,10 @@ def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w: bytearray, o
         w.append(0)
 
 
-def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderPartition, int]:
     f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -124,65 +124,65 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf: Any, pos: 
     return OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(w, it_partitions)
 
 
-def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(w, it_partitions)
 
 
-def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2_3(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -192,82 +192,82 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf: Any, pos: int)
     return OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_v0_1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w, item)
+def _enc_OffsetForLeaderEpochRequest_v0_1(w: bytearray, o: OffsetForLeaderEpochRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(w, it_topics)
 
 
-def _dec_OffsetForLeaderEpochRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_v0_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
     return OffsetForLeaderEpochRequest(topics=f_topics), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_v2(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w, item)
+def _enc_OffsetForLeaderEpochRequest_v2(w: bytearray, o: OffsetForLeaderEpochRequest) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w, it_topics)
 
 
-def _dec_OffsetForLeaderEpochRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_v2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
+        f_topics.append(it_topics)
     return OffsetForLeaderEpochRequest(topics=f_topics), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_v3(w: bytearray, o: OffsetForLeaderEpochRequest) -> None:
     w += _S_i.pack(o.replica_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(w, it_topics)
 
 
-def _dec_OffsetForLeaderEpochRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_v3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2_3(buf, pos)
+        f_topics.append(it_topics)
     return OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics), pos
 
 
-def _enc_OffsetForLeaderEpochRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochRequest_v4(w: bytearray, o: OffsetForLeaderEpochRequest) -> None:
     w += _S_i.pack(o.replica_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetForLeaderEpochRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochRequest_v4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     f_replica_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -277,27 +277,27 @@ def _dec_OffsetForLeaderEpochRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     w += _S_hiq.pack(o.error_code, o.partition, o.end_offset)
 
 
-def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.EpochEndOffset, int]:
     f_error_code, f_partition, f_end_offset = _S_hiq.unpack_from(buf, pos)
     pos += 14
     return OffsetForLeaderEpochResponse.EpochEndOffset(error_code=f_error_code, partition=f_partition, end_offset=f_end_offset), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(w: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     w += _S_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
 
 
-def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.EpochEndOffset, int]:
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(buf, pos)
     pos += 18
     return OffsetForLeaderEpochResponse.EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     w += _S_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -305,10 +305,10 @@ def _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.EpochEndOffset, int]:
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(buf, pos)
     pos += 18
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -318,65 +318,65 @@ def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf: Any, pos: int) -> t
     return OffsetForLeaderEpochResponse.EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset, unknown_tags=unknown), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w, it_partitions)
 
 
-def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     write_required_string(w, o.topic)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(w, it_partitions)
 
 
-def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v1_3(buf, pos)
+        f_partitions.append(it_partitions)
     return OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     write_required_compact_string(w, o.topic)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -386,82 +386,82 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf: Any, po
     return OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w, item)
+def _enc_OffsetForLeaderEpochResponse_v0(w: bytearray, o: OffsetForLeaderEpochResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w, it_topics)
 
 
-def _dec_OffsetForLeaderEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_v0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos)
+        f_topics.append(it_topics)
     return OffsetForLeaderEpochResponse(topics=f_topics), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_v1(w: bytearray, o: Any) -> None:
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w, item)
+def _enc_OffsetForLeaderEpochResponse_v1(w: bytearray, o: OffsetForLeaderEpochResponse) -> None:
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w, it_topics)
 
 
-def _dec_OffsetForLeaderEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_v1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
+        f_topics.append(it_topics)
     return OffsetForLeaderEpochResponse(topics=f_topics), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_v2_3(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_v2_3(w: bytearray, o: OffsetForLeaderEpochResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(w, it_topics)
 
 
-def _dec_OffsetForLeaderEpochResponse_v2_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_v2_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1_3(buf, pos)
+        f_topics.append(it_topics)
     return OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_OffsetForLeaderEpochResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_OffsetForLeaderEpochResponse_v4(w: bytearray, o: OffsetForLeaderEpochResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetForLeaderEpochResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_OffsetForLeaderEpochResponse_v4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

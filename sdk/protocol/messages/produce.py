@@ -110,19 +110,19 @@ class ProduceResponse(Message):
 
 
 
-def _enc_ProduceRequest_PartitionProduceData_v0_8(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_PartitionProduceData_v0_8(w: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
     w += _S_i.pack(o.index)
     write_bytes(w, o.records)
 
 
-def _dec_ProduceRequest_PartitionProduceData_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_PartitionProduceData_v0_8(buf: Any, pos: int) -> tuple[ProduceRequest.PartitionProduceData, int]:
     f_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_records, pos = read_nullable_bytes(buf, pos)
     return ProduceRequest.PartitionProduceData(index=f_index, records=f_records), pos
 
 
-def _enc_ProduceRequest_PartitionProduceData_v9_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_PartitionProduceData_v9_11(w: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
     w += _S_i.pack(o.index)
     write_compact_bytes(w, o.records)
     if o.unknown_tags:
@@ -131,11 +131,11 @@ def _enc_ProduceRequest_PartitionProduceData_v9_11(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_ProduceRequest_PartitionProduceData_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_PartitionProduceData_v9_11(buf: Any, pos: int) -> tuple[ProduceRequest.PartitionProduceData, int]:
     f_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_records, pos = read_compact_nullable_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -145,46 +145,46 @@ def _dec_ProduceRequest_PartitionProduceData_v9_11(buf: Any, pos: int) -> tuple[
     return ProduceRequest.PartitionProduceData(index=f_index, records=f_records, unknown_tags=unknown), pos
 
 
-def _enc_ProduceRequest_TopicProduceData_v0_8(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_TopicProduceData_v0_8(w: bytearray, o: ProduceRequest.TopicProduceData) -> None:
     write_required_string(w, o.name)
-    v = o.partition_data
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceRequest_PartitionProduceData_v0_8(w, item)
+    v_partition_data = o.partition_data
+    write_required_array_length(w, v_partition_data)
+    if v_partition_data:
+        for it_partition_data in v_partition_data:
+            _enc_ProduceRequest_PartitionProduceData_v0_8(w, it_partition_data)
 
 
-def _dec_ProduceRequest_TopicProduceData_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_TopicProduceData_v0_8(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_data = []
     for _ in range(n):
-        item, pos = _dec_ProduceRequest_PartitionProduceData_v0_8(buf, pos)
-        f_partition_data.append(item)
+        it_partition_data, pos = _dec_ProduceRequest_PartitionProduceData_v0_8(buf, pos)
+        f_partition_data.append(it_partition_data)
     return ProduceRequest.TopicProduceData(name=f_name, partition_data=f_partition_data), pos
 
 
-def _enc_ProduceRequest_TopicProduceData_v9_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_TopicProduceData_v9_11(w: bytearray, o: ProduceRequest.TopicProduceData) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceRequest_PartitionProduceData_v9_11(w, item)
+    v_partition_data = o.partition_data
+    write_required_compact_array_length(w, v_partition_data)
+    if v_partition_data:
+        for it_partition_data in v_partition_data:
+            _enc_ProduceRequest_PartitionProduceData_v9_11(w, it_partition_data)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_data = []
     for _ in range(n):
-        item, pos = _dec_ProduceRequest_PartitionProduceData_v9_11(buf, pos)
-        f_partition_data.append(item)
-    unknown = None
+        it_partition_data, pos = _dec_ProduceRequest_PartitionProduceData_v9_11(buf, pos)
+        f_partition_data.append(it_partition_data)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -194,74 +194,74 @@ def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[Any,
     return ProduceRequest.TopicProduceData(name=f_name, partition_data=f_partition_data, unknown_tags=unknown), pos
 
 
-def _enc_ProduceRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_v0_2(w: bytearray, o: ProduceRequest) -> None:
     if o.transactional_id is not None:
         refuse_absent_field("ProduceRequest", "transactional_id", 0)
     w += _S_hi.pack(o.acks, o.timeout_ms)
-    v = o.topic_data
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceRequest_TopicProduceData_v0_8(w, item)
+    v_topic_data = o.topic_data
+    write_required_array_length(w, v_topic_data)
+    if v_topic_data:
+        for it_topic_data in v_topic_data:
+            _enc_ProduceRequest_TopicProduceData_v0_8(w, it_topic_data)
 
 
-def _dec_ProduceRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_v0_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_topic_data = []
     for _ in range(n):
-        item, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
-        f_topic_data.append(item)
+        it_topic_data, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
+        f_topic_data.append(it_topic_data)
     return ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data), pos
 
 
-def _enc_ProduceRequest_v3_8(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_v3_8(w: bytearray, o: ProduceRequest) -> None:
     write_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
-    v = o.topic_data
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceRequest_TopicProduceData_v0_8(w, item)
+    v_topic_data = o.topic_data
+    write_required_array_length(w, v_topic_data)
+    if v_topic_data:
+        for it_topic_data in v_topic_data:
+            _enc_ProduceRequest_TopicProduceData_v0_8(w, it_topic_data)
 
 
-def _dec_ProduceRequest_v3_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_v3_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_array_length(buf, pos)
     f_topic_data = []
     for _ in range(n):
-        item, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
-        f_topic_data.append(item)
+        it_topic_data, pos = _dec_ProduceRequest_TopicProduceData_v0_8(buf, pos)
+        f_topic_data.append(it_topic_data)
     return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data), pos
 
 
-def _enc_ProduceRequest_v9_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceRequest_v9_11(w: bytearray, o: ProduceRequest) -> None:
     write_compact_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
-    v = o.topic_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceRequest_TopicProduceData_v9_11(w, item)
+    v_topic_data = o.topic_data
+    write_required_compact_array_length(w, v_topic_data)
+    if v_topic_data:
+        for it_topic_data in v_topic_data:
+            _enc_ProduceRequest_TopicProduceData_v9_11(w, it_topic_data)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceRequest_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceRequest_v9_11(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_data = []
     for _ in range(n):
-        item, pos = _dec_ProduceRequest_TopicProduceData_v9_11(buf, pos)
-        f_topic_data.append(item)
-    unknown = None
+        it_topic_data, pos = _dec_ProduceRequest_TopicProduceData_v9_11(buf, pos)
+        f_topic_data.append(it_topic_data)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -271,27 +271,27 @@ def _dec_ProduceRequest_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
     return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_BatchIndexAndErrorMessage_v0_7(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_BatchIndexAndErrorMessage_v0_7(w: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
     pass
 
 
-def _dec_ProduceResponse_BatchIndexAndErrorMessage_v0_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_BatchIndexAndErrorMessage_v0_7(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
     return ProduceResponse.BatchIndexAndErrorMessage(), pos
 
 
-def _enc_ProduceResponse_BatchIndexAndErrorMessage_v8(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_BatchIndexAndErrorMessage_v8(w: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
     w += _S_i.pack(o.batch_index)
     write_string(w, o.batch_index_error_message)
 
 
-def _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
     f_batch_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_batch_index_error_message, pos = read_nullable_string(buf, pos)
     return ProduceResponse.BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message), pos
 
 
-def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
     w += _S_i.pack(o.batch_index)
     write_compact_string(w, o.batch_index_error_message)
     if o.unknown_tags:
@@ -300,11 +300,11 @@ def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
     f_batch_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_batch_index_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -314,23 +314,23 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf: Any, pos: int) -> 
     return ProduceResponse.BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_LeaderIdAndEpoch_v0_8(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_LeaderIdAndEpoch_v0_8(w: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
     pass
 
 
-def _dec_ProduceResponse_LeaderIdAndEpoch_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_LeaderIdAndEpoch_v0_8(buf: Any, pos: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
     return ProduceResponse.LeaderIdAndEpoch(), pos
 
 
-def _enc_ProduceResponse_LeaderIdAndEpoch_v9(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_LeaderIdAndEpoch_v9(w: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceResponse_LeaderIdAndEpoch_v9(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_ProduceResponse_LeaderIdAndEpoch_v9(buf: Any, pos: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -340,7 +340,7 @@ def _dec_ProduceResponse_LeaderIdAndEpoch_v9(buf: Any, pos: int) -> tuple[Any, i
     return ProduceResponse.LeaderIdAndEpoch(unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_LeaderIdAndEpoch_v10_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_LeaderIdAndEpoch_v10_11(w: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -348,10 +348,10 @@ def _enc_ProduceResponse_LeaderIdAndEpoch_v10_11(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ProduceResponse_LeaderIdAndEpoch_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_LeaderIdAndEpoch_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -361,65 +361,65 @@ def _dec_ProduceResponse_LeaderIdAndEpoch_v10_11(buf: Any, pos: int) -> tuple[An
     return ProduceResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v0_1(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihq.pack(o.index, o.error_code, o.base_offset)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v0_1(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset = _S_ihq.unpack_from(buf, pos)
     pos += 14
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v2_4(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v2_4(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v2_4(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms = _S_ihqq.unpack_from(buf, pos)
     pos += 22
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v5_7(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v5_7(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v8(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v8(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    v = o.record_errors
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_BatchIndexAndErrorMessage_v8(w, item)
+    v_record_errors = o.record_errors
+    write_required_array_length(w, v_record_errors)
+    if v_record_errors:
+        for it_record_errors in v_record_errors:
+            _enc_ProduceResponse_BatchIndexAndErrorMessage_v8(w, it_record_errors)
     write_string(w, o.error_message)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v8(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_required_array_length(buf, pos)
     f_record_errors = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos)
-        f_record_errors.append(item)
+        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_nullable_string(buf, pos)
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v9(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v9(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    v = o.record_errors
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, item)
+    v_record_errors = o.record_errors
+    write_required_compact_array_length(w, v_record_errors)
+    if v_record_errors:
+        for it_record_errors in v_record_errors:
+            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, it_record_errors)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -427,16 +427,16 @@ def _enc_ProduceResponse_PartitionProduceResponse_v9(w: bytearray, o: Any) -> No
         w.append(0)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_required_compact_array_length(buf, pos)
     f_record_errors = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
-        f_record_errors.append(item)
+        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -446,13 +446,13 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tupl
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v10_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v10_11(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    v = o.record_errors
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, item)
+    v_record_errors = o.record_errors
+    write_required_compact_array_length(w, v_record_errors)
+    if v_record_errors:
+        for it_record_errors in v_record_errors:
+            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, it_record_errors)
     write_compact_string(w, o.error_message)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
@@ -462,17 +462,17 @@ def _enc_ProduceResponse_PartitionProduceResponse_v10_11(w: bytearray, o: Any) -
     write_tagged_fields(w, tags)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_required_compact_array_length(buf, pos)
     f_record_errors = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
-        f_record_errors.append(item)
+        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    f_current_leader = ProduceResponse.LeaderIdAndEpoch()
-    unknown = None
+    f_current_leader: ProduceResponse.LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch()
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -488,103 +488,103 @@ def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> 
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message, current_leader=f_current_leader, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v0_1(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partition_responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_PartitionProduceResponse_v0_1(w, item)
+    v_partition_responses = o.partition_responses
+    write_required_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v0_1(w, it_partition_responses)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v0_1(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v0_1(buf, pos)
-        f_partition_responses.append(item)
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v0_1(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v2_4(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v2_4(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partition_responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_PartitionProduceResponse_v2_4(w, item)
+    v_partition_responses = o.partition_responses
+    write_required_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v2_4(w, it_partition_responses)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v2_4(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v2_4(buf, pos)
-        f_partition_responses.append(item)
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v2_4(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v5_7(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v5_7(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partition_responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_PartitionProduceResponse_v5_7(w, item)
+    v_partition_responses = o.partition_responses
+    write_required_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v5_7(w, it_partition_responses)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v5_7(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf, pos)
-        f_partition_responses.append(item)
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v5_7(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v8(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v8(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_string(w, o.name)
-    v = o.partition_responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_PartitionProduceResponse_v8(w, item)
+    v_partition_responses = o.partition_responses
+    write_required_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v8(w, it_partition_responses)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v8(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos)
-        f_partition_responses.append(item)
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v9(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v9(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_PartitionProduceResponse_v9(w, item)
+    v_partition_responses = o.partition_responses
+    write_required_compact_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v9(w, it_partition_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v9(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos)
-        f_partition_responses.append(item)
-    unknown = None
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos)
+        f_partition_responses.append(it_partition_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -594,27 +594,27 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf: Any, pos: int) -> tuple[An
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v10_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v10_11(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_PartitionProduceResponse_v10_11(w, item)
+    v_partition_responses = o.partition_responses
+    write_required_compact_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v10_11(w, it_partition_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf, pos)
-        f_partition_responses.append(item)
-    unknown = None
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf, pos)
+        f_partition_responses.append(it_partition_responses)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -624,23 +624,23 @@ def _dec_ProduceResponse_TopicProduceResponse_v10_11(buf: Any, pos: int) -> tupl
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_NodeEndpoint_v0_8(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_NodeEndpoint_v0_8(w: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
     pass
 
 
-def _dec_ProduceResponse_NodeEndpoint_v0_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_NodeEndpoint_v0_8(buf: Any, pos: int) -> tuple[ProduceResponse.NodeEndpoint, int]:
     return ProduceResponse.NodeEndpoint(), pos
 
 
-def _enc_ProduceResponse_NodeEndpoint_v9(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_NodeEndpoint_v9(w: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceResponse_NodeEndpoint_v9(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_ProduceResponse_NodeEndpoint_v9(buf: Any, pos: int) -> tuple[ProduceResponse.NodeEndpoint, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -650,7 +650,7 @@ def _dec_ProduceResponse_NodeEndpoint_v9(buf: Any, pos: int) -> tuple[Any, int]:
     return ProduceResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_NodeEndpoint_v10_11(w: bytearray, o: Any) -> None:
+def _enc_ProduceResponse_NodeEndpoint_v10_11(w: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -661,14 +661,14 @@ def _enc_ProduceResponse_NodeEndpoint_v10_11(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ProduceResponse_NodeEndpoint_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_NodeEndpoint_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -678,109 +678,109 @@ def _dec_ProduceResponse_NodeEndpoint_v10_11(buf: Any, pos: int) -> tuple[Any, i
     return ProduceResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v0_1(w, item)
+def _enc_ProduceResponse_v0(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v0_1(w, it_responses)
 
 
-def _dec_ProduceResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
+        f_responses.append(it_responses)
     return ProduceResponse(responses=f_responses), pos
 
 
-def _enc_ProduceResponse_v1(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v0_1(w, item)
+def _enc_ProduceResponse_v1(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v0_1(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_ProduceResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v0_1(buf, pos)
+        f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_ProduceResponse_v2_4(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v2_4(w, item)
+def _enc_ProduceResponse_v2_4(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v2_4(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_ProduceResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v2_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v2_4(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v2_4(buf, pos)
+        f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_ProduceResponse_v5_7(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v5_7(w, item)
+def _enc_ProduceResponse_v5_7(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v5_7(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_ProduceResponse_v5_7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v5_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v5_7(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v5_7(buf, pos)
+        f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_ProduceResponse_v8(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v8(w, item)
+def _enc_ProduceResponse_v8(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v8(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
 
 
-def _dec_ProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v8(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos)
+        f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_ProduceResponse_v9(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v9(w, item)
+def _enc_ProduceResponse_v9(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v9(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -788,15 +788,15 @@ def _enc_ProduceResponse_v9(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos)
+        f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -806,35 +806,35 @@ def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_v10_11(w: bytearray, o: Any) -> None:
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ProduceResponse_TopicProduceResponse_v10_11(w, item)
+def _enc_ProduceResponse_v10_11(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v10_11(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
-        v = o.node_endpoints
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_ProduceResponse_NodeEndpoint_v10_11(t, item)
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_ProduceResponse_NodeEndpoint_v10_11(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ProduceResponse_TopicProduceResponse_v10_11(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v10_11(buf, pos)
+        f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
-    f_node_endpoints = []
-    unknown = None
+    f_node_endpoints: list[ProduceResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -844,8 +844,8 @@ def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                item, pos = _dec_ProduceResponse_NodeEndpoint_v10_11(buf, pos)
-                f_node_endpoints.append(item)
+                it_node_endpoints, pos = _dec_ProduceResponse_NodeEndpoint_v10_11(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

@@ -56,7 +56,7 @@ class PushTelemetryResponse(Message):
 
 
 
-def _enc_PushTelemetryRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_PushTelemetryRequest_v0(w: bytearray, o: PushTelemetryRequest) -> None:
     w += o.client_instance_id.bytes
     w += _S_iob.pack(o.subscription_id, o.terminating, o.compression_type)
     write_required_compact_bytes(w, o.metrics)
@@ -66,12 +66,12 @@ def _enc_PushTelemetryRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_PushTelemetryRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_PushTelemetryRequest_v0(buf: Any, pos: int) -> tuple[PushTelemetryRequest, int]:
     f_client_instance_id, pos = read_uuid(buf, pos)
     f_subscription_id, f_terminating, f_compression_type = _S_iob.unpack_from(buf, pos)
     pos += 6
     f_metrics, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -81,7 +81,7 @@ def _dec_PushTelemetryRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return PushTelemetryRequest(client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, terminating=f_terminating, compression_type=f_compression_type, metrics=f_metrics, unknown_tags=unknown), pos
 
 
-def _enc_PushTelemetryResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_PushTelemetryResponse_v0(w: bytearray, o: PushTelemetryResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -89,10 +89,10 @@ def _enc_PushTelemetryResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_PushTelemetryResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_PushTelemetryResponse_v0(buf: Any, pos: int) -> tuple[PushTelemetryResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

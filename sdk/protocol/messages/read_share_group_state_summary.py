@@ -80,7 +80,7 @@ class ReadShareGroupStateSummaryResponse(Message):
 
 
 
-def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w: bytearray, o: ReadShareGroupStateSummaryRequest.PartitionData) -> None:
     w += _S_ii.pack(o.partition, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -88,10 +88,10 @@ def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w: bytearray, o: Any
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.PartitionData, int]:
     f_partition, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -101,27 +101,27 @@ def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf: Any, pos: int) 
     return ReadShareGroupStateSummaryRequest.PartitionData(partition=f_partition, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w: bytearray, o: Any) -> None:
+def _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w: bytearray, o: ReadShareGroupStateSummaryRequest.ReadStateSummaryData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.ReadStateSummaryData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -131,27 +131,27 @@ def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf: Any, pos
     return ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ReadShareGroupStateSummaryRequest_v0(w: bytearray, o: ReadShareGroupStateSummaryRequest) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ReadShareGroupStateSummaryRequest_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -161,7 +161,7 @@ def _dec_ReadShareGroupStateSummaryRequest_v0(buf: Any, pos: int) -> tuple[Any, 
     return ReadShareGroupStateSummaryRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w: bytearray, o: Any) -> None:
+def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_iq.pack(o.state_epoch, o.start_offset)
@@ -171,13 +171,13 @@ def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse.PartitionResult, int]:
     f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_state_epoch, f_start_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -187,27 +187,27 @@ def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf: Any, pos: in
     return ReadShareGroupStateSummaryResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w: bytearray, o: Any) -> None:
+def _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w: bytearray, o: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -217,25 +217,25 @@ def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf: Any, 
     return ReadShareGroupStateSummaryResponse.ReadStateSummaryResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w, item)
+def _enc_ReadShareGroupStateSummaryResponse_v0(w: bytearray, o: ReadShareGroupStateSummaryResponse) -> None:
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ReadShareGroupStateSummaryResponse_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

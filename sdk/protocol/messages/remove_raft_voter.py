@@ -55,7 +55,7 @@ class RemoveRaftVoterResponse(Message):
 
 
 
-def _enc_RemoveRaftVoterRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_RemoveRaftVoterRequest_v0(w: bytearray, o: RemoveRaftVoterRequest) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
     w += o.voter_directory_id.bytes
@@ -65,12 +65,12 @@ def _enc_RemoveRaftVoterRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_RemoveRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RemoveRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_voter_directory_id, pos = read_uuid(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -80,7 +80,7 @@ def _dec_RemoveRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return RemoveRaftVoterRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, unknown_tags=unknown), pos
 
 
-def _enc_RemoveRaftVoterResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_RemoveRaftVoterResponse_v0(w: bytearray, o: RemoveRaftVoterResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -89,11 +89,11 @@ def _enc_RemoveRaftVoterResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_RemoveRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RemoveRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[RemoveRaftVoterResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

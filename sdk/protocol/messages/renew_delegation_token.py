@@ -54,19 +54,19 @@ class RenewDelegationTokenResponse(Message):
 
 
 
-def _enc_RenewDelegationTokenRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_RenewDelegationTokenRequest_v0_1(w: bytearray, o: RenewDelegationTokenRequest) -> None:
     write_required_bytes(w, o.hmac)
     w += _S_q.pack(o.renew_period_ms)
 
 
-def _dec_RenewDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RenewDelegationTokenRequest_v0_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
     f_hmac, pos = read_bytes(buf, pos)
     f_renew_period_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
     return RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms), pos
 
 
-def _enc_RenewDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_RenewDelegationTokenRequest_v2(w: bytearray, o: RenewDelegationTokenRequest) -> None:
     write_required_compact_bytes(w, o.hmac)
     w += _S_q.pack(o.renew_period_ms)
     if o.unknown_tags:
@@ -75,11 +75,11 @@ def _enc_RenewDelegationTokenRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_RenewDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RenewDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
     f_hmac, pos = read_compact_bytes(buf, pos)
     f_renew_period_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -89,17 +89,17 @@ def _dec_RenewDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms, unknown_tags=unknown), pos
 
 
-def _enc_RenewDelegationTokenResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_RenewDelegationTokenResponse_v0_1(w: bytearray, o: RenewDelegationTokenResponse) -> None:
     w += _S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
 
 
-def _dec_RenewDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RenewDelegationTokenResponse_v0_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
     return RenewDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms), pos
 
 
-def _enc_RenewDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_RenewDelegationTokenResponse_v2(w: bytearray, o: RenewDelegationTokenResponse) -> None:
     w += _S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -107,10 +107,10 @@ def _enc_RenewDelegationTokenResponse_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_RenewDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_RenewDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

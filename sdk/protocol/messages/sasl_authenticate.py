@@ -54,16 +54,16 @@ class SaslAuthenticateResponse(Message):
 
 
 
-def _enc_SaslAuthenticateRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_SaslAuthenticateRequest_v0_1(w: bytearray, o: SaslAuthenticateRequest) -> None:
     write_required_bytes(w, o.auth_bytes)
 
 
-def _dec_SaslAuthenticateRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslAuthenticateRequest_v0_1(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
     f_auth_bytes, pos = read_bytes(buf, pos)
     return SaslAuthenticateRequest(auth_bytes=f_auth_bytes), pos
 
 
-def _enc_SaslAuthenticateRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_SaslAuthenticateRequest_v2(w: bytearray, o: SaslAuthenticateRequest) -> None:
     write_required_compact_bytes(w, o.auth_bytes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -71,9 +71,9 @@ def _enc_SaslAuthenticateRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_SaslAuthenticateRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslAuthenticateRequest_v2(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
     f_auth_bytes, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -83,13 +83,13 @@ def _dec_SaslAuthenticateRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return SaslAuthenticateRequest(auth_bytes=f_auth_bytes, unknown_tags=unknown), pos
 
 
-def _enc_SaslAuthenticateResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_SaslAuthenticateResponse_v0(w: bytearray, o: SaslAuthenticateResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     write_required_bytes(w, o.auth_bytes)
 
 
-def _dec_SaslAuthenticateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslAuthenticateResponse_v0(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -97,14 +97,14 @@ def _dec_SaslAuthenticateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes), pos
 
 
-def _enc_SaslAuthenticateResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_SaslAuthenticateResponse_v1(w: bytearray, o: SaslAuthenticateResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_string(w, o.error_message)
     write_required_bytes(w, o.auth_bytes)
     w += _S_q.pack(o.session_lifetime_ms)
 
 
-def _dec_SaslAuthenticateResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslAuthenticateResponse_v1(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_nullable_string(buf, pos)
@@ -114,7 +114,7 @@ def _dec_SaslAuthenticateResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, session_lifetime_ms=f_session_lifetime_ms), pos
 
 
-def _enc_SaslAuthenticateResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_SaslAuthenticateResponse_v2(w: bytearray, o: SaslAuthenticateResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     write_required_compact_bytes(w, o.auth_bytes)
@@ -125,14 +125,14 @@ def _enc_SaslAuthenticateResponse_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_SaslAuthenticateResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslAuthenticateResponse_v2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_auth_bytes, pos = read_compact_bytes(buf, pos)
     f_session_lifetime_ms, = _S_q.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

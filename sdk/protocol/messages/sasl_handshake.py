@@ -49,32 +49,32 @@ class SaslHandshakeResponse(Message):
 
 
 
-def _enc_SaslHandshakeRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_SaslHandshakeRequest_v0_1(w: bytearray, o: SaslHandshakeRequest) -> None:
     write_required_string(w, o.mechanism)
 
 
-def _dec_SaslHandshakeRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslHandshakeRequest_v0_1(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
     f_mechanism, pos = read_string(buf, pos)
     return SaslHandshakeRequest(mechanism=f_mechanism), pos
 
 
-def _enc_SaslHandshakeResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_SaslHandshakeResponse_v0_1(w: bytearray, o: SaslHandshakeResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.mechanisms
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_string(w, item)
+    v_mechanisms = o.mechanisms
+    write_required_array_length(w, v_mechanisms)
+    if v_mechanisms:
+        for it_mechanisms in v_mechanisms:
+            write_required_string(w, it_mechanisms)
 
 
-def _dec_SaslHandshakeResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SaslHandshakeResponse_v0_1(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_mechanisms = []
     for _ in range(n):
-        item, pos = read_string(buf, pos)
-        f_mechanisms.append(item)
+        it_mechanisms, pos = read_string(buf, pos)
+        f_mechanisms.append(it_mechanisms)
     return SaslHandshakeResponse(error_code=f_error_code, mechanisms=f_mechanisms), pos
 
 

@@ -107,25 +107,25 @@ class ShareAcknowledgeResponse(Message):
 
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgementBatch) -> None:
     w += _S_qq.pack(o.first_offset, o.last_offset)
-    v = o.acknowledge_types
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%db" % len(v), *v)
+    v_acknowledge_types = o.acknowledge_types
+    write_required_compact_array_length(w, v_acknowledge_types)
+    if v_acknowledge_types:
+        w += struct.pack(">%db" % len(v_acknowledge_types), *v_acknowledge_types)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgementBatch, int]:
     f_first_offset, f_last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
     f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
     pos += 1 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -135,28 +135,28 @@ def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> 
     return ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgePartition) -> None:
     w += _S_i.pack(o.partition_index)
-    v = o.acknowledgement_batches
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, item)
+    v_acknowledgement_batches = o.acknowledgement_batches
+    write_required_compact_array_length(w, v_acknowledgement_batches)
+    if v_acknowledgement_batches:
+        for it_acknowledgement_batches in v_acknowledgement_batches:
+            _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, it_acknowledgement_batches)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgePartition, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_acknowledgement_batches = []
     for _ in range(n):
-        item, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
-        f_acknowledgement_batches.append(item)
-    unknown = None
+        it_acknowledgement_batches, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
+        f_acknowledgement_batches.append(it_acknowledgement_batches)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -166,27 +166,27 @@ def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> 
     return ShareAcknowledgeRequest.AcknowledgePartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgeTopic) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgeTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -196,22 +196,22 @@ def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf: Any, pos: int) -> tupl
     return ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeRequest_v0(w: bytearray, o: ShareAcknowledgeRequest) -> None:
     write_compact_string(w, o.group_id)
     write_compact_string(w, o.member_id)
     w += _S_i.pack(o.share_session_epoch)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
     f_group_id, pos = read_compact_nullable_string(buf, pos)
     f_member_id, pos = read_compact_nullable_string(buf, pos)
     f_share_session_epoch, = _S_i.unpack_from(buf, pos)
@@ -219,9 +219,9 @@ def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -231,7 +231,7 @@ def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w: bytearray, o: ShareAcknowledgeResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -239,10 +239,10 @@ def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w: bytearray, o: Any) -> N
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -252,7 +252,7 @@ def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tup
     return ShareAcknowledgeResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeResponse_PartitionData_v0(w: bytearray, o: ShareAcknowledgeResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
@@ -262,12 +262,12 @@ def _enc_ShareAcknowledgeResponse_PartitionData_v0(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_current_leader, pos = _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -277,27 +277,27 @@ def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[
     return ShareAcknowledgeResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, current_leader=f_current_leader, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w: bytearray, o: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareAcknowledgeResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareAcknowledgeResponse_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -307,7 +307,7 @@ def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos
     return ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w: bytearray, o: ShareAcknowledgeResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -318,14 +318,14 @@ def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -335,40 +335,40 @@ def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[A
     return ShareAcknowledgeResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareAcknowledgeResponse_v0(w: bytearray, o: ShareAcknowledgeResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w, item)
-    v = o.node_endpoints
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w, it_responses)
+    v_node_endpoints = o.node_endpoints
+    write_required_compact_array_length(w, v_node_endpoints)
+    if v_node_endpoints:
+        for it_node_endpoints in v_node_endpoints:
+            _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w, it_node_endpoints)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareAcknowledgeResponse_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos)
+        f_responses.append(it_responses)
     n, pos = read_required_compact_array_length(buf, pos)
     f_node_endpoints = []
     for _ in range(n):
-        item, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
-        f_node_endpoints.append(item)
-    unknown = None
+        it_node_endpoints, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
+        f_node_endpoints.append(it_node_endpoints)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -132,25 +132,25 @@ class ShareFetchResponse(Message):
 
 
 
-def _enc_ShareFetchRequest_AcknowledgementBatch_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchRequest_AcknowledgementBatch_v0(w: bytearray, o: ShareFetchRequest.AcknowledgementBatch) -> None:
     w += _S_qq.pack(o.first_offset, o.last_offset)
-    v = o.acknowledge_types
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%db" % len(v), *v)
+    v_acknowledge_types = o.acknowledge_types
+    write_required_compact_array_length(w, v_acknowledge_types)
+    if v_acknowledge_types:
+        w += struct.pack(">%db" % len(v_acknowledge_types), *v_acknowledge_types)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest.AcknowledgementBatch, int]:
     f_first_offset, f_last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
     f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
     pos += 1 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -160,28 +160,28 @@ def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[
     return ShareFetchRequest.AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchRequest_FetchPartition_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchRequest_FetchPartition_v0(w: bytearray, o: ShareFetchRequest.FetchPartition) -> None:
     w += _S_ii.pack(o.partition_index, o.partition_max_bytes)
-    v = o.acknowledgement_batches
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchRequest_AcknowledgementBatch_v0(w, item)
+    v_acknowledgement_batches = o.acknowledgement_batches
+    write_required_compact_array_length(w, v_acknowledgement_batches)
+    if v_acknowledgement_batches:
+        for it_acknowledgement_batches in v_acknowledgement_batches:
+            _enc_ShareFetchRequest_AcknowledgementBatch_v0(w, it_acknowledgement_batches)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest.FetchPartition, int]:
     f_partition_index, f_partition_max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
     f_acknowledgement_batches = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
-        f_acknowledgement_batches.append(item)
-    unknown = None
+        it_acknowledgement_batches, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
+        f_acknowledgement_batches.append(it_acknowledgement_batches)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -191,27 +191,27 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[Any, i
     return ShareFetchRequest.FetchPartition(partition_index=f_partition_index, partition_max_bytes=f_partition_max_bytes, acknowledgement_batches=f_acknowledgement_batches, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchRequest_FetchTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchRequest_FetchTopic_v0(w: bytearray, o: ShareFetchRequest.FetchTopic) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchRequest_FetchPartition_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareFetchRequest_FetchPartition_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchRequest_FetchTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchRequest_FetchTopic_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest.FetchTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -221,24 +221,24 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return ShareFetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchRequest_ForgottenTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchRequest_ForgottenTopic_v0(w: bytearray, o: ShareFetchRequest.ForgottenTopic) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchRequest_ForgottenTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchRequest_ForgottenTopic_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest.ForgottenTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -248,27 +248,27 @@ def _dec_ShareFetchRequest_ForgottenTopic_v0(buf: Any, pos: int) -> tuple[Any, i
     return ShareFetchRequest.ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchRequest_v0(w: bytearray, o: ShareFetchRequest) -> None:
     write_compact_string(w, o.group_id)
     write_compact_string(w, o.member_id)
     w += _S_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchRequest_FetchTopic_v0(w, item)
-    v = o.forgotten_topics_data
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchRequest_ForgottenTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ShareFetchRequest_FetchTopic_v0(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_ShareFetchRequest_ForgottenTopic_v0(w, it_forgotten_topics_data)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
     f_group_id, pos = read_compact_nullable_string(buf, pos)
     f_member_id, pos = read_compact_nullable_string(buf, pos)
     f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes = _S_iiii.unpack_from(buf, pos)
@@ -276,14 +276,14 @@ def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchRequest_FetchTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_ShareFetchRequest_FetchTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
-        f_forgotten_topics_data.append(item)
-    unknown = None
+        it_forgotten_topics_data, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -293,7 +293,7 @@ def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w: bytearray, o: ShareFetchResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -301,10 +301,10 @@ def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -314,7 +314,7 @@ def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[Any
     return ShareFetchResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_AcquiredRecords_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchResponse_AcquiredRecords_v0(w: bytearray, o: ShareFetchResponse.AcquiredRecords) -> None:
     w += _S_qqh.pack(o.first_offset, o.last_offset, o.delivery_count)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -322,10 +322,10 @@ def _enc_ShareFetchResponse_AcquiredRecords_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_AcquiredRecords_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchResponse_AcquiredRecords_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.AcquiredRecords, int]:
     f_first_offset, f_last_offset, f_delivery_count = _S_qqh.unpack_from(buf, pos)
     pos += 18
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -335,25 +335,25 @@ def _dec_ShareFetchResponse_AcquiredRecords_v0(buf: Any, pos: int) -> tuple[Any,
     return ShareFetchResponse.AcquiredRecords(first_offset=f_first_offset, last_offset=f_last_offset, delivery_count=f_delivery_count, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchResponse_PartitionData_v0(w: bytearray, o: ShareFetchResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_h.pack(o.acknowledge_error_code)
     write_compact_string(w, o.acknowledge_error_message)
     _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
     write_compact_bytes(w, o.records)
-    v = o.acquired_records
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchResponse_AcquiredRecords_v0(w, item)
+    v_acquired_records = o.acquired_records
+    write_required_compact_array_length(w, v_acquired_records)
+    if v_acquired_records:
+        for it_acquired_records in v_acquired_records:
+            _enc_ShareFetchResponse_AcquiredRecords_v0(w, it_acquired_records)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -365,9 +365,9 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, i
     n, pos = read_required_compact_array_length(buf, pos)
     f_acquired_records = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
-        f_acquired_records.append(item)
-    unknown = None
+        it_acquired_records, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
+        f_acquired_records.append(it_acquired_records)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -377,27 +377,27 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, i
     return ShareFetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchResponse_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareFetchResponse_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -407,7 +407,7 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -
     return ShareFetchResponse.ShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchResponse_NodeEndpoint_v0(w: bytearray, o: ShareFetchResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -418,14 +418,14 @@ def _enc_ShareFetchResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -435,40 +435,40 @@ def _dec_ShareFetchResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, in
     return ShareFetchResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareFetchResponse_v0(w: bytearray, o: ShareFetchResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.responses
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w, item)
-    v = o.node_endpoints
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareFetchResponse_NodeEndpoint_v0(w, item)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w, it_responses)
+    v_node_endpoints = o.node_endpoints
+    write_required_compact_array_length(w, v_node_endpoints)
+    if v_node_endpoints:
+        for it_node_endpoints in v_node_endpoints:
+            _enc_ShareFetchResponse_NodeEndpoint_v0(w, it_node_endpoints)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareFetchResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
-        f_responses.append(item)
+        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
+        f_responses.append(it_responses)
     n, pos = read_required_compact_array_length(buf, pos)
     f_node_endpoints = []
     for _ in range(n):
-        item, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
-        f_node_endpoints.append(item)
-    unknown = None
+        it_node_endpoints, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
+        f_node_endpoints.append(it_node_endpoints)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -73,23 +73,23 @@ class ShareGroupHeartbeatResponse(Message):
 
 
 
-def _enc_ShareGroupHeartbeatRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareGroupHeartbeatRequest_v0(w: bytearray, o: ShareGroupHeartbeatRequest) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
     write_compact_string(w, o.rack_id)
-    v = o.subscribed_topic_names
-    write_compact_array_length(w, v)
-    if v:
-        for item in v:
-            write_required_compact_string(w, item)
+    v_subscribed_topic_names = o.subscribed_topic_names
+    write_compact_array_length(w, v_subscribed_topic_names)
+    if v_subscribed_topic_names:
+        for it_subscribed_topic_names in v_subscribed_topic_names:
+            write_required_compact_string(w, it_subscribed_topic_names)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_string(buf, pos)
     f_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -101,9 +101,9 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     else:
         f_subscribed_topic_names = []
         for _ in range(n):
-            item, pos = read_compact_string(buf, pos)
-            f_subscribed_topic_names.append(item)
-    unknown = None
+            it_subscribed_topic_names, pos = read_compact_string(buf, pos)
+            f_subscribed_topic_names.append(it_subscribed_topic_names)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -113,24 +113,24 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return ShareGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, rack_id=f_rack_id, subscribed_topic_names=f_subscribed_topic_names, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w: bytearray, o: ShareGroupHeartbeatResponse.TopicPartitions) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        w += struct.pack(">%di" % len(v_partitions), *v_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -140,25 +140,25 @@ def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> t
     return ShareGroupHeartbeatResponse.TopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupHeartbeatResponse_Assignment_v0(w: bytearray, o: Any) -> None:
-    v = o.topic_partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w, item)
+def _enc_ShareGroupHeartbeatResponse_Assignment_v0(w: bytearray, o: ShareGroupHeartbeatResponse.Assignment) -> None:
+    v_topic_partitions = o.topic_partitions
+    write_required_compact_array_length(w, v_topic_partitions)
+    if v_topic_partitions:
+        for it_topic_partitions in v_topic_partitions:
+            _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse.Assignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_partitions = []
     for _ in range(n):
-        item, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
-        f_topic_partitions.append(item)
-    unknown = None
+        it_topic_partitions, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
+        f_topic_partitions.append(it_topic_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -168,7 +168,7 @@ def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf: Any, pos: int) -> tuple[
     return ShareGroupHeartbeatResponse.Assignment(topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupHeartbeatResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_ShareGroupHeartbeatResponse_v0(w: bytearray, o: ShareGroupHeartbeatResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     write_compact_string(w, o.member_id)
@@ -184,7 +184,7 @@ def _enc_ShareGroupHeartbeatResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_ShareGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -197,7 +197,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
         f_assignment = None
     else:
         f_assignment, pos = _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

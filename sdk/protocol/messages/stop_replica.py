@@ -96,30 +96,30 @@ class StopReplicaResponse(Message):
 
 
 
-def _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(w: bytearray, o: StopReplicaRequest.StopReplicaPartitionV0) -> None:
     write_required_string(w, o.topic_name)
     w += _S_i.pack(o.partition_index)
 
 
-def _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionV0, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     return StopReplicaRequest.StopReplicaPartitionV0(topic_name=f_topic_name, partition_index=f_partition_index), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaPartitionV0_v1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaPartitionV0_v1(w: bytearray, o: StopReplicaRequest.StopReplicaPartitionV0) -> None:
     if o.topic_name != '':
         refuse_absent_field("StopReplicaPartitionV0", "topic_name", 1)
     if o.partition_index != 0:
         refuse_absent_field("StopReplicaPartitionV0", "partition_index", 1)
 
 
-def _dec_StopReplicaRequest_StopReplicaPartitionV0_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaPartitionV0_v1(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionV0, int]:
     return StopReplicaRequest.StopReplicaPartitionV0(), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaPartitionV0_v2_4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaPartitionV0_v2_4(w: bytearray, o: StopReplicaRequest.StopReplicaPartitionV0) -> None:
     if o.topic_name != '':
         refuse_absent_field("StopReplicaPartitionV0", "topic_name", 2)
     if o.partition_index != 0:
@@ -130,8 +130,8 @@ def _enc_StopReplicaRequest_StopReplicaPartitionV0_v2_4(w: bytearray, o: Any) ->
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaPartitionV0_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_StopReplicaRequest_StopReplicaPartitionV0_v2_4(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionV0, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -141,26 +141,26 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v2_4(buf: Any, pos: int) -> t
     return StopReplicaRequest.StopReplicaPartitionV0(unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicV1_v0(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicV1_v0(w: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     if o.name != '':
         refuse_absent_field("StopReplicaTopicV1", "name", 0)
     if o.partition_indexes:
         refuse_absent_field("StopReplicaTopicV1", "partition_indexes", 0)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicV1_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaTopicV1_v0(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
     return StopReplicaRequest.StopReplicaTopicV1(), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicV1_v1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicV1_v1(w: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     write_required_string(w, o.name)
-    v = o.partition_indexes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -168,24 +168,24 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf: Any, pos: int) -> tuple[A
     return StopReplicaRequest.StopReplicaTopicV1(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_indexes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -195,7 +195,7 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf: Any, pos: int) -> tuple[A
     return StopReplicaRequest.StopReplicaTopicV1(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicV1_v3_4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicV1_v3_4(w: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     if o.name != '':
         refuse_absent_field("StopReplicaTopicV1", "name", 3)
     if o.partition_indexes:
@@ -206,8 +206,8 @@ def _enc_StopReplicaRequest_StopReplicaTopicV1_v3_4(w: bytearray, o: Any) -> Non
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicV1_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_StopReplicaRequest_StopReplicaTopicV1_v3_4(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -217,7 +217,7 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v3_4(buf: Any, pos: int) -> tuple
     return StopReplicaRequest.StopReplicaTopicV1(unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaPartitionState_v0_1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaPartitionState_v0_1(w: bytearray, o: StopReplicaRequest.StopReplicaPartitionState) -> None:
     if o.partition_index != 0:
         refuse_absent_field("StopReplicaPartitionState", "partition_index", 0)
     if o.leader_epoch != -1:
@@ -226,11 +226,11 @@ def _enc_StopReplicaRequest_StopReplicaPartitionState_v0_1(w: bytearray, o: Any)
         refuse_absent_field("StopReplicaPartitionState", "delete_partition", 0)
 
 
-def _dec_StopReplicaRequest_StopReplicaPartitionState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaPartitionState_v0_1(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionState, int]:
     return StopReplicaRequest.StopReplicaPartitionState(), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaPartitionState_v2(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaPartitionState_v2(w: bytearray, o: StopReplicaRequest.StopReplicaPartitionState) -> None:
     if o.partition_index != 0:
         refuse_absent_field("StopReplicaPartitionState", "partition_index", 2)
     if o.leader_epoch != -1:
@@ -243,8 +243,8 @@ def _enc_StopReplicaRequest_StopReplicaPartitionState_v2(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaPartitionState_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_StopReplicaRequest_StopReplicaPartitionState_v2(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionState, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -254,7 +254,7 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v2(buf: Any, pos: int) -> 
     return StopReplicaRequest.StopReplicaPartitionState(unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaPartitionState_v3_4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaPartitionState_v3_4(w: bytearray, o: StopReplicaRequest.StopReplicaPartitionState) -> None:
     w += _S_iio.pack(o.partition_index, o.leader_epoch, o.delete_partition)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -262,10 +262,10 @@ def _enc_StopReplicaRequest_StopReplicaPartitionState_v3_4(w: bytearray, o: Any)
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionState, int]:
     f_partition_index, f_leader_epoch, f_delete_partition = _S_iio.unpack_from(buf, pos)
     pos += 9
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -275,18 +275,18 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf: Any, pos: int) -
     return StopReplicaRequest.StopReplicaPartitionState(partition_index=f_partition_index, leader_epoch=f_leader_epoch, delete_partition=f_delete_partition, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicState_v0_1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicState_v0_1(w: bytearray, o: StopReplicaRequest.StopReplicaTopicState) -> None:
     if o.topic_name != '':
         refuse_absent_field("StopReplicaTopicState", "topic_name", 0)
     if o.partition_states:
         refuse_absent_field("StopReplicaTopicState", "partition_states", 0)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicState_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaTopicState_v0_1(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicState, int]:
     return StopReplicaRequest.StopReplicaTopicState(), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicState_v2(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicState_v2(w: bytearray, o: StopReplicaRequest.StopReplicaTopicState) -> None:
     if o.topic_name != '':
         refuse_absent_field("StopReplicaTopicState", "topic_name", 2)
     if o.partition_states:
@@ -297,8 +297,8 @@ def _enc_StopReplicaRequest_StopReplicaTopicState_v2(w: bytearray, o: Any) -> No
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicState_v2(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_StopReplicaRequest_StopReplicaTopicState_v2(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicState, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -308,27 +308,27 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v2(buf: Any, pos: int) -> tupl
     return StopReplicaRequest.StopReplicaTopicState(unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w: bytearray, o: StopReplicaRequest.StopReplicaTopicState) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partition_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaRequest_StopReplicaPartitionState_v3_4(w, item)
+    v_partition_states = o.partition_states
+    write_required_compact_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_StopReplicaRequest_StopReplicaPartitionState_v3_4(w, it_partition_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicState, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf, pos)
-        f_partition_states.append(item)
-    unknown = None
+        it_partition_states, pos = _dec_StopReplicaRequest_StopReplicaPartitionState_v3_4(buf, pos)
+        f_partition_states.append(it_partition_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -338,69 +338,69 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf: Any, pos: int) -> tu
     return StopReplicaRequest.StopReplicaTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_v0(w: bytearray, o: StopReplicaRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 0)
     w += _S_iio.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
-    v = o.ungrouped_partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(w, item)
+    v_ungrouped_partitions = o.ungrouped_partitions
+    write_required_array_length(w, v_ungrouped_partitions)
+    if v_ungrouped_partitions:
+        for it_ungrouped_partitions in v_ungrouped_partitions:
+            _enc_StopReplicaRequest_StopReplicaPartitionV0_v0(w, it_ungrouped_partitions)
     if o.topics:
         refuse_absent_field("StopReplicaRequest", "topics", 0)
     if o.topic_states:
         refuse_absent_field("StopReplicaRequest", "topic_states", 0)
 
 
-def _dec_StopReplicaRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_v0(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
     f_controller_id, f_controller_epoch, f_delete_partitions = _S_iio.unpack_from(buf, pos)
     pos += 9
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partitions = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos)
-        f_ungrouped_partitions.append(item)
+        it_ungrouped_partitions, pos = _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos)
+        f_ungrouped_partitions.append(it_ungrouped_partitions)
     return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, delete_partitions=f_delete_partitions, ungrouped_partitions=f_ungrouped_partitions), pos
 
 
-def _enc_StopReplicaRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_v1(w: bytearray, o: StopReplicaRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 1)
     if o.ungrouped_partitions:
         refuse_absent_field("StopReplicaRequest", "ungrouped_partitions", 1)
     w += _S_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaRequest_StopReplicaTopicV1_v1(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_StopReplicaRequest_StopReplicaTopicV1_v1(w, it_topics)
     if o.topic_states:
         refuse_absent_field("StopReplicaRequest", "topic_states", 1)
 
 
-def _dec_StopReplicaRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_v1(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S_iiqo.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos)
+        f_topics.append(it_topics)
     return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics), pos
 
 
-def _enc_StopReplicaRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_v2(w: bytearray, o: StopReplicaRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 2)
     if o.ungrouped_partitions:
         refuse_absent_field("StopReplicaRequest", "ungrouped_partitions", 2)
     w += _S_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_StopReplicaRequest_StopReplicaTopicV1_v2(w, it_topics)
     if o.topic_states:
         refuse_absent_field("StopReplicaRequest", "topic_states", 2)
     if o.unknown_tags:
@@ -409,15 +409,15 @@ def _enc_StopReplicaRequest_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_StopReplicaRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_v2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = _S_iiqo.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -427,7 +427,7 @@ def _dec_StopReplicaRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_v3(w: bytearray, o: StopReplicaRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("StopReplicaRequest", "is_kraft_controller", 3)
     if o.delete_partitions != False:
@@ -437,26 +437,26 @@ def _enc_StopReplicaRequest_v3(w: bytearray, o: Any) -> None:
     if o.topics:
         refuse_absent_field("StopReplicaRequest", "topics", 3)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w, it_topic_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_StopReplicaRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_v3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
-        f_topic_states.append(item)
-    unknown = None
+        it_topic_states, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
+        f_topic_states.append(it_topic_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -466,7 +466,7 @@ def _dec_StopReplicaRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaRequest_v4(w: bytearray, o: StopReplicaRequest) -> None:
     if o.delete_partitions != False:
         refuse_absent_field("StopReplicaRequest", "delete_partitions", 4)
     if o.ungrouped_partitions:
@@ -474,26 +474,26 @@ def _enc_StopReplicaRequest_v4(w: bytearray, o: Any) -> None:
     if o.topics:
         refuse_absent_field("StopReplicaRequest", "topics", 4)
     w += _S_ioiq.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_StopReplicaRequest_StopReplicaTopicState_v3_4(w, it_topic_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_StopReplicaRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaRequest_v4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
     f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch = _S_ioiq.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
-        f_topic_states.append(item)
-    unknown = None
+        it_topic_states, pos = _dec_StopReplicaRequest_StopReplicaTopicState_v3_4(buf, pos)
+        f_topic_states.append(it_topic_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -503,19 +503,19 @@ def _dec_StopReplicaRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return StopReplicaRequest(controller_id=f_controller_id, is_kraft_controller=f_is_kraft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaResponse_StopReplicaPartitionError_v0_1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaResponse_StopReplicaPartitionError_v0_1(w: bytearray, o: StopReplicaResponse.StopReplicaPartitionError) -> None:
     write_required_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf: Any, pos: int) -> tuple[StopReplicaResponse.StopReplicaPartitionError, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return StopReplicaResponse.StopReplicaPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w: bytearray, o: StopReplicaResponse.StopReplicaPartitionError) -> None:
     write_required_compact_string(w, o.topic_name)
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
@@ -524,11 +524,11 @@ def _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w: bytearray, o: Any
         w.append(0)
 
 
-def _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf: Any, pos: int) -> tuple[StopReplicaResponse.StopReplicaPartitionError, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -538,48 +538,48 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf: Any, pos: int) 
     return StopReplicaResponse.StopReplicaPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_StopReplicaResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaResponse_v0_1(w: bytearray, o: StopReplicaResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.partition_errors
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaResponse_StopReplicaPartitionError_v0_1(w, item)
+    v_partition_errors = o.partition_errors
+    write_required_array_length(w, v_partition_errors)
+    if v_partition_errors:
+        for it_partition_errors in v_partition_errors:
+            _enc_StopReplicaResponse_StopReplicaPartitionError_v0_1(w, it_partition_errors)
 
 
-def _dec_StopReplicaResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaResponse_v0_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_array_length(buf, pos)
     f_partition_errors = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf, pos)
-        f_partition_errors.append(item)
+        it_partition_errors, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v0_1(buf, pos)
+        f_partition_errors.append(it_partition_errors)
     return StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors), pos
 
 
-def _enc_StopReplicaResponse_v2_4(w: bytearray, o: Any) -> None:
+def _enc_StopReplicaResponse_v2_4(w: bytearray, o: StopReplicaResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.partition_errors
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w, item)
+    v_partition_errors = o.partition_errors
+    write_required_compact_array_length(w, v_partition_errors)
+    if v_partition_errors:
+        for it_partition_errors in v_partition_errors:
+            _enc_StopReplicaResponse_StopReplicaPartitionError_v2_4(w, it_partition_errors)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_StopReplicaResponse_v2_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_StopReplicaResponse_v2_4(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_errors = []
     for _ in range(n):
-        item, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf, pos)
-        f_partition_errors.append(item)
-    unknown = None
+        it_partition_errors, pos = _dec_StopReplicaResponse_StopReplicaPartitionError_v2_4(buf, pos)
+        f_partition_errors.append(it_partition_errors)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -68,18 +68,18 @@ class SyncGroupResponse(Message):
 
 
 
-def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w: bytearray, o: SyncGroupRequest.SyncGroupRequestAssignment) -> None:
     write_required_string(w, o.member_id)
     write_required_bytes(w, o.assignment)
 
 
-def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf: Any, pos: int) -> tuple[SyncGroupRequest.SyncGroupRequestAssignment, int]:
     f_member_id, pos = read_string(buf, pos)
     f_assignment, pos = read_bytes(buf, pos)
     return SyncGroupRequest.SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment), pos
 
 
-def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w: bytearray, o: SyncGroupRequest.SyncGroupRequestAssignment) -> None:
     write_required_compact_string(w, o.member_id)
     write_required_compact_bytes(w, o.assignment)
     if o.unknown_tags:
@@ -88,10 +88,10 @@ def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w: bytearray, o: Any) 
         w.append(0)
 
 
-def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf: Any, pos: int) -> tuple[SyncGroupRequest.SyncGroupRequestAssignment, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_assignment, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -101,20 +101,20 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf: Any, pos: int) ->
     return SyncGroupRequest.SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment, unknown_tags=unknown), pos
 
 
-def _enc_SyncGroupRequest_v0_2(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupRequest_v0_2(w: bytearray, o: SyncGroupRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_string(w, o.member_id)
     if o.group_instance_id is not None:
         refuse_absent_field("SyncGroupRequest", "group_instance_id", 0)
-    v = o.assignments
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w, item)
+    v_assignments = o.assignments
+    write_required_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w, it_assignments)
 
 
-def _dec_SyncGroupRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupRequest_v0_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -122,24 +122,24 @@ def _dec_SyncGroupRequest_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_assignments = []
     for _ in range(n):
-        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
-        f_assignments.append(item)
+        it_assignments, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
+        f_assignments.append(it_assignments)
     return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, assignments=f_assignments), pos
 
 
-def _enc_SyncGroupRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupRequest_v3(w: bytearray, o: SyncGroupRequest) -> None:
     write_required_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_string(w, o.member_id)
     write_string(w, o.group_instance_id)
-    v = o.assignments
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w, item)
+    v_assignments = o.assignments
+    write_required_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(w, it_assignments)
 
 
-def _dec_SyncGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupRequest_v3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -148,28 +148,28 @@ def _dec_SyncGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_assignments = []
     for _ in range(n):
-        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
-        f_assignments.append(item)
+        it_assignments, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0_3(buf, pos)
+        f_assignments.append(it_assignments)
     return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments), pos
 
 
-def _enc_SyncGroupRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupRequest_v4(w: bytearray, o: SyncGroupRequest) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    v = o.assignments
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w, item)
+    v_assignments = o.assignments
+    write_required_compact_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w, it_assignments)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -178,9 +178,9 @@ def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_assignments = []
     for _ in range(n):
-        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
-        f_assignments.append(item)
-    unknown = None
+        it_assignments, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
+        f_assignments.append(it_assignments)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -190,25 +190,25 @@ def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments, unknown_tags=unknown), pos
 
 
-def _enc_SyncGroupRequest_v5(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupRequest_v5(w: bytearray, o: SyncGroupRequest) -> None:
     write_required_compact_string(w, o.group_id)
     w += _S_i.pack(o.generation_id)
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
-    v = o.assignments
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w, item)
+    v_assignments = o.assignments
+    write_required_compact_array_length(w, v_assignments)
+    if v_assignments:
+        for it_assignments in v_assignments:
+            _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(w, it_assignments)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -219,9 +219,9 @@ def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_assignments = []
     for _ in range(n):
-        item, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
-        f_assignments.append(item)
-    unknown = None
+        it_assignments, pos = _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4_5(buf, pos)
+        f_assignments.append(it_assignments)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -231,31 +231,31 @@ def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignments=f_assignments, unknown_tags=unknown), pos
 
 
-def _enc_SyncGroupResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupResponse_v0(w: bytearray, o: SyncGroupResponse) -> None:
     w += _S_h.pack(o.error_code)
     write_required_bytes(w, o.assignment)
 
 
-def _dec_SyncGroupResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupResponse_v0(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_assignment, pos = read_bytes(buf, pos)
     return SyncGroupResponse(error_code=f_error_code, assignment=f_assignment), pos
 
 
-def _enc_SyncGroupResponse_v1_3(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupResponse_v1_3(w: bytearray, o: SyncGroupResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_required_bytes(w, o.assignment)
 
 
-def _dec_SyncGroupResponse_v1_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupResponse_v1_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_assignment, pos = read_bytes(buf, pos)
     return SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment), pos
 
 
-def _enc_SyncGroupResponse_v4(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupResponse_v4(w: bytearray, o: SyncGroupResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_required_compact_bytes(w, o.assignment)
     if o.unknown_tags:
@@ -264,11 +264,11 @@ def _enc_SyncGroupResponse_v4(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_SyncGroupResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupResponse_v4(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_assignment, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -278,7 +278,7 @@ def _dec_SyncGroupResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     return SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment, unknown_tags=unknown), pos
 
 
-def _enc_SyncGroupResponse_v5(w: bytearray, o: Any) -> None:
+def _enc_SyncGroupResponse_v5(w: bytearray, o: SyncGroupResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.protocol_type)
     write_compact_string(w, o.protocol_name)
@@ -289,13 +289,13 @@ def _enc_SyncGroupResponse_v5(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_SyncGroupResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_SyncGroupResponse_v5(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_protocol_type, pos = read_compact_nullable_string(buf, pos)
     f_protocol_name, pos = read_compact_nullable_string(buf, pos)
     f_assignment, pos = read_compact_bytes(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -89,31 +89,31 @@ class TxnOffsetCommitResponse(Message):
 
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.committed_metadata)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     f_committed_metadata, pos = read_nullable_string(buf, pos)
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_string(w, o.committed_metadata)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_nullable_string(buf, pos)
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_string(w, o.committed_metadata)
     if o.unknown_tags:
@@ -122,11 +122,11 @@ def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w: bytearra
         w.append(0)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -136,65 +136,65 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf: Any, p
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata, unknown_tags=unknown), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(w, it_partitions)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w, it_partitions)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos)
+        f_partitions.append(it_partitions)
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -204,7 +204,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf: Any, pos: 
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_TxnOffsetCommitRequest_v0_1(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_v0_1(w: bytearray, o: TxnOffsetCommitRequest) -> None:
     write_required_string(w, o.transactional_id)
     write_required_string(w, o.group_id)
     if o.generation_id != -1:
@@ -214,14 +214,14 @@ def _enc_TxnOffsetCommitRequest_v0_1(w: bytearray, o: Any) -> None:
     if o.group_instance_id is not None:
         refuse_absent_field("TxnOffsetCommitRequest", "group_instance_id", 0)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(w, it_topics)
 
 
-def _dec_TxnOffsetCommitRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_v0_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
     f_transactional_id, pos = read_string(buf, pos)
     f_group_id, pos = read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
@@ -229,12 +229,12 @@ def _dec_TxnOffsetCommitRequest_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
     return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics), pos
 
 
-def _enc_TxnOffsetCommitRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_v2(w: bytearray, o: TxnOffsetCommitRequest) -> None:
     write_required_string(w, o.transactional_id)
     write_required_string(w, o.group_id)
     if o.generation_id != -1:
@@ -244,14 +244,14 @@ def _enc_TxnOffsetCommitRequest_v2(w: bytearray, o: Any) -> None:
     if o.group_instance_id is not None:
         refuse_absent_field("TxnOffsetCommitRequest", "group_instance_id", 2)
     w += _S_qh.pack(o.producer_id, o.producer_epoch)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(w, it_topics)
 
 
-def _dec_TxnOffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
     f_transactional_id, pos = read_string(buf, pos)
     f_group_id, pos = read_string(buf, pos)
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(buf, pos)
@@ -259,29 +259,29 @@ def _dec_TxnOffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos)
+        f_topics.append(it_topics)
     return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics), pos
 
 
-def _enc_TxnOffsetCommitRequest_v3_4(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitRequest_v3_4(w: bytearray, o: TxnOffsetCommitRequest) -> None:
     write_required_compact_string(w, o.transactional_id)
     write_required_compact_string(w, o.group_id)
     w += _S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_group_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_generation_id = _S_qhi.unpack_from(buf, pos)
@@ -291,9 +291,9 @@ def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -303,17 +303,17 @@ def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
     return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -321,10 +321,10 @@ def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w: bytear
         w.append(0)
 
 
-def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -334,46 +334,46 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf: Any,
     return TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(w, it_partitions)
 
 
-def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf, pos)
+        f_partitions.append(it_partitions)
     return TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -383,48 +383,48 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf: Any, pos
     return TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_TxnOffsetCommitResponse_v0_2(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitResponse_v0_2(w: bytearray, o: TxnOffsetCommitResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(w, it_topics)
 
 
-def _dec_TxnOffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf, pos)
+        f_topics.append(it_topics)
     return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_TxnOffsetCommitResponse_v3_4(w: bytearray, o: Any) -> None:
+def _enc_TxnOffsetCommitResponse_v3_4(w: bytearray, o: TxnOffsetCommitResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitResponse_v3_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_TxnOffsetCommitResponse_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -53,7 +53,7 @@ class UnregisterBrokerResponse(Message):
 
 
 
-def _enc_UnregisterBrokerRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_UnregisterBrokerRequest_v0(w: bytearray, o: UnregisterBrokerRequest) -> None:
     w += _S_i.pack(o.broker_id)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -61,10 +61,10 @@ def _enc_UnregisterBrokerRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UnregisterBrokerRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UnregisterBrokerRequest_v0(buf: Any, pos: int) -> tuple[UnregisterBrokerRequest, int]:
     f_broker_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -74,7 +74,7 @@ def _dec_UnregisterBrokerRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return UnregisterBrokerRequest(broker_id=f_broker_id, unknown_tags=unknown), pos
 
 
-def _enc_UnregisterBrokerResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_UnregisterBrokerResponse_v0(w: bytearray, o: UnregisterBrokerResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -83,11 +83,11 @@ def _enc_UnregisterBrokerResponse_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UnregisterBrokerResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UnregisterBrokerResponse_v0(buf: Any, pos: int) -> tuple[UnregisterBrokerResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -75,7 +75,7 @@ class UpdateFeaturesResponse(Message):
 
 
 
-def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w: bytearray, o: UpdateFeaturesRequest.FeatureUpdateKey) -> None:
     write_required_compact_string(w, o.feature)
     if o.upgrade_type != 1:
         refuse_absent_field("FeatureUpdateKey", "upgrade_type", 0)
@@ -86,11 +86,11 @@ def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest.FeatureUpdateKey, int]:
     f_feature, pos = read_compact_string(buf, pos)
     f_max_version_level, f_allow_downgrade = _S_ho.unpack_from(buf, pos)
     pos += 3
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -100,7 +100,7 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf: Any, pos: int) -> tuple[
     return UpdateFeaturesRequest.FeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, allow_downgrade=f_allow_downgrade, unknown_tags=unknown), pos
 
 
-def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w: bytearray, o: UpdateFeaturesRequest.FeatureUpdateKey) -> None:
     write_required_compact_string(w, o.feature)
     if o.allow_downgrade != False:
         refuse_absent_field("FeatureUpdateKey", "allow_downgrade", 1)
@@ -111,11 +111,11 @@ def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w: bytearray, o: Any) -> No
         w.append(0)
 
 
-def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest.FeatureUpdateKey, int]:
     f_feature, pos = read_compact_string(buf, pos)
     f_max_version_level, f_upgrade_type = _S_hb.unpack_from(buf, pos)
     pos += 3
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -125,13 +125,13 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf: Any, pos: int) -> tupl
     return UpdateFeaturesRequest.FeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, upgrade_type=f_upgrade_type, unknown_tags=unknown), pos
 
 
-def _enc_UpdateFeaturesRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesRequest_v0(w: bytearray, o: UpdateFeaturesRequest) -> None:
     w += _S_i.pack(o.timeout_ms)
-    v = o.feature_updates
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, item)
+    v_feature_updates = o.feature_updates
+    write_required_compact_array_length(w, v_feature_updates)
+    if v_feature_updates:
+        for it_feature_updates in v_feature_updates:
+            _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, it_feature_updates)
     if o.validate_only != False:
         refuse_absent_field("UpdateFeaturesRequest", "validate_only", 0)
     if o.unknown_tags:
@@ -140,15 +140,15 @@ def _enc_UpdateFeaturesRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateFeaturesRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesRequest_v0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_feature_updates = []
     for _ in range(n):
-        item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos)
-        f_feature_updates.append(item)
-    unknown = None
+        it_feature_updates, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos)
+        f_feature_updates.append(it_feature_updates)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -158,13 +158,13 @@ def _dec_UpdateFeaturesRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates, unknown_tags=unknown), pos
 
 
-def _enc_UpdateFeaturesRequest_v1_2(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesRequest_v1_2(w: bytearray, o: UpdateFeaturesRequest) -> None:
     w += _S_i.pack(o.timeout_ms)
-    v = o.feature_updates
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w, item)
+    v_feature_updates = o.feature_updates
+    write_required_compact_array_length(w, v_feature_updates)
+    if v_feature_updates:
+        for it_feature_updates in v_feature_updates:
+            _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(w, it_feature_updates)
     w += _S_o.pack(o.validate_only)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -172,17 +172,17 @@ def _enc_UpdateFeaturesRequest_v1_2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateFeaturesRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesRequest_v1_2(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_feature_updates = []
     for _ in range(n):
-        item, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf, pos)
-        f_feature_updates.append(item)
+        it_feature_updates, pos = _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1_2(buf, pos)
+        f_feature_updates.append(it_feature_updates)
     f_validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -192,7 +192,7 @@ def _dec_UpdateFeaturesRequest_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates, validate_only=f_validate_only, unknown_tags=unknown), pos
 
 
-def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w: bytearray, o: UpdateFeaturesResponse.UpdatableFeatureResult) -> None:
     write_required_compact_string(w, o.feature)
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
@@ -202,12 +202,12 @@ def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w: bytearray, o: Any
         w.append(0)
 
 
-def _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse.UpdatableFeatureResult, int]:
     f_feature, pos = read_compact_string(buf, pos)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -217,30 +217,30 @@ def _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf: Any, pos: int) 
     return UpdateFeaturesResponse.UpdatableFeatureResult(feature=f_feature, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_UpdateFeaturesResponse_v0_1(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesResponse_v0_1(w: bytearray, o: UpdateFeaturesResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w, item)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_UpdateFeaturesResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesResponse_v0_1(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0_2(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -250,7 +250,7 @@ def _dec_UpdateFeaturesResponse_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results, unknown_tags=unknown), pos
 
 
-def _enc_UpdateFeaturesResponse_v2(w: bytearray, o: Any) -> None:
+def _enc_UpdateFeaturesResponse_v2(w: bytearray, o: UpdateFeaturesResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -259,11 +259,11 @@ def _enc_UpdateFeaturesResponse_v2(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateFeaturesResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateFeaturesResponse_v2(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -99,21 +99,21 @@ class UpdateMetadataResponse(Message):
 
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.zk_version)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -128,25 +128,25 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf: Any, pos: 
     return UpdateMetadataRequest.UpdateMetadataPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     write_required_string(w, o.topic_name)
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.zk_version)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_offline_replicas = o.offline_replicas
+    write_required_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
     f_topic_name, pos = read_string(buf, pos)
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -164,24 +164,24 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf: Any, pos: in
     return UpdateMetadataRequest.UpdateMetadataPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.zk_version)
-    v = o.replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_offline_replicas = o.offline_replicas
+    write_required_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
@@ -198,28 +198,28 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf: Any, pos: in
     return UpdateMetadataRequest.UpdateMetadataPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     w += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
-    v = o.isr
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_isr = o.isr
+    write_required_compact_array_length(w, v_isr)
+    if v_isr:
+        w += struct.pack(">%di" % len(v_isr), *v_isr)
     w += _S_i.pack(o.zk_version)
-    v = o.replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
-    v = o.offline_replicas
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_replicas = o.replicas
+    write_required_compact_array_length(w, v_replicas)
+    if v_replicas:
+        w += struct.pack(">%di" % len(v_replicas), *v_replicas)
+    v_offline_replicas = o.offline_replicas
+    write_required_compact_array_length(w, v_offline_replicas)
+    if v_offline_replicas:
+        w += struct.pack(">%di" % len(v_offline_replicas), *v_offline_replicas)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
     f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
@@ -233,7 +233,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf: Any, pos: 
     n, pos = read_required_compact_array_length(buf, pos)
     f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -243,57 +243,57 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf: Any, pos: 
     return UpdateMetadataRequest.UpdateMetadataPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     if o.topic_name != '':
         refuse_absent_field("UpdateMetadataTopicState", "topic_name", 0)
     if o.partition_states:
         refuse_absent_field("UpdateMetadataTopicState", "partition_states", 0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v0_4(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
     return UpdateMetadataRequest.UpdateMetadataTopicState(), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     write_required_string(w, o.topic_name)
-    v = o.partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w, item)
+    v_partition_states = o.partition_states
+    write_required_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w, it_partition_states)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
     f_topic_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos)
-        f_partition_states.append(item)
+        it_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(buf, pos)
+        f_partition_states.append(it_partition_states)
     return UpdateMetadataRequest.UpdateMetadataTopicState(topic_name=f_topic_name, partition_states=f_partition_states), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partition_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w, item)
+    v_partition_states = o.partition_states
+    write_required_compact_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w, it_partition_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
-        f_partition_states.append(item)
-    unknown = None
+        it_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
+        f_partition_states.append(it_partition_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -303,29 +303,29 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf: Any, pos: int) -
     return UpdateMetadataRequest.UpdateMetadataTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     write_required_compact_string(w, o.topic_name)
     w += o.topic_id.bytes
-    v = o.partition_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w, item)
+    v_partition_states = o.partition_states
+    write_required_compact_array_length(w, v_partition_states)
+    if v_partition_states:
+        for it_partition_states in v_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(w, it_partition_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
-        f_partition_states.append(item)
-    unknown = None
+        it_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6_8(buf, pos)
+        f_partition_states.append(it_partition_states)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -335,7 +335,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf: Any, pos: int)
     return UpdateMetadataRequest.UpdateMetadataTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
     if o.port != 0:
         refuse_absent_field("UpdateMetadataEndpoint", "port", 0)
     if o.host != '':
@@ -344,17 +344,17 @@ def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(w: bytearray, o: Any) -
         refuse_absent_field("UpdateMetadataEndpoint", "security_protocol", 0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
     return UpdateMetadataRequest.UpdateMetadataEndpoint(), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
     w += _S_i.pack(o.port)
     write_required_string(w, o.host)
     w += _S_h.pack(o.security_protocol)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_string(buf, pos)
@@ -363,14 +363,14 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf: Any, pos: int) -
     return UpdateMetadataRequest.UpdateMetadataEndpoint(port=f_port, host=f_host, security_protocol=f_security_protocol), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
     w += _S_i.pack(o.port)
     write_required_string(w, o.host)
     write_required_string(w, o.listener)
     w += _S_h.pack(o.security_protocol)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_string(buf, pos)
@@ -380,7 +380,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf: Any, pos: int) -
     return UpdateMetadataRequest.UpdateMetadataEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
     w += _S_i.pack(o.port)
     write_required_compact_string(w, o.host)
     write_required_compact_string(w, o.listener)
@@ -391,14 +391,14 @@ def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w: bytearray, o: Any)
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_listener, pos = read_compact_string(buf, pos)
     f_security_protocol, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -408,13 +408,13 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf: Any, pos: int) -
     return UpdateMetadataRequest.UpdateMetadataEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     w += _S_i.pack(o.id)
     write_required_string(w, o.v0_host)
     w += _S_i.pack(o.v0_port)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_v0_host, pos = read_string(buf, pos)
@@ -423,77 +423,77 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf: Any, pos: int) -> tu
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, v0_host=f_v0_host, v0_port=f_v0_port), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     w += _S_i.pack(o.id)
-    v = o.endpoints
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w, item)
+    v_endpoints = o.endpoints
+    write_required_array_length(w, v_endpoints)
+    if v_endpoints:
+        for it_endpoints in v_endpoints:
+            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w, it_endpoints)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_endpoints = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
-        f_endpoints.append(item)
+        it_endpoints, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
+        f_endpoints.append(it_endpoints)
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     w += _S_i.pack(o.id)
-    v = o.endpoints
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w, item)
+    v_endpoints = o.endpoints
+    write_required_array_length(w, v_endpoints)
+    if v_endpoints:
+        for it_endpoints in v_endpoints:
+            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(w, it_endpoints)
     write_string(w, o.rack)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_endpoints = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
-        f_endpoints.append(item)
+        it_endpoints, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1_2(buf, pos)
+        f_endpoints.append(it_endpoints)
     f_rack, pos = read_nullable_string(buf, pos)
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     w += _S_i.pack(o.id)
-    v = o.endpoints
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(w, item)
+    v_endpoints = o.endpoints
+    write_required_array_length(w, v_endpoints)
+    if v_endpoints:
+        for it_endpoints in v_endpoints:
+            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(w, it_endpoints)
     write_string(w, o.rack)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_array_length(buf, pos)
     f_endpoints = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf, pos)
-        f_endpoints.append(item)
+        it_endpoints, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3_5(buf, pos)
+        f_endpoints.append(it_endpoints)
     f_rack, pos = read_nullable_string(buf, pos)
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack), pos
 
 
-def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     w += _S_i.pack(o.id)
-    v = o.endpoints
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w, item)
+    v_endpoints = o.endpoints
+    write_required_compact_array_length(w, v_endpoints)
+    if v_endpoints:
+        for it_endpoints in v_endpoints:
+            _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(w, it_endpoints)
     write_compact_string(w, o.rack)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -501,16 +501,16 @@ def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
     f_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_endpoints = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf, pos)
-        f_endpoints.append(item)
+        it_endpoints, pos = _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6_8(buf, pos)
+        f_endpoints.append(it_endpoints)
     f_rack, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -520,187 +520,187 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf: Any, pos: int) -> 
     return UpdateMetadataRequest.UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v0(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 0)
     if o.type != 0:
         refuse_absent_field("UpdateMetadataRequest", "type", 0)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("UpdateMetadataRequest", "topic_states", 0)
-    v = o.live_brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(w, item)
+    v_live_brokers = o.live_brokers
+    write_required_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v0(w, it_live_brokers)
 
 
-def _dec_UpdateMetadataRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos)
-        f_live_brokers.append(item)
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos)
+        f_live_brokers.append(it_live_brokers)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
-def _enc_UpdateMetadataRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v1(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 1)
     if o.type != 0:
         refuse_absent_field("UpdateMetadataRequest", "type", 1)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("UpdateMetadataRequest", "topic_states", 1)
-    v = o.live_brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w, item)
+    v_live_brokers = o.live_brokers
+    write_required_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v1(w, it_live_brokers)
 
 
-def _dec_UpdateMetadataRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos)
-        f_live_brokers.append(item)
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos)
+        f_live_brokers.append(it_live_brokers)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
-def _enc_UpdateMetadataRequest_v2(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v2(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 2)
     if o.type != 0:
         refuse_absent_field("UpdateMetadataRequest", "type", 2)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("UpdateMetadataRequest", "topic_states", 2)
-    v = o.live_brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w, item)
+    v_live_brokers = o.live_brokers
+    write_required_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v2(w, it_live_brokers)
 
 
-def _dec_UpdateMetadataRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos)
-        f_live_brokers.append(item)
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos)
+        f_live_brokers.append(it_live_brokers)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
-def _enc_UpdateMetadataRequest_v3(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v3(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 3)
     if o.type != 0:
         refuse_absent_field("UpdateMetadataRequest", "type", 3)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("UpdateMetadataRequest", "topic_states", 3)
-    v = o.live_brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, item)
+    v_live_brokers = o.live_brokers
+    write_required_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, it_live_brokers)
 
 
-def _dec_UpdateMetadataRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v3(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0_3(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
-        f_live_brokers.append(item)
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
+        f_live_brokers.append(it_live_brokers)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
-def _enc_UpdateMetadataRequest_v4(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v4(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 4)
     if o.type != 0:
         refuse_absent_field("UpdateMetadataRequest", "type", 4)
     w += _S_ii.pack(o.controller_id, o.controller_epoch)
-    v = o.ungrouped_partition_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w, item)
+    v_ungrouped_partition_states = o.ungrouped_partition_states
+    write_required_array_length(w, v_ungrouped_partition_states)
+    if v_ungrouped_partition_states:
+        for it_ungrouped_partition_states in v_ungrouped_partition_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w, it_ungrouped_partition_states)
     if o.topic_states:
         refuse_absent_field("UpdateMetadataRequest", "topic_states", 4)
-    v = o.live_brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, item)
+    v_live_brokers = o.live_brokers
+    write_required_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, it_live_brokers)
 
 
-def _dec_UpdateMetadataRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v4(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_ungrouped_partition_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos)
-        f_ungrouped_partition_states.append(item)
+        it_ungrouped_partition_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos)
+        f_ungrouped_partition_states.append(it_ungrouped_partition_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
-        f_live_brokers.append(item)
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
+        f_live_brokers.append(it_live_brokers)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers), pos
 
 
-def _enc_UpdateMetadataRequest_v5(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v5(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 5)
     if o.type != 0:
@@ -708,35 +708,35 @@ def _enc_UpdateMetadataRequest_v5(w: bytearray, o: Any) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 5)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w, item)
-    v = o.live_brokers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, item)
+    v_topic_states = o.topic_states
+    write_required_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v5(w, it_topic_states)
+    v_live_brokers = o.live_brokers
+    write_required_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(w, it_live_brokers)
 
 
-def _dec_UpdateMetadataRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
-        f_live_brokers.append(item)
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3_5(buf, pos)
+        f_live_brokers.append(it_live_brokers)
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers), pos
 
 
-def _enc_UpdateMetadataRequest_v6(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v6(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 6)
     if o.type != 0:
@@ -744,36 +744,36 @@ def _enc_UpdateMetadataRequest_v6(w: bytearray, o: Any) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 6)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w, item)
-    v = o.live_brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w, it_topic_states)
+    v_live_brokers = o.live_brokers
+    write_required_compact_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, it_live_brokers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v6(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
-        f_live_brokers.append(item)
-    unknown = None
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
+        f_live_brokers.append(it_live_brokers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -783,7 +783,7 @@ def _dec_UpdateMetadataRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_v7(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v7(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.is_kraft_controller != False:
         refuse_absent_field("UpdateMetadataRequest", "is_kraft_controller", 7)
     if o.type != 0:
@@ -791,36 +791,36 @@ def _enc_UpdateMetadataRequest_v7(w: bytearray, o: Any) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 7)
     w += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w, item)
-    v = o.live_brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w, it_topic_states)
+    v_live_brokers = o.live_brokers
+    write_required_compact_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, it_live_brokers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_UpdateMetadataRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v7(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_controller_epoch, f_broker_epoch = _S_iiq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
-        f_live_brokers.append(item)
-    unknown = None
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
+        f_live_brokers.append(it_live_brokers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -830,20 +830,20 @@ def _dec_UpdateMetadataRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataRequest_v8(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataRequest_v8(w: bytearray, o: UpdateMetadataRequest) -> None:
     if o.ungrouped_partition_states:
         refuse_absent_field("UpdateMetadataRequest", "ungrouped_partition_states", 8)
     w += _S_ioiq.pack(o.controller_id, o.is_kraft_controller, o.controller_epoch, o.broker_epoch)
-    v = o.topic_states
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w, item)
-    v = o.live_brokers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, item)
+    v_topic_states = o.topic_states
+    write_required_compact_array_length(w, v_topic_states)
+    if v_topic_states:
+        for it_topic_states in v_topic_states:
+            _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(w, it_topic_states)
+    v_live_brokers = o.live_brokers
+    write_required_compact_array_length(w, v_live_brokers)
+    if v_live_brokers:
+        for it_live_brokers in v_live_brokers:
+            _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(w, it_live_brokers)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.type != 0:
         t = bytearray()
@@ -852,21 +852,21 @@ def _enc_UpdateMetadataRequest_v8(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_UpdateMetadataRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataRequest_v8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
     f_controller_id, f_is_kraft_controller, f_controller_epoch, f_broker_epoch = _S_ioiq.unpack_from(buf, pos)
     pos += 17
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_states = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
-        f_topic_states.append(item)
+        it_topic_states, pos = _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7_8(buf, pos)
+        f_topic_states.append(it_topic_states)
     n, pos = read_required_compact_array_length(buf, pos)
     f_live_brokers = []
     for _ in range(n):
-        item, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
-        f_live_brokers.append(item)
-    f_type = 0
-    unknown = None
+        it_live_brokers, pos = _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6_8(buf, pos)
+        f_live_brokers.append(it_live_brokers)
+    f_type: int = 0
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -883,17 +883,17 @@ def _dec_UpdateMetadataRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateMetadataRequest(controller_id=f_controller_id, is_kraft_controller=f_is_kraft_controller, type=f_type, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tags=unknown), pos
 
 
-def _enc_UpdateMetadataResponse_v0_5(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataResponse_v0_5(w: bytearray, o: UpdateMetadataResponse) -> None:
     w += _S_h.pack(o.error_code)
 
 
-def _dec_UpdateMetadataResponse_v0_5(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataResponse_v0_5(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     return UpdateMetadataResponse(error_code=f_error_code), pos
 
 
-def _enc_UpdateMetadataResponse_v6_8(w: bytearray, o: Any) -> None:
+def _enc_UpdateMetadataResponse_v6_8(w: bytearray, o: UpdateMetadataResponse) -> None:
     w += _S_h.pack(o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -901,10 +901,10 @@ def _enc_UpdateMetadataResponse_v6_8(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateMetadataResponse_v6_8(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateMetadataResponse_v6_8(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

@@ -82,7 +82,7 @@ class UpdateRaftVoterResponse(Message):
 
 
 
-def _enc_UpdateRaftVoterRequest_Listener_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateRaftVoterRequest_Listener_v0(w: bytearray, o: UpdateRaftVoterRequest.Listener) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -92,12 +92,12 @@ def _enc_UpdateRaftVoterRequest_Listener_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest.Listener, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -107,7 +107,7 @@ def _dec_UpdateRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[Any, in
     return UpdateRaftVoterRequest.Listener(name=f_name, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_UpdateRaftVoterRequest_KRaftVersionFeature_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateRaftVoterRequest_KRaftVersionFeature_v0(w: bytearray, o: UpdateRaftVoterRequest.KRaftVersionFeature) -> None:
     w += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -115,10 +115,10 @@ def _enc_UpdateRaftVoterRequest_KRaftVersionFeature_v0(w: bytearray, o: Any) -> 
         w.append(0)
 
 
-def _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest.KRaftVersionFeature, int]:
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -128,15 +128,15 @@ def _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf: Any, pos: int) -> tu
     return UpdateRaftVoterRequest.KRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tags=unknown), pos
 
 
-def _enc_UpdateRaftVoterRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateRaftVoterRequest_v0(w: bytearray, o: UpdateRaftVoterRequest) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_ii.pack(o.current_leader_epoch, o.voter_id)
     w += o.voter_directory_id.bytes
-    v = o.listeners
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_UpdateRaftVoterRequest_Listener_v0(w, item)
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_UpdateRaftVoterRequest_Listener_v0(w, it_listeners)
     _enc_UpdateRaftVoterRequest_KRaftVersionFeature_v0(w, o.kraft_version_feature)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -144,7 +144,7 @@ def _enc_UpdateRaftVoterRequest_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_current_leader_epoch, f_voter_id = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -152,10 +152,10 @@ def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        item, pos = _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos)
-        f_listeners.append(item)
+        it_listeners, pos = _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos)
+        f_listeners.append(it_listeners)
     f_kraft_version_feature, pos = _dec_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -165,7 +165,7 @@ def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return UpdateRaftVoterRequest(cluster_id=f_cluster_id, current_leader_epoch=f_current_leader_epoch, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, kraft_version_feature=f_kraft_version_feature, unknown_tags=unknown), pos
 
 
-def _enc_UpdateRaftVoterResponse_CurrentLeader_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateRaftVoterResponse_CurrentLeader_v0(w: bytearray, o: UpdateRaftVoterResponse.CurrentLeader) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -175,13 +175,13 @@ def _enc_UpdateRaftVoterResponse_CurrentLeader_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse.CurrentLeader, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -191,7 +191,7 @@ def _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf: Any, pos: int) -> tuple[A
     return UpdateRaftVoterResponse.CurrentLeader(leader_id=f_leader_id, leader_epoch=f_leader_epoch, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_UpdateRaftVoterResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_UpdateRaftVoterResponse_v0(w: bytearray, o: UpdateRaftVoterResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.current_leader != UpdateRaftVoterResponse.CurrentLeader():
@@ -201,11 +201,11 @@ def _enc_UpdateRaftVoterResponse_v0(w: bytearray, o: Any) -> None:
     write_tagged_fields(w, tags)
 
 
-def _dec_UpdateRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_UpdateRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    f_current_leader = UpdateRaftVoterResponse.CurrentLeader()
-    unknown = None
+    f_current_leader: UpdateRaftVoterResponse.CurrentLeader = UpdateRaftVoterResponse.CurrentLeader()
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

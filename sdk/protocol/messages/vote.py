@@ -99,7 +99,7 @@ class VoteResponse(Message):
 
 
 
-def _enc_VoteRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_VoteRequest_PartitionData_v0(w: bytearray, o: VoteRequest.PartitionData) -> None:
     w += _S_iiiiq.pack(o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -107,10 +107,10 @@ def _enc_VoteRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_VoteRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[VoteRequest.PartitionData, int]:
     f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = _S_iiiiq.unpack_from(buf, pos)
     pos += 24
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -120,7 +120,7 @@ def _dec_VoteRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteRequest.PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, unknown_tags=unknown), pos
 
 
-def _enc_VoteRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
+def _enc_VoteRequest_PartitionData_v1(w: bytearray, o: VoteRequest.PartitionData) -> None:
     w += _S_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id)
     w += o.candidate_directory_id.bytes
     w += o.voter_directory_id.bytes
@@ -131,14 +131,14 @@ def _enc_VoteRequest_PartitionData_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_VoteRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[VoteRequest.PartitionData, int]:
     f_partition_index, f_candidate_epoch, f_candidate_id = _S_iii.unpack_from(buf, pos)
     pos += 12
     f_candidate_directory_id, pos = read_uuid(buf, pos)
     f_voter_directory_id, pos = read_uuid(buf, pos)
     f_last_offset_epoch, f_last_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -148,27 +148,27 @@ def _dec_VoteRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteRequest.PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, unknown_tags=unknown), pos
 
 
-def _enc_VoteRequest_TopicData_v0(w: bytearray, o: Any) -> None:
+def _enc_VoteRequest_TopicData_v0(w: bytearray, o: VoteRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_VoteRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteRequest_TopicData_v0(buf: Any, pos: int) -> tuple[VoteRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_VoteRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_VoteRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -178,27 +178,27 @@ def _dec_VoteRequest_TopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_VoteRequest_TopicData_v1(w: bytearray, o: Any) -> None:
+def _enc_VoteRequest_TopicData_v1(w: bytearray, o: VoteRequest.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteRequest_PartitionData_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_VoteRequest_PartitionData_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteRequest_TopicData_v1(buf: Any, pos: int) -> tuple[VoteRequest.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_VoteRequest_PartitionData_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_VoteRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -208,27 +208,27 @@ def _dec_VoteRequest_TopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_VoteRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_VoteRequest_v0(w: bytearray, o: VoteRequest) -> None:
     write_compact_string(w, o.cluster_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteRequest_TopicData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_VoteRequest_TopicData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteRequest_v0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_VoteRequest_TopicData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_VoteRequest_TopicData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -238,30 +238,30 @@ def _dec_VoteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteRequest(cluster_id=f_cluster_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_VoteRequest_v1(w: bytearray, o: Any) -> None:
+def _enc_VoteRequest_v1(w: bytearray, o: VoteRequest) -> None:
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.voter_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteRequest_TopicData_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_VoteRequest_TopicData_v1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteRequest_v1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_VoteRequest_TopicData_v1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_VoteRequest_TopicData_v1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -271,7 +271,7 @@ def _dec_VoteRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_PartitionData_v0_1(w: bytearray, o: Any) -> None:
+def _enc_VoteResponse_PartitionData_v0_1(w: bytearray, o: VoteResponse.PartitionData) -> None:
     w += _S_ihiio.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -279,10 +279,10 @@ def _enc_VoteResponse_PartitionData_v0_1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_VoteResponse_PartitionData_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteResponse_PartitionData_v0_1(buf: Any, pos: int) -> tuple[VoteResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _S_ihiio.unpack_from(buf, pos)
     pos += 15
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -292,27 +292,27 @@ def _dec_VoteResponse_PartitionData_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, vote_granted=f_vote_granted, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_TopicData_v0_1(w: bytearray, o: Any) -> None:
+def _enc_VoteResponse_TopicData_v0_1(w: bytearray, o: VoteResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteResponse_PartitionData_v0_1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_VoteResponse_PartitionData_v0_1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteResponse_TopicData_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteResponse_TopicData_v0_1(buf: Any, pos: int) -> tuple[VoteResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_VoteResponse_PartitionData_v0_1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_VoteResponse_PartitionData_v0_1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -322,15 +322,15 @@ def _dec_VoteResponse_TopicData_v0_1(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteResponse.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_NodeEndpoint_v0(w: bytearray, o: Any) -> None:
+def _enc_VoteResponse_NodeEndpoint_v0(w: bytearray, o: VoteResponse.NodeEndpoint) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
-    unknown = None
+def _dec_VoteResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[VoteResponse.NodeEndpoint, int]:
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -340,7 +340,7 @@ def _dec_VoteResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
+def _enc_VoteResponse_NodeEndpoint_v1(w: bytearray, o: VoteResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -350,13 +350,13 @@ def _enc_VoteResponse_NodeEndpoint_v1(w: bytearray, o: Any) -> None:
         w.append(0)
 
 
-def _dec_VoteResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[VoteResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
     pos += 2
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -366,28 +366,28 @@ def _dec_VoteResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_v0(w: bytearray, o: Any) -> None:
+def _enc_VoteResponse_v0(w: bytearray, o: VoteResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteResponse_TopicData_v0_1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_VoteResponse_TopicData_v0_1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -397,35 +397,35 @@ def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return VoteResponse(error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_v1(w: bytearray, o: Any) -> None:
+def _enc_VoteResponse_v1(w: bytearray, o: VoteResponse) -> None:
     w += _S_h.pack(o.error_code)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_VoteResponse_TopicData_v0_1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_VoteResponse_TopicData_v0_1(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
-        v = o.node_endpoints
-        write_required_compact_array_length(t, v)
-        if v:
-            for item in v:
-                _enc_VoteResponse_NodeEndpoint_v1(t, item)
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_VoteResponse_NodeEndpoint_v1(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
-        f_topics.append(item)
-    f_node_endpoints = []
-    unknown = None
+        it_topics, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
+        f_topics.append(it_topics)
+    f_node_endpoints: list[VoteResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -435,8 +435,8 @@ def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                item, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
-                f_node_endpoints.append(item)
+                it_node_endpoints, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
             if unknown is None:

@@ -89,7 +89,7 @@ class WriteShareGroupStateResponse(Message):
 
 
 
-def _enc_WriteShareGroupStateRequest_StateBatch_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteShareGroupStateRequest_StateBatch_v0(w: bytearray, o: WriteShareGroupStateRequest.StateBatch) -> None:
     w += _S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -97,10 +97,10 @@ def _enc_WriteShareGroupStateRequest_StateBatch_v0(w: bytearray, o: Any) -> None
         w.append(0)
 
 
-def _dec_WriteShareGroupStateRequest_StateBatch_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateRequest_StateBatch_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.StateBatch, int]:
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S_qqbh.unpack_from(buf, pos)
     pos += 19
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -110,28 +110,28 @@ def _dec_WriteShareGroupStateRequest_StateBatch_v0(buf: Any, pos: int) -> tuple[
     return WriteShareGroupStateRequest.StateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: WriteShareGroupStateRequest.PartitionData) -> None:
     w += _S_iiiq.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
-    v = o.state_batches
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteShareGroupStateRequest_StateBatch_v0(w, item)
+    v_state_batches = o.state_batches
+    write_required_compact_array_length(w, v_state_batches)
+    if v_state_batches:
+        for it_state_batches in v_state_batches:
+            _enc_WriteShareGroupStateRequest_StateBatch_v0(w, it_state_batches)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.PartitionData, int]:
     f_partition, f_state_epoch, f_leader_epoch, f_start_offset = _S_iiiq.unpack_from(buf, pos)
     pos += 20
     n, pos = read_required_compact_array_length(buf, pos)
     f_state_batches = []
     for _ in range(n):
-        item, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
-        f_state_batches.append(item)
-    unknown = None
+        it_state_batches, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
+        f_state_batches.append(it_state_batches)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -141,27 +141,27 @@ def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tup
     return WriteShareGroupStateRequest.PartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, state_batches=f_state_batches, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateRequest_WriteStateData_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteShareGroupStateRequest_WriteStateData_v0(w: bytearray, o: WriteShareGroupStateRequest.WriteStateData) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteShareGroupStateRequest_PartitionData_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_WriteShareGroupStateRequest_PartitionData_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.WriteStateData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -171,27 +171,27 @@ def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf: Any, pos: int) -> tu
     return WriteShareGroupStateRequest.WriteStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateRequest_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteShareGroupStateRequest_v0(w: bytearray, o: WriteShareGroupStateRequest) -> None:
     write_required_compact_string(w, o.group_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteShareGroupStateRequest_WriteStateData_v0(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteShareGroupStateRequest_WriteStateData_v0(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -201,7 +201,7 @@ def _dec_WriteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     return WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: WriteShareGroupStateResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -210,11 +210,11 @@ def _enc_WriteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: Any) -
         w.append(0)
 
 
-def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.PartitionResult, int]:
     f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -224,27 +224,27 @@ def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> 
     return WriteShareGroupStateResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w: bytearray, o: WriteShareGroupStateResponse.WriteStateResult) -> None:
     w += o.topic_id.bytes
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteShareGroupStateResponse_PartitionResult_v0(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_WriteShareGroupStateResponse_PartitionResult_v0(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.WriteStateResult, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -254,25 +254,25 @@ def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) ->
     return WriteShareGroupStateResponse.WriteStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.results
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w, item)
+def _enc_WriteShareGroupStateResponse_v0(w: bytearray, o: WriteShareGroupStateResponse) -> None:
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        item, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos)
-        f_results.append(item)
-    unknown = None
+        it_results, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)

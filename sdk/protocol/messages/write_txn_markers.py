@@ -86,15 +86,15 @@ class WriteTxnMarkersResponse(Message):
 
 
 
-def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
     write_required_string(w, o.name)
-    v = o.partition_indexes
-    write_required_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
 
 
-def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -102,24 +102,24 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf: Any, pos: int) ->
     return WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
-def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partition_indexes
-    write_required_compact_array_length(w, v)
-    if v:
-        w += struct.pack(">%di" % len(v), *v)
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
     pos += 4 * n
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -129,36 +129,36 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: Any, pos: int) ->
     return WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w, it_topics)
     w += _S_i.pack(o.coordinator_epoch)
 
 
-def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarker, int]:
     f_producer_id, f_producer_epoch, f_transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf, pos)
+        f_topics.append(it_topics)
     f_coordinator_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
     return WriteTxnMarkersRequest.WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch), pos
 
 
-def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
     w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w, it_topics)
     w += _S_i.pack(o.coordinator_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -166,17 +166,17 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w: bytearray, o: Any) -> No
         w.append(0)
 
 
-def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarker, int]:
     f_producer_id, f_producer_epoch, f_transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos)
+        f_topics.append(it_topics)
     f_coordinator_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -186,42 +186,42 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tupl
     return WriteTxnMarkersRequest.WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch, unknown_tags=unknown), pos
 
 
-def _enc_WriteTxnMarkersRequest_v0(w: bytearray, o: Any) -> None:
-    v = o.markers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w, item)
+def _enc_WriteTxnMarkersRequest_v0(w: bytearray, o: WriteTxnMarkersRequest) -> None:
+    v_markers = o.markers
+    write_required_array_length(w, v_markers)
+    if v_markers:
+        for it_markers in v_markers:
+            _enc_WriteTxnMarkersRequest_WritableTxnMarker_v0(w, it_markers)
 
 
-def _dec_WriteTxnMarkersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersRequest_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
     n, pos = read_required_array_length(buf, pos)
     f_markers = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos)
-        f_markers.append(item)
+        it_markers, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos)
+        f_markers.append(it_markers)
     return WriteTxnMarkersRequest(markers=f_markers), pos
 
 
-def _enc_WriteTxnMarkersRequest_v1(w: bytearray, o: Any) -> None:
-    v = o.markers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w, item)
+def _enc_WriteTxnMarkersRequest_v1(w: bytearray, o: WriteTxnMarkersRequest) -> None:
+    v_markers = o.markers
+    write_required_compact_array_length(w, v_markers)
+    if v_markers:
+        for it_markers in v_markers:
+            _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w, it_markers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersRequest_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_markers = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos)
-        f_markers.append(item)
-    unknown = None
+        it_markers, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos)
+        f_markers.append(it_markers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -231,17 +231,17 @@ def _dec_WriteTxnMarkersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     return WriteTxnMarkersRequest(markers=f_markers, unknown_tags=unknown), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     return WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -249,10 +249,10 @@ def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w: bytearra
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    unknown = None
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -262,46 +262,46 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf: Any, p
     return WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
     write_required_string(w, o.name)
-    v = o.partitions
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w, item)
+    v_partitions = o.partitions
+    write_required_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w, it_partitions)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
     f_name, pos = read_string(buf, pos)
     n, pos = read_required_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf, pos)
-        f_partitions.append(item)
+        it_partitions, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf, pos)
+        f_partitions.append(it_partitions)
     return WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
     write_required_compact_string(w, o.name)
-    v = o.partitions
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, item)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos)
-        f_partitions.append(item)
-    unknown = None
+        it_partitions, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -311,48 +311,48 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: Any, pos: 
     return WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
     w += _S_q.pack(o.producer_id)
-    v = o.topics
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w, item)
+    v_topics = o.topics
+    write_required_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w, it_topics)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos)
-        f_topics.append(item)
+        it_topics, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos)
+        f_topics.append(it_topics)
     return WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w: bytearray, o: Any) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
     w += _S_q.pack(o.producer_id)
-    v = o.topics
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, item)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos)
-        f_topics.append(item)
-    unknown = None
+        it_topics, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
@@ -362,42 +362,42 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: Any, pos: int) 
     return WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_WriteTxnMarkersResponse_v0(w: bytearray, o: Any) -> None:
-    v = o.markers
-    write_required_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w, item)
+def _enc_WriteTxnMarkersResponse_v0(w: bytearray, o: WriteTxnMarkersResponse) -> None:
+    v_markers = o.markers
+    write_required_array_length(w, v_markers)
+    if v_markers:
+        for it_markers in v_markers:
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w, it_markers)
 
 
-def _dec_WriteTxnMarkersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     n, pos = read_required_array_length(buf, pos)
     f_markers = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf, pos)
-        f_markers.append(item)
+        it_markers, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf, pos)
+        f_markers.append(it_markers)
     return WriteTxnMarkersResponse(markers=f_markers), pos
 
 
-def _enc_WriteTxnMarkersResponse_v1(w: bytearray, o: Any) -> None:
-    v = o.markers
-    write_required_compact_array_length(w, v)
-    if v:
-        for item in v:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, item)
+def _enc_WriteTxnMarkersResponse_v1(w: bytearray, o: WriteTxnMarkersResponse) -> None:
+    v_markers = o.markers
+    write_required_compact_array_length(w, v_markers)
+    if v_markers:
+        for it_markers in v_markers:
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, it_markers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
+def _dec_WriteTxnMarkersResponse_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_markers = []
     for _ in range(n):
-        item, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos)
-        f_markers.append(item)
-    unknown = None
+        it_markers, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos)
+        f_markers.append(it_markers)
+    unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
         tag, pos = read_uvarint(buf, pos)
