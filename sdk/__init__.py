@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "OffsetSpec": "sdk.admin",
     "AlterConfigOp": "sdk.admin",
     "NewPartitions": "sdk.admin",
+    "ElectionType": "sdk.admin",
     "TopicPartition": "sdk.types",
     "RecordMetadata": "sdk.types",
     "ConsumerRecord": "sdk.types",
@@ -35,6 +36,7 @@ __all__ = [
     "AdminClient",
     "AlterConfigOp",
     "ConfigResource",
+    "ElectionType",
     "NewPartitions",
     "OffsetSpec",
     "AsyncAdminClient",
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
         AlterConfigOp,
         AsyncAdminClient,
         ConfigResource,
+        ElectionType,
         NewPartitions,
         OffsetSpec,
     )

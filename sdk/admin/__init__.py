@@ -1,4 +1,5 @@
-"""The admin client: topics, configs, consumer groups, offsets, records, the cluster.
+"""The admin client: topics, configs, consumer groups, offsets, records, leaders and
+replicas, the cluster.
 
 ``AsyncAdminClient`` is the asyncio core, ``AdminClient`` its blocking face::
 
@@ -9,7 +10,8 @@
 
 Modules: ``client.py`` (AsyncAdminClient), ``sync.py`` (AdminClient), ``results.py`` (typed
 results with an error per item), ``dispatch.py`` (routing and per-item retries), and one
-module per family: ``topics.py``, ``configs.py``, ``groups.py``, ``offsets.py``.
+module per family: ``topics.py``, ``configs.py``, ``groups.py``, ``offsets.py``,
+``partitions.py`` (leader elections, replica reassignments).
 """
 
 from sdk.admin.client import AsyncAdminClient
@@ -30,6 +32,8 @@ from sdk.admin.results import (
     ConfigType,
     CreateTopicResult,
     DeletedRecords,
+    ElectionResult,
+    ElectionType,
     GroupDescription,
     GroupLag,
     GroupListing,
@@ -40,6 +44,8 @@ from sdk.admin.results import (
     OffsetSpec,
     PartitionDescription,
     PartitionLag,
+    PartitionReassignment,
+    ReassignmentResult,
     ResourceConfig,
     ResultSet,
     TopicDescription,
@@ -69,6 +75,8 @@ __all__ = [
     "ConfigType",
     "CreateTopicResult",
     "DeletedRecords",
+    "ElectionResult",
+    "ElectionType",
     "GroupDescription",
     "GroupLag",
     "GroupListing",
@@ -82,6 +90,8 @@ __all__ = [
     "OffsetSpec",
     "PartitionDescription",
     "PartitionLag",
+    "PartitionReassignment",
+    "ReassignmentResult",
     "ResourceConfig",
     "ResultSet",
     "TopicDescription",

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from sdk.admin import configs, groups, offsets, topics
+from sdk.admin import partitions as partition_ops  # the name `partitions` is an argument
 from sdk.admin.config import AdminConfig
 from sdk.admin.configs import ConfigChanges
 from sdk.admin.dispatch import Deadline, Dispatcher
@@ -24,12 +25,16 @@ from sdk.admin.results import (
     ConfigResourceResult,
     CreateTopicResult,
     DeletedRecords,
+    ElectionResult,
+    ElectionType,
     GroupDescription,
     GroupLag,
     GroupListing,
     GroupResult,
     ListedOffset,
     OffsetSpec,
+    PartitionReassignment,
+    ReassignmentResult,
     ResourceConfig,
     ResultSet,
     TopicDescription,
@@ -236,6 +241,43 @@ class AsyncAdminClient:
         """Delete every record below the given offset (-1: below the high watermark)."""
         d, deadline = await self._ready(timeout_ms)
         return await offsets.delete_records(d, before, deadline=deadline)
+
+    # ------------------------------------------------------------------ leaders, replicas
+
+    async def elect_leaders(self, election_type: ElectionType,
+                            partitions: Sequence[TopicPartition] | None = None, *,
+                            timeout_ms: int | None = None
+                            ) -> ResultSet[TopicPartition, ElectionResult]:
+        """Elect the preferred replica (``ElectionType.PREFERRED``) or, for a partition whose
+        in-sync replicas are all down, any live replica (``ElectionType.UNCLEAN``: records
+        may be lost) as leader. ``None`` asks for every partition; the answer then lists only
+        the partitions that got a new leader or failed. A partition that already has the
+        wanted leader carries ElectionNotNeededError."""
+        d, deadline = await self._ready(timeout_ms)
+        return await partition_ops.elect_leaders(d, election_type, partitions,
+                                                 deadline=deadline)
+
+    async def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None], *,
+        timeout_ms: int | None = None,
+    ) -> ResultSet[TopicPartition, ReassignmentResult]:
+        """Move partitions to new replicas: ``{TopicPartition("t", 0): [2, 3]}`` (the first
+        is the preferred leader); ``None`` cancels a move in progress. Success means the
+        controller started the move; :meth:`list_partition_reassignments` shows it until the
+        new replicas have caught up."""
+        d, deadline = await self._ready(timeout_ms)
+        return await partition_ops.alter_partition_reassignments(d, reassignments,
+                                                                 deadline=deadline)
+
+    async def list_partition_reassignments(
+        self, partitions: Sequence[TopicPartition] | None = None, *,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress (of ``partitions``, or of every partition), with
+        the replicas being added and removed; partitions not being moved are left out."""
+        d, deadline = await self._ready(timeout_ms)
+        return await partition_ops.list_partition_reassignments(
+            d, partitions, deadline=deadline)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"

@@ -39,6 +39,8 @@ __all__ = [
     "ConfigType",
     "CreateTopicResult",
     "DeletedRecords",
+    "ElectionResult",
+    "ElectionType",
     "GroupDescription",
     "GroupLag",
     "GroupListing",
@@ -49,6 +51,8 @@ __all__ = [
     "OffsetSpec",
     "PartitionDescription",
     "PartitionLag",
+    "PartitionReassignment",
+    "ReassignmentResult",
     "ResourceConfig",
     "ResultSet",
     "TopicDescription",
@@ -427,3 +431,43 @@ class DeletedRecords:
     topic_partition: TopicPartition
     low_watermark: int = -1  # the partition's new log start offset
     error: KafkaError | None = None
+
+
+# ============================================================================ leaders, replicas
+
+
+class ElectionType(enum.IntEnum):
+    """Which leader :meth:`elect_leaders` asks the controller for (ElectLeaders' byte)."""
+
+    PREFERRED = 0  # the first replica of the assignment, if it is alive and in the ISR
+    UNCLEAN = 1  # any live replica, even out of the ISR, when the ISR has none alive
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionResult:
+    """Outcome of a leader election for one partition. ``error`` is None when a new leader
+    was elected; ElectionNotNeededError when the partition already had the wanted leader."""
+
+    topic_partition: TopicPartition
+    error: KafkaError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentResult:
+    """Outcome of starting (or cancelling) the reassignment of one partition. Success means
+    the controller accepted it; the data moves afterwards (see list_partition_reassignments)."""
+
+    topic_partition: TopicPartition
+    error: KafkaError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    """A reassignment in progress: ``replicas`` is the full current set (target and old
+    replicas together), ``adding`` the replicas still catching up, ``removing`` those that
+    leave once they have."""
+
+    topic_partition: TopicPartition
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()

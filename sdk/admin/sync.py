@@ -21,12 +21,16 @@ from sdk.admin.results import (
     ConfigResourceResult,
     CreateTopicResult,
     DeletedRecords,
+    ElectionResult,
+    ElectionType,
     GroupDescription,
     GroupLag,
     GroupListing,
     GroupResult,
     ListedOffset,
     OffsetSpec,
+    PartitionReassignment,
+    ReassignmentResult,
     ResourceConfig,
     ResultSet,
     TopicDescription,
@@ -198,6 +202,31 @@ class AdminClient:
                        timeout_ms: int | None = None
                        ) -> ResultSet[TopicPartition, DeletedRecords]:
         return self._run(self._core.delete_records(before, timeout_ms=timeout_ms), timeout_ms)
+
+    # ------------------------------------------------------------------ leaders, replicas
+
+    def elect_leaders(self, election_type: ElectionType,
+                      partitions: Sequence[TopicPartition] | None = None, *,
+                      timeout_ms: int | None = None
+                      ) -> ResultSet[TopicPartition, ElectionResult]:
+        return self._run(self._core.elect_leaders(election_type, partitions,
+                                                  timeout_ms=timeout_ms), timeout_ms)
+
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None], *,
+        timeout_ms: int | None = None,
+    ) -> ResultSet[TopicPartition, ReassignmentResult]:
+        return self._run(self._core.alter_partition_reassignments(reassignments,
+                                                                  timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def list_partition_reassignments(
+        self, partitions: Sequence[TopicPartition] | None = None, *,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        return self._run(self._core.list_partition_reassignments(partitions,
+                                                                 timeout_ms=timeout_ms),
+                         timeout_ms)
 
     def __repr__(self) -> str:
         return repr(self._core).replace("AsyncAdminClient", "AdminClient", 1)
