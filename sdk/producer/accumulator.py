@@ -631,6 +631,39 @@ class RecordAccumulator:
                 parts[-1].count += 1
         return parts
 
+    def regroup_batch(self, batch: ProducerBatch, refused: dict[int, BaseException]
+                      ) -> list[tuple[int, ProducerBatch]]:
+        """``batch``'s records as ``(index of the first record, part)`` runs, in order, after
+        the broker refused the records ``refused`` names (KIP-467 record errors): each
+        refused record is a part of its own, failed at once with its error and never sent;
+        each run of the others is a new batch for the sender to send next, as a retry (its
+        parts hold no more than ``batch`` did, so they fit wherever it fit)."""
+        assert batch.payload is not None
+        parts: list[tuple[int, ProducerBatch]] = []
+        current: ProducerBatch | None = None
+        with self.lock:
+            for index, record in enumerate(RecordBatch(batch.payload).records()):
+                error = refused.get(index)
+                if error is not None:
+                    failed = ProducerBatch(batch.queue, RecordBatchBuilder(), batch.created,
+                                           batch.deadline, 0)
+                    failed.count = 1
+                    failed.fail(error)
+                    parts.append((index, failed))
+                    current = None
+                    continue
+                if current is None:
+                    current = ProducerBatch(batch.queue, RecordBatchBuilder(self.compression),
+                                            batch.created, batch.deadline, 0)
+                    current.limit = batch.limit
+                    parts.append((index, current))
+                    self.incomplete.add(current)
+                assert current.builder is not None
+                current.builder.append(None, record.timestamp, record.key, record.value,
+                                       record.headers)
+                current.count += 1
+        return parts
+
     # ================================================================== for the sender
 
     def is_ready(self, pq: PartitionQueue, now: float) -> bool:

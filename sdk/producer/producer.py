@@ -17,6 +17,15 @@ The returned :class:`RecordFuture` completes when the broker acknowledges the re
 batch; errors arrive there (or in the ``on_delivery(err, metadata)`` callback), except bad
 input and oversized records (MessageTooLargeError), which ``send`` raises at once.
 
+A record the broker refuses by itself (KIP-467 ``record_errors``: a record without a key
+on a compacted topic, a timestamp outside ``message.timestamp.before/after.max.ms``) fails
+alone, with the broker's message for that record: ``InvalidRecordError``, or the
+partition's error class (e.g. ``InvalidTimestampError``) when it was the only one named.
+The other records of its batch are sent again at once, ahead of later batches, so they
+are written in order; a record never fails because of its neighbours (Java and
+librdkafka fail them with a generic "part of a batch with invalid records" error instead).
+A broker that answers without ``record_errors`` fails the whole batch with its error.
+
 :meth:`AsyncProducer.send_threadsafe` and :meth:`AsyncProducer.send_many_threadsafe` are
 the same calls for other threads (the blocking ``Producer`` uses them): they stage or append
 under a lock without a round trip to the event loop, and block the calling thread for

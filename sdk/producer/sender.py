@@ -36,6 +36,7 @@ from typing import Any
 
 from sdk.errors import (
     DeliveryTimeoutError,
+    InvalidRecordError,
     KafkaConnectionError,
     KafkaError,
     ProducerClosedError,
@@ -478,6 +479,8 @@ class Sender:
                     self._succeeded(batch, part.base_offset, part.log_append_time_ms)
                 elif part.error_code == _DUPLICATE_SEQUENCE:
                     self._succeeded(batch, -1, -1)  # written before; the broker forgot where
+                elif part.record_errors and self._refuse_records(batch, part):
+                    pass  # the named records failed; the others go out again
                 else:
                     text = part.error_message or f"producing to {batch.topic}-{batch.partition}"
                     self._attempt_failed(batch, for_code(part.error_code)(text), unknown=False)
@@ -565,6 +568,63 @@ class Sender:
             part.retry_at = now
             self._insert_retry(part)
         batch.split = split
+
+    def _refuse_records(self, batch: ProducerBatch,
+                        part: ProduceResponse.PartitionProduceResponse) -> bool:
+        """KIP-467: the broker refused the whole batch because of the records it names in
+        ``record_errors`` (e.g. keyless records on a compacted topic, timestamps out of
+        range). Those records fail, each with its own message: with the partition's error
+        class when it named one record, else ``InvalidRecordError`` (the message tells
+        the cases apart), as Java does. Unlike Java and librdkafka, which fail the rest of
+        the batch too (with a generic error), the other records are sent again, at once and
+        before anything queued after them, as the parts of a split batch are: which records
+        share a batch is an accident of timing the application cannot see, so a record
+        fails only for its own fault. With idempotence they take the batch's first sequence
+        numbers and later batches move down by the refused count, so order holds. Returns
+        False (the batch fails as a whole) when the answer cannot be applied: an index out
+        of range, or an earlier attempt whose outcome is unknown."""
+        named: dict[int, str] = {}
+        for entry in part.record_errors:
+            named[entry.batch_index] = (entry.batch_index_error_message or part.error_message
+                                        or f"record refused by the broker (error "
+                                           f"{part.error_code})")
+        if batch.outcome_unknown or not all(0 <= i < batch.count for i in named):
+            return False
+        cls = for_code(part.error_code) if len(named) == 1 else InvalidRecordError
+        refused: dict[int, BaseException] = {i: cls(text) for i, text in named.items()}
+        self._leave_flight(batch)
+        batch.last_error = for_code(part.error_code)(
+            part.error_message or f"producing to {batch.topic}-{batch.partition}")
+        parts = self._acc.regroup_batch(batch, refused)
+        batch.split = parts
+        if len(refused) == batch.count:
+            self._fail_sent(batch, batch.last_error)  # records read their own errors
+            return True
+        log.warning("%s-%s: the broker refused %d of %d records (%s); sending the other %d "
+                    "again", batch.topic, batch.partition, len(refused), batch.count,
+                    batch.last_error, batch.count - len(refused))
+        ids = self._ids
+        sequence = batch.base_sequence
+        if (ids is not None and sequence >= 0 and batch.producer_id == ids.producer_id
+                and batch.producer_epoch == ids.epoch):
+            pq = batch.queue
+            for later in (*pq.retries, *pq.in_flight):
+                if later.base_sequence > sequence and later.producer_id == batch.producer_id:
+                    later.base_sequence -= len(refused)
+            pq.next_sequence -= len(refused)
+        now = time.monotonic()
+        for _, resend in parts:
+            if resend.done:
+                continue
+            resend.parent = batch
+            if sequence >= 0:
+                resend.producer_id, resend.producer_epoch = (batch.producer_id,
+                                                             batch.producer_epoch)
+                resend.base_sequence = sequence
+                sequence += resend.count
+            resend.retry_at = now
+            self._insert_retry(resend)
+        return True
 
     def _part_done(self, batch: ProducerBatch) -> None:
         """A part of a split batch completed: complete the batch once all have."""

@@ -6,10 +6,14 @@ per partition (INVALID_RECORD); its declared size matches the bytes (CORRUPT_MES
 fits ``max.message.bytes`` (MESSAGE_TOO_LARGE); its CRC-32C matches (CORRUPT_MESSAGE); it
 is not a control batch and its record count agrees with its last offset delta
 (INVALID_RECORD); its records region parses into exactly that many records with offset
-deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD); on a compacted topic every record has a key, and CreateTime timestamps
-respect ``message.timestamp.before/after.max.ms`` (INVALID_RECORD / INVALID_TIMESTAMP, with
-the offending record's index). A batch is stored as sent, only its base offset and leader
-epoch patched (and, for a topic with another ``compression.type``, recompressed).
+deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD). Then each record, as Kafka's
+LogValidator: on a compacted topic it has a key; on a CreateTime topic its timestamp (unless
+-1) respects ``message.timestamp.before/after.max.ms``; a LogAppendTime batch is refused by
+a LogAppendTime topic. Every record is checked and all refused ones are listed in
+``record_errors`` (KIP-467) with their index and message; the partition error is
+INVALID_TIMESTAMP if any timestamp was wrong, else INVALID_RECORD, with Kafka's summary
+message. A batch is stored as sent, only its base offset and leader epoch patched (and,
+for a topic with another ``compression.type``, recompressed).
 """
 
 from __future__ import annotations
@@ -59,13 +63,29 @@ _CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP,
            "snappy": Compression.SNAPPY, "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
 
-class _RecordError(KafkaError):
-    """A record-level failure: carries the record's index inside the batch (v8+ responses)."""
+class _RecordErrors(KafkaError):
+    """Record-level failures (KIP-467): the partition's error and, for v8+ responses, every
+    refused record's index in the batch with its own message."""
 
-    def __init__(self, error: KafkaError, index: int) -> None:
+    def __init__(self, error: KafkaError, records: list[tuple[int, str]]) -> None:
         super().__init__(str(error.message or error))
         self.error = error
-        self.index = index
+        self.records = records
+
+
+def _record_errors(errors: list[tuple[int, str, bool]]) -> _RecordErrors:
+    """Kafka's summary of a batch's refused records ``(index, message, is_timestamp)``: any
+    timestamp error makes the whole batch INVALID_TIMESTAMP, otherwise INVALID_RECORD naming
+    the count and the first three."""
+    records = [(index, message) for index, message, _ in errors]
+    if any(is_timestamp for _, _, is_timestamp in errors):
+        return _RecordErrors(InvalidTimestampError(
+            "One or more records have been rejected due to invalid timestamp"), records)
+    shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')"
+                      for index, message in records[:3])
+    return _RecordErrors(InvalidRecordError(
+        f"One or more records have been rejected due to {len(records)} record errors in "
+        f"total, and only showing the first three errors at most: [{shown}]"), records)
 
 
 @handles(0, 3, 11)
@@ -97,9 +117,10 @@ def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
 
 def _error(index: int, exc: KafkaError) -> PartitionResponse:
     record_errors = []
-    if isinstance(exc, _RecordError):
+    if isinstance(exc, _RecordErrors):
         record_errors = [ProduceResponse.BatchIndexAndErrorMessage(
-            batch_index=exc.index, batch_index_error_message=exc.message)]
+            batch_index=index, batch_index_error_message=message)
+            for index, message in exc.records]
         exc = exc.error
     code = getattr(exc, "errno", CorruptMessageError.errno)
     return PartitionResponse(index=index, error_code=code, base_offset=-1,
@@ -190,29 +211,50 @@ def _check_records(topic: Topic, partition: Partition, buf: bytearray, header: t
             f"record count {count} does not match last offset delta {last_delta}")
     if producer_id >= 0 and (epoch < 0 or base_seq < 0):
         raise InvalidRecordError("idempotent batch without producer epoch or base sequence")
-    _walk_records(buf, attributes & COMPRESSION_MASK, count)
+    low, high = _walk_records(buf, attributes & COMPRESSION_MASK, count)
     cfg = ctx.broker.config
     compacted = topic.is_compacted(cfg)
     before = int(topic.config_value("message.timestamp.before.max.ms", cfg))
     after = int(topic.config_value("message.timestamp.after.max.ms", cfg))
-    check_time = (not attributes & TIMESTAMP_TYPE_MASK and
-                  topic.config_value("message.timestamp.type", cfg) == "CreateTime" and
-                  (before < LONG_MAX or after < LONG_MAX))
-    if not compacted and not check_time:
-        return
+    create_time = topic.config_value("message.timestamp.type", cfg) == "CreateTime"
+    append_time_batch = bool(attributes & TIMESTAMP_TYPE_MASK)
+    # Records of a LogAppendTime batch read the batch's max timestamp, as in Kafka.
+    lowest, highest = ((header[8], header[8]) if append_time_batch
+                       else (header[7] + low, header[7] + high))
+    suspect_time = create_time and not now - before <= lowest <= highest <= now + after
+    refused_type = append_time_batch and (not create_time or header[8] == -1)
+    if not compacted and not suspect_time and not refused_type:
+        return  # nothing to refuse: the records need not be decoded
     try:
         records = RecordBatch(buf, 0).records()
     except MalformedDataError as exc:
         raise CorruptMessageError(f"records cannot be decoded: {exc}") from None
+    # As Kafka's LogValidator: every record is checked (one error each: the key first, then
+    # the timestamp) and the batch is refused listing them all. A CreateTime topic checks a
+    # record's timestamp unless it is -1 (none); a producer may not claim LogAppendTime.
+    errors: list[tuple[int, str, bool]] = []
     for i, record in enumerate(records):
         if compacted and record.key is None:
-            raise _RecordError(InvalidRecordError(
-                f"Compacted topic cannot accept message without key in topic partition "
-                f"{partition.name}."), i)
-        if check_time and not (now - before <= record.timestamp <= now + after):
-            raise _RecordError(InvalidTimestampError(
-                f"Timestamp {record.timestamp} of message with offset {i} is out of range. "
-                f"The timestamp should be within [{now - before}, {now + after}]"), i)
+            errors.append((i, "Compacted topic cannot accept message without key in topic "
+                              f"partition {partition.name}", False))
+        elif create_time and record.timestamp != -1:
+            if not now - before <= record.timestamp <= now + after:
+                errors.append((i, f"Timestamp {record.timestamp} of message with offset "
+                                  f"{record.offset} is out of range. The timestamp should be "
+                                  f"within [{now - before}, {_wrap64(now + after)}]", True))
+        elif append_time_batch:
+            shown = (f"DefaultRecord(offset={record.offset}, timestamp={record.timestamp}, "
+                     f"key={len(record.key or b'')} bytes, "
+                     f"value={len(record.value or b'')} bytes)")
+            errors.append((i, f"Invalid timestamp type in message {shown}. Producer should "
+                              "not set timestamp type to LogAppendTime.", True))
+    if errors:
+        raise _record_errors(errors)
+
+
+def _wrap64(value: int) -> int:
+    """``value`` as a Java long shows it (Kafka prints ``now + Long.MAX_VALUE`` wrapped)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 def _varint_raw(data: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
@@ -228,11 +270,13 @@ def _varint_raw(data: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
     raise CorruptMessageError("a record's varint is truncated or too long")
 
 
-def _walk_records(buf: bytearray, codec: int, count: int) -> None:
+def _walk_records(buf: bytearray, codec: int, count: int) -> tuple[int, int]:
     """Kafka checks the records inside a batch, not only its CRC: each length prefix must
     end exactly where the next record starts and offset deltas must run 0, 1, 2, ... This
     walk reads three varints per record instead of decoding it; one- and two-byte varints
-    (nearly all of them) are decoded inline, as this runs for every record produced."""
+    (nearly all of them) are decoded inline, as this runs for every record produced.
+    Returns the smallest and largest timestamp delta, so timestamps are checked against
+    the topic's bounds without decoding the records when all are in range."""
     if codec:
         try:
             data: bytes | bytearray = decompress(codec, bytes(buf[RECORD_BATCH_OVERHEAD:]))
@@ -242,6 +286,7 @@ def _walk_records(buf: bytearray, codec: int, count: int) -> None:
     else:
         data, pos, end = buf, RECORD_BATCH_OVERHEAD, len(buf)
     expected = 0
+    low, high = LONG_MAX, -LONG_MAX
     try:
         for expected in range(count):
             b = data[pos]
@@ -255,9 +300,19 @@ def _walk_records(buf: bytearray, codec: int, count: int) -> None:
             if length < MIN_RECORD_BODY or pos + length > end:
                 raise CorruptMessageError(f"record {expected} declares {length} bytes; "
                                           f"{end - pos} remain in the batch")
-            at = pos + 1  # skip the attributes byte, then the timestamp delta's varint
-            while data[at] >= 0x80:
-                at += 1
+            b = data[pos + 1]  # after the attributes byte: the timestamp delta
+            if b < 0x80:
+                z, at = b, pos + 1
+            elif data[pos + 2] < 0x80:
+                z, at = (b & 0x7F) | (data[pos + 2] << 7), pos + 2
+            else:
+                z, at = _varint_raw(data, pos + 1, pos + length)
+                at -= 1
+            z = (z >> 1) ^ -(z & 1)
+            if z < low:
+                low = z
+            if z > high:
+                high = z
             b = data[at + 1]  # the offset delta, compared in its zig-zag form
             if b < 0x80:
                 z = b
@@ -266,14 +321,15 @@ def _walk_records(buf: bytearray, codec: int, count: int) -> None:
             else:
                 z = _varint_raw(data, at + 1, pos + length)[0]
             if z != expected << 1:
-                raise _RecordError(InvalidRecordError(
-                    f"record {expected} has offset delta {(z >> 1) ^ -(z & 1)}; deltas must "
-                    "be consecutive from 0"), expected)
+                message = (f"record {expected} has offset delta {(z >> 1) ^ -(z & 1)}; "
+                           "deltas must be consecutive from 0")
+                raise _RecordErrors(InvalidRecordError(message), [(expected, message)])
             pos += length
     except IndexError:
         raise CorruptMessageError(f"records end inside record {expected}") from None
     if pos != end:
         raise CorruptMessageError(f"{end - pos} bytes follow the last of {count} records")
+    return low, high
 
 
 def _recompress(buf: bytearray, codec: Compression) -> bytearray:
