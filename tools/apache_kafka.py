@@ -45,9 +45,10 @@ DEFAULT_HEAP = "384m"
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 
-# Defaults that make a small test cluster behave: internal topics replicated as far as the
-# cluster allows, no initial rebalance delay, few offsets partitions (each costs a replica
-# set and a coordinator load on every start). Any of them can be overridden with ``config``.
+# Kafka's own defaults, except where a small cluster needs otherwise: internal topics are
+# replicated as far as the cluster allows, and there are fewer offsets and transaction state
+# partitions (each costs a replica set and a coordinator load at every start; clients see no
+# difference). Any of them can be overridden with ``config``.
 def _cluster_defaults(brokers: int) -> dict[str, str]:
     replication = str(min(3, brokers))
     return {
@@ -58,9 +59,6 @@ def _cluster_defaults(brokers: int) -> dict[str, str]:
         "transaction.state.log.num.partitions": "10",
         "share.coordinator.state.topic.replication.factor": replication,
         "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
-        "group.initial.rebalance.delay.ms": "0",
-        "num.partitions": "1",
-        "default.replication.factor": "1",
         "log.segment.bytes": str(64 * 1024 * 1024),
     }
 
@@ -173,8 +171,12 @@ def free_port() -> int:
 
 
 def new_cluster_id() -> str:
-    """Kafka's cluster id form: a UUID as 22 characters of URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's cluster id form: a UUID as 22 characters of URL-safe base64, never starting
+    with '-' (Kafka's rule too: the storage tool would read such an id as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass
@@ -343,7 +345,7 @@ class ApacheKafkaCluster:
                                f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
 
     def _launch(self, node: Node) -> None:
-        out = open(node.directory / "stdout.log", "ab")  # noqa: SIM115 - the JVM keeps it
+        out = open(node.directory / "stdout.log", "ab")  # the JVM inherits it
         try:
             node.proc = subprocess.Popen(
                 ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
