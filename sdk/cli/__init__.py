@@ -1,12 +1,14 @@
 """``kafka-sdk`` / ``python -m sdk``: the command-line tool.
 
 Subcommands: ``topics list|describe|create|delete|alter-config``, ``produce TOPIC``,
-``consume TOPIC``, ``groups list|describe|lag|reset-offsets|delete`` and ``cluster``; run
+``consume TOPIC``, ``groups list|describe|lag|reset-offsets|delete``,
+``partitions elect|reassign|reassignments`` and ``cluster``; run
 ``kafka-sdk COMMAND --help`` for each. Tables for people, ``--json`` for scripts; errors are
 one line on stderr, and the exit code says what happened (see :mod:`sdk.cli.common`).
 
 Modules: ``parser.py`` (argparse), ``common.py`` (settings, output, exit codes),
-``admin_cmds.py`` (topics, groups, cluster), ``produce.py``, ``consume.py``.
+``admin_cmds.py`` (topics, groups, cluster), ``partition_cmds.py`` (elections,
+reassignments), ``produce.py``, ``consume.py``.
 """
 
 from __future__ import annotations

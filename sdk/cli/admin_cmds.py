@@ -1,4 +1,5 @@
-"""The admin subcommands: ``topics ...``, ``groups ...`` and ``cluster``.
+"""The admin subcommands: ``topics ...``, ``groups ...`` and ``cluster`` (``partitions ...``
+live in :mod:`sdk.cli.partition_cmds`).
 
 Each handler takes the parsed arguments, a connected AdminClient and an Output, prints the
 results (a table, or JSON with ``--json``), reports each failed item as one error line, and
@@ -29,6 +30,7 @@ from sdk.cli.common import (
     error_json,
     parse_key_values,
 )
+from sdk.cli.partition_cmds import HANDLERS as PARTITION_HANDLERS
 from sdk.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 __all__ = ["HANDLERS", "parse_time"]
@@ -341,4 +343,5 @@ HANDLERS: dict[tuple[str, str | None], Handler] = {
     ("groups", "delete"): groups_delete,
     ("groups", "reset-offsets"): groups_reset_offsets,
     ("cluster", None): cluster,
+    **PARTITION_HANDLERS,
 }

@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     _produce(command(commands, "produce", "write lines from stdin or a file as records"))
     _consume(command(commands, "consume", "print records of a topic"))
     _groups(command, commands)
+    _partitions(command, commands)
     command(commands, "cluster", "show the cluster id, controller and brokers")
     return parser
 
@@ -194,3 +195,30 @@ def _groups(command, commands) -> None:  # type: ignore[no-untyped-def]
                    help="reset every partition of TOPIC (repeatable; default: the "
                         "partitions the group has committed)")
     p.add_argument("--execute", action="store_true", help="commit the new offsets")
+
+
+def _partitions(command, commands) -> None:  # type: ignore[no-untyped-def]
+    partitions = commands.add_parser("partitions", help="elect leaders; move replicas to "
+                                     "other brokers")
+    actions = partitions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = command(actions, "elect", "elect the preferred (or, unclean, any live) replica as "
+                "leader; without --topic, of every partition")
+    p.add_argument("--type", choices=("preferred", "unclean"), default="preferred",
+                   help="preferred: the first replica, if in sync (default); unclean: any "
+                        "live replica of a partition without leader (records may be lost)")
+    p.add_argument("--topic", action="append", metavar="TOPIC",
+                   help="elect for the partitions of TOPIC (repeatable)")
+    p.add_argument("--partition", "-p", type=_non_negative_int, action="append",
+                   help="only this partition of the one --topic (repeatable)")
+    p = command(actions, "reassign", "move partitions of a topic to other brokers, or "
+                "cancel a move in progress")
+    p.add_argument("--topic", required=True, metavar="TOPIC")
+    p.add_argument("--partition", "-p", type=_non_negative_int, action="append",
+                   required=True, help="a partition to move (repeatable)")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--replicas", metavar="ID,ID,...",
+                    help="the new replica broker ids; the first is the preferred leader")
+    to.add_argument("--cancel", action="store_true", help="cancel the move in progress")
+    p = command(actions, "reassignments", "list the partition moves in progress")
+    p.add_argument("--topic", action="append", metavar="TOPIC",
+                   help="only the moves of TOPIC (repeatable)")
