@@ -22,6 +22,7 @@ from sdk.protocol.api import ApiKey
 
 from .conftest import (
     TansuProcess,
+    Target,
     consume_all,
     create_topic,
     free_port,
@@ -33,15 +34,26 @@ from .conftest import (
 from .proxy import SwallowingProxy
 
 
+def _restart(target: Target) -> None:
+    """Our broker restarts in place; Apache Kafka's node is SIGKILLed (a crash, so it
+    recovers its log) and started again on the same data and port."""
+    if target.name == "ref":
+        target.embedded.restart()
+    else:
+        target.cluster.kill(1)
+        target.cluster.start(1)
+
+
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("target_name", ["ref", "kafka"])
 @pytest.mark.parametrize("paced", [True, False], ids=["mid-stream", "after-a-burst"])
-def test_reference_broker_restarts_mid_stream_without_loss_duplicates_or_reordering(
-        paced: bool) -> None:
+def test_broker_restarts_mid_stream_without_loss_duplicates_or_reordering(
+        paced: bool, target_name: str) -> None:
     """Idempotence: two broker restarts while records flow (paced sends), or back to back
     right after a burst of staged sends; each record lands exactly once, in order per
-    partition. (Reference broker only: tansu's memory storage forgets everything on
-    restart, so there is nothing to compare with.)"""
-    with start_target("ref") as target:
+    partition. (Not tansu: its memory storage forgets everything on restart, so there is
+    nothing to compare with.)"""
+    with start_target(target_name) as target:
         topic = new_topic("restart")
         target.create_topic(topic, 3)
         count = 20_000
@@ -63,7 +75,7 @@ def test_reference_broker_restarts_mid_stream_without_loss_duplicates_or_reorder
             for _ in range(2):
                 while len(futures) < count // 3 * (_ + 1) and not stop_sending.is_set():
                     time.sleep(0.005)
-                target.embedded.restart()
+                _restart(target)
             sender.join(120)
             p.flush(timeout=120)
             failed = [f.exception(0) for f in futures if f.exception(0) is not None]
@@ -81,15 +93,18 @@ def test_reference_broker_restarts_mid_stream_without_loss_duplicates_or_reorder
             last_by_key[msg.key()] = n
 
 
-def _stop(target_name: str, target: object) -> None:
+def _stop(target_name: str, target: Target) -> None:
     if target_name == "ref":
-        target.embedded.stop()  # type: ignore[attr-defined]
+        target.embedded.stop()
+    elif target_name == "kafka":
+        target.cluster.kill(1)
     else:
-        target.tansu.stop()  # type: ignore[attr-defined]
+        assert target.tansu is not None
+        target.tansu.stop()
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("target_name", ["ref", "tansu"])
+@pytest.mark.parametrize("target_name", ["ref", "tansu", "kafka"])
 def test_every_broker_down_fails_after_delivery_timeout_and_close_returns(
         target_name: str) -> None:
     if target_name == "tansu":
@@ -227,7 +242,8 @@ def test_lost_producer_state_bumps_the_epoch_under_the_same_producer_id(code: in
 def _swallowing_target(name: str) -> Iterator[tuple[str, Callable[[], None], Callable[[], None]]]:
     """(bootstrap servers, swallow, resume): while swallowing, Produce requests reach no
     broker and get no answer. The reference broker does it with its control surface;
-    tansu, which has none, sits behind a SwallowingProxy."""
+    tansu and Apache Kafka, which have none, sit behind a SwallowingProxy (each advertises
+    the proxy's port, so clients reach it only through the proxy)."""
     if name == "ref":
         with start_target("ref") as target:
             control = target.embedded.control
@@ -235,8 +251,19 @@ def _swallowing_target(name: str) -> Iterator[tuple[str, Callable[[], None], Cal
                    lambda: control.drop_next(ApiKey.PRODUCE, handle=False, times=1_000_000),
                    control.clear)
         return
-    binary = require_tansu()
     proxy_port = free_port()
+    if name == "kafka":
+        from apache_support import apache_cluster
+
+        advertised = {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"}
+        with apache_cluster(brokers=1, config=advertised) as cluster:
+            proxy = SwallowingProxy(cluster.nodes[1].port, proxy_port)
+            try:
+                yield f"127.0.0.1:{proxy_port}", proxy.swallow, proxy.resume
+            finally:
+                proxy.close()
+        return
+    binary = require_tansu()
     tansu = TansuProcess(binary, advertised_port=proxy_port).start()
     proxy = SwallowingProxy(tansu.port, proxy_port)
     try:
@@ -247,14 +274,14 @@ def _swallowing_target(name: str) -> Iterator[tuple[str, Callable[[], None], Cal
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("target_name", ["ref", "tansu"])
+@pytest.mark.parametrize("target_name", ["ref", "tansu", "kafka"])
 def test_unknown_outcome_resets_the_producer_state_and_the_rest_is_written_once(
         target_name: str) -> None:
     """Produce requests go unanswered until records fail by delivery timeout with an
     unknown outcome (rules 3 and 4): the producer resets its state, and what is sent after
     is written exactly once, in order, every partition starting again at sequence 0.
 
-    The reference broker takes the locally bumped epoch: same producer id, epoch + 1. tansu
+    Our broker and Apache Kafka take the locally bumped epoch: same producer id, epoch + 1. tansu
     refuses a bumped epoch (PRODUCER_FENCED): the producer then fetches a new producer id
     and carries on."""
     partitions = 2
@@ -278,7 +305,7 @@ def test_unknown_outcome_resets_the_producer_state_and_the_rest_is_written_once(
             assert [v for b in batches for v in b[3]] == [v for r in rounds for v in r[partition]]
             (pid, epoch), *rest = _pairs_in_order(batches)
             assert rest, "the producer state was not reset"
-            if target_name == "ref":
+            if target_name in ("ref", "kafka"):
                 assert rest == [(pid, epoch + 1)]
             else:  # tansu refused the bump: a new producer id
                 assert rest[-1][0] != pid

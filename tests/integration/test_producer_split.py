@@ -1,8 +1,8 @@
 """Batches the broker refuses as MESSAGE_TOO_LARGE are split and sent again (as Java does).
 
-The reference broker enforces a topic's ``max.message.bytes``; here it is far below the
-producer's batches, so every batch is refused at first and split (again and again) until
-its parts fit. tansu does not enforce the setting, so it is not a target here.
+The reference broker and Apache Kafka enforce a topic's ``max.message.bytes``; here it is
+far below the producer's batches, so every batch is refused at first and split (again and
+again) until its parts fit. tansu does not enforce the setting, so it is not a target here.
 """
 
 from __future__ import annotations
@@ -14,20 +14,19 @@ import pytest
 
 from sdk import AdminClient, NewTopic, Producer, RecordMetadata
 from sdk.errors import MessageTooLargeError
-from server_ref import EmbeddedBroker
 
-from .conftest import consume_all, new_topic
+from .conftest import Target, consume_all, new_topic, start_target
 
 LIMIT = 2500  # the topic's max.message.bytes: a batch of ~10 of the records below
 
 
-@pytest.fixture(scope="module")
-def ref() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker(data_dir=None, port=0) as broker:
-        yield broker
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def ref(request: pytest.FixtureRequest) -> Iterator[Target]:
+    with start_target(request.param) as target:
+        yield target
 
 
-def _small_batches_topic(ref: EmbeddedBroker, partitions: int = 1) -> str:
+def _small_batches_topic(ref: Target, partitions: int = 1) -> str:
     name = new_topic("split")
     with AdminClient(bootstrap_servers=ref.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(name, partitions, 1, configs={
@@ -39,7 +38,7 @@ def _small_batches_topic(ref: EmbeddedBroker, partitions: int = 1) -> str:
 @pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "acks1"])
 @pytest.mark.parametrize("codec", ["none", "lz4"])
 def test_refused_batches_are_split_and_every_record_arrives_once_in_order(
-        ref: EmbeddedBroker, idempotent: bool, codec: str) -> None:
+        ref: Target, idempotent: bool, codec: str) -> None:
     topic = _small_batches_topic(ref)
     settings = {"acks": "all", "enable_idempotence": True} if idempotent else {
         "acks": 1, "enable_idempotence": False}
@@ -79,7 +78,7 @@ def test_refused_batches_are_split_and_every_record_arrives_once_in_order(
 
 
 @pytest.mark.timeout(60)
-def test_a_record_over_the_topic_limit_fails_alone(ref: EmbeddedBroker) -> None:
+def test_a_record_over_the_topic_limit_fails_alone(ref: Target) -> None:
     topic = _small_batches_topic(ref)
     with Producer(bootstrap_servers=ref.bootstrap_servers, linger_ms=200) as producer:
         small = [producer.send(topic, b"small-%d" % i) for i in range(5)]
