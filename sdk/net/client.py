@@ -484,6 +484,10 @@ class NetClient:
         self._last_error[node_id] = exc
         log.info("node %s unreachable (%s); retry in %.3f s", node_id, exc,
                  self.backoff_remaining(node_id))
+        # An unreachable broker may be a dead leader: only fresh metadata moves its
+        # partitions elsewhere, and the controller may name the new leader only seconds
+        # later (when it fences the broker), so look again after every failed attempt.
+        self.request_refresh()
         self._notify()
 
     def _on_connection_closed(self, conn: BrokerConnection) -> None:
@@ -494,7 +498,6 @@ class NetClient:
         if conn.close_reason is not None:
             # The broker went away or stopped answering: back off, and look for new leaders.
             self._record_failure(conn.node_id, conn.close_reason)
-            self.request_refresh()
         else:
             self._notify()
 

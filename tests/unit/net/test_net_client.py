@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 from collections.abc import AsyncIterator
@@ -172,3 +173,20 @@ async def test_not_controller_refreshes_metadata_and_resolves_the_controller_aga
     assert response.topics[0].error_code == 0
     assert resolved == [7, controller]  # the retry went to the controller the refresh named
     assert refreshed_after == [1]  # one refresh, between the two attempts
+
+
+async def test_a_failed_connection_attempt_asks_for_fresh_metadata(client: NetClient) -> None:
+    """A leader that died stays in the metadata until the controller fences it; every failed
+    attempt to reach it must ask again (Java's NetworkClient does), not only the first lost
+    connection, or a producer waits for metadata_max_age_ms before it finds the new leader."""
+    await client.refresh_metadata()
+    host, port = _dead_address().split(":")
+    client.metadata.brokers[7] = BrokerInfo(7, host, int(port))  # a stale leader, now dead
+    before = client.metadata.version
+    assert client.ensure_connecting(7) == 0.0
+    for _ in range(200):
+        if client.metadata.version > before:
+            break
+        await asyncio.sleep(0.01)
+    assert client.backoff_remaining(7) > 0 or client.last_error(7) is not None
+    assert client.metadata.version > before, "no metadata refresh after a failed connection"
