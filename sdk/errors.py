@@ -81,9 +81,9 @@ class BrokerResponseError(KafkaError):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        code = cls.__dict__.get("errno")
+        code: int | None = cls.__dict__.get("errno")
         info = ERROR_CODES.get(code) if code is not None else None
-        if info is None:
+        if code is None or info is None:
             return  # a grouping class (AuthorizationError) or an unknown code from for_code()
         cls.name = info.name
         cls.retriable = info.retriable

@@ -47,15 +47,24 @@ NO_PRODUCER_ID = -1
 
 
 class BatchHeaderLike(Protocol):
-    """What producer state needs from a stored batch header (storage's ``BatchHeader``)."""
+    """What producer state needs from a stored batch header (storage's ``BatchHeader``).
 
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    is_control: bool
+    Read-only properties, so a frozen dataclass satisfies it."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def is_control(self) -> bool: ...
 
 
 class AppendedBatch(NamedTuple):

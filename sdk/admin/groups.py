@@ -233,6 +233,9 @@ async def list_group_offsets(d: Dispatcher, group_id: str,
         response: OffsetFetchResponse = await d.request(
             node, build, _OFFSET_FETCH, deadline,
             min_version=_OFFSET_FETCH_ALL if wanted is None else 0)
+        # v8+ nests the topics per group, in classes of the same shape as the top-level ones.
+        topics: list[tuple[str, Sequence[OffsetFetchResponse.OffsetFetchResponsePartition
+                                         | OffsetFetchResponse.OffsetFetchResponsePartitions]]]
         if response.groups:
             g = response.groups[0]
             code, topics = g.error_code, [(t.name, t.partitions) for t in g.topics]

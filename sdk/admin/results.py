@@ -19,7 +19,7 @@ import enum
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from sdk.errors import KafkaError
 from sdk.types import TopicPartition
@@ -76,7 +76,7 @@ class ItemsFailedError(KafkaError):
     The first item's error is chained as ``__cause__``, so a traceback shows it in full.
     """
 
-    def __init__(self, what: str, errors: Mapping[object, KafkaError], total: int) -> None:
+    def __init__(self, what: str, errors: Mapping[Any, KafkaError], total: int) -> None:
         detail = "; ".join(f"{key}: {err}" for key, err in errors.items())
         super().__init__(f"{what}: {len(errors)} of {total} failed: {detail}",
                          cause=next(iter(errors.values()), None))

@@ -80,7 +80,9 @@ def topics_describe(args: argparse.Namespace, admin: AdminClient, out: Output) -
     if args.configs:
         found = [ConfigResource.topic(n) for n, r in results.items() if r.error is None]
         configs = dict(admin.describe_configs(found, timeout_ms=args.timeout_ms)) if found else {}
-    documents, rows, config_rows = [], [], []
+    documents: list[dict[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []
+    config_rows: list[tuple[Any, ...]] = []
     for name, result in results.items():
         if result.error is not None:
             out.error(f"topic {name!r}: {describe_error(result.error)}")
@@ -195,7 +197,7 @@ def groups_list(args: argparse.Namespace, admin: AdminClient, out: Output) -> in
 
 def groups_describe(args: argparse.Namespace, admin: AdminClient, out: Output) -> int:
     results = admin.describe_consumer_groups(args.groups, timeout_ms=args.timeout_ms)
-    documents = []
+    documents: list[dict[str, Any]] = []
     for group, d in results.items():
         if d.error is None and d.state == "Dead":
             out.error(f"group {group!r} does not exist")

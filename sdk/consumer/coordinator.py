@@ -116,7 +116,7 @@ class ConsumerCoordinator:
         # and what to tell the face when partitions go away.
         self.offsets_provider: Callable[[], dict[TopicPartition, OffsetAndMetadata]] = (
             subscriptions.consumed_offsets)
-        self.on_dropped: Callable[[set[TopicPartition]], None] | None = None
+        self.on_dropped: Callable[[set[TopicPartition]], object] | None = None  # result unused
         self._listener_error: BaseException | None = None
         self._loop = asyncio.get_running_loop()
         self._auto_commit_s = config.auto_commit_interval_ms / 1000

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from sdk.consumer.errors import CommitFailedError
 from sdk.errors import (
@@ -204,7 +204,7 @@ async def commit_offsets(
                             partition_index=tp.partition,
                             committed_offset=offsets[tp].offset,
                             committed_leader_epoch=(
-                                -1 if offsets[tp].leader_epoch is None else offsets[tp].leader_epoch
+                                -1 if (epoch := offsets[tp].leader_epoch) is None else epoch
                             ),
                             committed_metadata=offsets[tp].metadata,
                         )
@@ -277,6 +277,9 @@ async def fetch_committed(
 
     def check(response: OffsetFetchResponse) -> None:
         found.clear()
+        # v8+ nests the topics per group, in classes of the same shape as the top-level ones.
+        topics: Sequence[OffsetFetchResponse.OffsetFetchResponseTopic
+                         | OffsetFetchResponse.OffsetFetchResponseTopics]
         if response.groups:
             group = response.groups[0]
             error_code, topics = group.error_code, group.topics

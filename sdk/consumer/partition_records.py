@@ -221,14 +221,16 @@ class PartitionRecords:
         """Apply the deserializers in place; at a failure, keep the records before it and
         set the error (the failing record is left untouched)."""
         kd, vd = self._key_deserializer, self._value_deserializer
+        # ConsumerRecord types key/value as object (what a deserializer returns); here they
+        # are still the raw bytes | None, hence the two ignores (a cast would cost a call).
         for i, rec in enumerate(chunk):
             try:
-                k = kd(rec.key) if kd is not None else rec.key
+                k = kd(rec.key) if kd is not None else rec.key  # type: ignore[arg-type]
             except Exception as exc:
                 self._error = RecordDeserializationError(self.tp, rec.offset, "key", exc)
                 return chunk[:i]
             try:
-                v = vd(rec.value) if vd is not None else rec.value
+                v = vd(rec.value) if vd is not None else rec.value  # type: ignore[arg-type]
             except Exception as exc:
                 self._error = RecordDeserializationError(self.tp, rec.offset, "value", exc)
                 return chunk[:i]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from sdk.types import ConsumerRecord, TopicPartition
 
@@ -28,7 +29,7 @@ class PendingRecords:
     __slots__ = ("_count", "_lock", "_segments")
 
     def __init__(self) -> None:
-        self._segments: deque[list] = deque()  # [TopicPartition, list[ConsumerRecord], int]
+        self._segments: deque[list[Any]] = deque()  # [TopicPartition, list[ConsumerRecord], int]
         self._count = 0
         self._lock = threading.Lock()
 
@@ -93,7 +94,7 @@ class PendingRecords:
         with self._lock:
             if not self._count:
                 return first
-            kept: deque[list] = deque()
+            kept: deque[list[Any]] = deque()
             for seg in self._segments:
                 tp, records, i = seg
                 if i >= len(records):

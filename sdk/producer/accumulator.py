@@ -324,9 +324,10 @@ class RecordAccumulator:
                         self._learn_ratio(topic, batch)
                         batch = None
             if batch is None:
-                batch = self._open_batch_for(pq, size, reserved)
-                if isinstance(batch, NeedMemory):
-                    return batch
+                opened = self._open_batch_for(pq, size, reserved)
+                if isinstance(opened, NeedMemory):
+                    return opened
+                batch = opened
                 room = batch.limit - BATCH_OVERHEAD - size
             elif reserved:
                 self.give_back(reserved)
@@ -417,10 +418,11 @@ class RecordAccumulator:
                                 self._learn_ratio(topic, batch)
                                 batch = None
                     if batch is None:
-                        batch = self._open_batch_for(pq, size, reserved, created)
+                        opened = self._open_batch_for(pq, size, reserved, created)
                         reserved = 0
-                        if isinstance(batch, NeedMemory):
-                            return i, batch
+                        if isinstance(opened, NeedMemory):
+                            return i, opened
+                        batch = opened
                         room = batch.limit - BATCH_OVERHEAD - size
                     batch.room = room
                     index = batch.builder.append(None, ts, key, value, ())  # type: ignore[union-attr]
@@ -456,7 +458,7 @@ class RecordAccumulator:
                 self.give_back(reserved)
                 index = next(j for j in range(start, n) if len(values[j]) == largest)
                 raise self.too_large(RECORD_OVERHEAD_BOUND + largest, index)
-        stamps = timestamp if type(timestamp) is list else [timestamp] * n  # type: ignore[list-item]
+        stamps = timestamp if isinstance(timestamp, list) else [timestamp] * n
         partitioner = self.partitioner
         scale = self._ratios.get(topic, 1.0)  # partitioners count estimated wire bytes
         i = start
@@ -484,10 +486,11 @@ class RecordAccumulator:
                             continue
                         batch = None
                 if batch is None:
-                    batch = self._open_batch_for(pq, size, reserved, created)
+                    opened = self._open_batch_for(pq, size, reserved, created)
                     reserved = 0
-                    if isinstance(batch, NeedMemory):
-                        return i, batch
+                    if isinstance(opened, NeedMemory):
+                        return i, opened
+                    batch = opened
                 builder = batch.builder
                 assert builder is not None
                 first = batch.count

@@ -38,7 +38,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from sdk.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from sdk.net.client import NetClient
@@ -209,7 +209,7 @@ class AsyncProducer:
     def _general_steps(
         self, topic: str, value: Any, key: Any, headers: Headers | None, partition: int | None,
         timestamp_ms: int | None, on_delivery: DeliveryCallback | None,
-    ) -> Iterator[RecordFuture | tuple[NeedMemory | str | None, float]]:
+    ) -> Iterator[RecordFuture | tuple[NeedMemory | Literal["stage"] | None, float]]:
         """``send`` off the fast path, without its waits, shared by the asyncio and the
         blocking face (each waits its own way).
 
@@ -262,14 +262,14 @@ class AsyncProducer:
         fut = self._stage_send(topic, value, key, headers, partition, timestamp_ms,
                                on_delivery)
         if fut is not None:
-            return fut  # type: ignore[no-any-return]
+            return fut
         steps = self._general_steps(topic, value, key, headers, partition, timestamp_ms,
                                     on_delivery)
         while True:
             step = next(steps)
             if isinstance(step, RecordFuture):
                 return step
-            need, remaining = step  # type: ignore[misc]
+            need, remaining = step
             if need == "stage":
                 await self._stage.drain_async(time.monotonic() + remaining)
                 # A send loop that never waits would keep the sender from the batches
@@ -383,7 +383,7 @@ class AsyncProducer:
             if isinstance(step, RecordFuture):
                 return step
             self._check_not_loop_thread()
-            need, remaining = step  # type: ignore[misc]
+            need, remaining = step
             if need == "stage":
                 self._stage.drain_blocking(time.monotonic() + remaining)
             elif need is None:

@@ -467,8 +467,8 @@ class Sender:
             response: ProduceResponse = fut.result()
             results: dict[tuple[str, int], ProduceResponse.PartitionProduceResponse] = {}
             for topic in response.responses:
-                for part in topic.partition_responses:
-                    results[(topic.name, part.index)] = part
+                for one in topic.partition_responses:
+                    results[(topic.name, one.index)] = one
             for batch in batches:
                 part = results.get((batch.topic, batch.partition))
                 if part is None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from sdk.errors import UnsupportedVersionError
 from sdk.protocol.messages import API_TABLE, ApiKey
+
+if TYPE_CHECKING:  # the codec module is only imported when a connection needs it
+    from sdk.protocol.messages.api_versions import ApiVersionsResponse
 
 VersionRanges = Mapping[int, tuple[int, int]]
 
@@ -15,7 +19,9 @@ def our_versions() -> dict[int, tuple[int, int]]:
     return {key: (row[3], row[5]) for key, row in API_TABLE.items()}
 
 
-def ranges_from_response(api_keys: list) -> dict[int, tuple[int, int]]:
+def ranges_from_response(
+    api_keys: list[ApiVersionsResponse.ApiVersion],
+) -> dict[int, tuple[int, int]]:
     """Turn ``ApiVersionsResponse.api_keys`` into ``{api_key: (min, max)}``."""
     return {k.api_key: (k.min_version, k.max_version) for k in api_keys}
 

@@ -517,7 +517,7 @@ class RecordBatchBuilder:
             buf = bytearray(RECORD_BATCH_OVERHEAD)
             buf += records
             size = len(buf)
-        attributes = self._codec
+        attributes: int = self._codec
         if self._timestamp_type == TimestampType.LOG_APPEND_TIME:
             attributes |= TIMESTAMP_TYPE_MASK
         if self._is_transactional:

@@ -246,7 +246,7 @@ def _bytes_list(column: pa.Array) -> list[bytes | None]:
     # A string column becomes binary without copying; either way one call makes the list.
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         column = column.cast(pa.binary())
-    return column.to_pylist()  # type: ignore[no-any-return]
+    return column.to_pylist()
 
 
 def _all_null_or_empty(column: pa.Array) -> bool:

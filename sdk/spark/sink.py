@@ -37,7 +37,11 @@ try:  # PySpark >= 4.1 hands streaming writers Arrow batches too
 
     _STREAM_ARROW = True
 except ImportError:  # pragma: no cover - PySpark 4.0
-    from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase
+    # mypy reads the installed PySpark: with 4.1+ this rebinds the name to a base class of
+    # what the first import bound (unused-ignore: with 4.0 there is no conflict).
+    from pyspark.sql.datasource import (  # type: ignore[assignment, unused-ignore]
+        DataSourceStreamWriter as _StreamWriterBase,
+    )
 
     _STREAM_ARROW = False
 
@@ -130,7 +134,7 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         self.options = options
         self.columns = columns
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         return SinkCommitMessage(send_records(
             self.options, _arrow_chunks(iterator, self.columns, self.options.topic)))
 
@@ -141,7 +145,7 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         """Records the finished tasks sent stay in Kafka (the sink is at-least-once)."""
 
 
-class KafkaStreamWriter(_StreamWriterBase):  # type: ignore[misc, valid-type]
+class KafkaStreamWriter(_StreamWriterBase):
     """``df.writeStream.format("kafka_sdk")``: one producer per task and micro-batch."""
 
     def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:

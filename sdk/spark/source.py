@@ -98,7 +98,7 @@ class KafkaBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
 
-    def partitions(self) -> list[InputPartition]:  # type: ignore[override]
+    def partitions(self) -> list[InputPartition]:
         opts = self.options
         assert opts.ending is not None
         with ClusterLookup(opts) as lookup:
@@ -112,7 +112,7 @@ class KafkaBatchReader(DataSourceReader):
                                     fail_on_data_loss=opts.fail_on_data_loss)
         return _tasks(ranges, opts)
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, partition)
 
 
@@ -215,7 +215,7 @@ class KafkaStreamReader(*_STREAM_BASES):  # type: ignore[misc]
         lookup = self._lookup()
         self._available_now = lookup.latest(lookup.partitions(self.options.selection))
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:  # type: ignore[override]
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         opts = self.options
         first, last = offsets_from_json(start), offsets_from_json(end)
         new = set(last) - set(first)
@@ -231,7 +231,7 @@ class KafkaStreamReader(*_STREAM_BASES):  # type: ignore[misc]
         self._last_end = last
         return _tasks(ranges, opts)
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, partition)
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -350,7 +350,8 @@ class Membership:
                                   self._complete_join, group)
             return
         group.init_next_generation(self._now_ms())
-        if group.state is GroupState.EMPTY:
+        # mypy keeps the narrowing from the guard above across the call that changed the state.
+        if group.state is GroupState.EMPTY:  # type: ignore[comparison-overlap]
             self._write_group_quietly(group)
             return
         log.info("group %s: generation %d with %d members, protocol %s, leader %s",

@@ -100,7 +100,8 @@ async def _long_poll(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> Fet
 # ---------------------------------------------------------------------------- sessions
 
 
-def _key(sp_topic: str, topic_id: uuid.UUID, partition: int, by_id: bool) -> tuple[object, int]:
+def _key(sp_topic: str, topic_id: uuid.UUID, partition: int, by_id: bool
+         ) -> tuple[str | uuid.UUID, int]:
     return (topic_id if by_id else sp_topic), partition
 
 
@@ -230,7 +231,9 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
                     data.error_code = OffsetOutOfRangeError.errno
                 else:
                     if chunk.size and (total == 0 or chunk.size <= limit):
-                        data.records = _records(chunk, zero_copy)
+                        # A FileRecords stands in for the bytes until encode_frame swaps it
+                        # for a token (zero copy); the generated field only knows bytes.
+                        data.records = _records(chunk, zero_copy)  # type: ignore[assignment]
                         total += chunk.size
         if plan.incremental and not _changed(sp, data):
             continue

@@ -47,7 +47,8 @@ class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
     uses_topic_ids: bool
-    partitions: OrderedDict[tuple[str, int], SessionPartition] = field(
+    # Keyed by (topic name, or topic id from Fetch v13 on; partition).
+    partitions: OrderedDict[tuple[str | uuid.UUID, int], SessionPartition] = field(
         default_factory=OrderedDict)
 
     def bump(self) -> None:

@@ -33,7 +33,9 @@ OPERATIONS_NOT_REQUESTED = -(1 << 31)
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
-    coordinator: GroupCoordinator = ctx.broker.groups
+    coordinator = ctx.broker.groups
+    if coordinator is None:  # set by Broker.start(), before any request is served
+        raise RuntimeError("the broker's group coordinator is not started")
     return coordinator
 
 

@@ -21,7 +21,9 @@ from server_ref.handlers import RequestContext, handles
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
-    coordinator: GroupCoordinator = ctx.broker.groups
+    coordinator = ctx.broker.groups
+    if coordinator is None:  # set by Broker.start(), before any request is served
+        raise RuntimeError("the broker's group coordinator is not started")
     return coordinator
 
 

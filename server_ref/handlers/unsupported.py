@@ -58,7 +58,7 @@ def error_response(api_key: int, version: int, request: Any, code: int,
     return response
 
 
-def _topics_partitions(topics: Any, topic_cls: type, part_cls: type, *, topic_name: str,
+def _topics_partitions(topics: Any, topic_cls: type, part_cls: type[Any], *, topic_name: str,
                        parts_field: str, index_of: Callable[[Any], int], code: int,
                        req_parts: str = "partitions", req_name: str = "name",
                        code_field: str = "error_code", extra: dict[str, Any] | None = None

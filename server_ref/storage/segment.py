@@ -386,14 +386,14 @@ class LogSegment:
                 rel += size
             pos += rel
         valid_end = pos
-        bad = file_size - valid_end
-        if bad and cut:
+        bad_bytes = file_size - valid_end
+        if bad_bytes and cut:
             os.ftruncate(fd, valid_end)
             self.size = valid_end
         else:
             self.size = file_size
         self._next_offset = expected_offset
-        return bad
+        return bad_bytes
 
     def rebuild_indexes(self) -> None:
         """Rebuild both indexes from the log (they were found missing or inconsistent).
