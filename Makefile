@@ -16,6 +16,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 # Apache Kafka's jars are fetched once into ~/.cache/kafka-sdk (or $$KAFKA_SDK_CACHE).
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy sdk server_ref
 	$(BIN)/python tools/apache_kafka.py fetch --optional
 	$(BIN)/python -m pytest -q
 
