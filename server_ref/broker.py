@@ -27,8 +27,8 @@ try:
 except ImportError:  # not POSIX: no data directory lock
     fcntl = None  # type: ignore[assignment]
 
-from sdk.errors import IllegalStateError, UnknownTopicOrPartitionError
-from server_ref.config import BROKER_CONFIGS, BrokerConfig, read_json, write_json_atomically
+from sdk.errors import IllegalStateError, InvalidConfigError, UnknownTopicOrPartitionError
+from server_ref.config import BrokerConfig, read_json, write_json_atomically
 from server_ref.control import ControlSurface
 from server_ref.groups import GroupConfig, GroupCoordinator
 from server_ref.handlers.fetch_sessions import FetchSessionCache
@@ -172,13 +172,18 @@ class Broker:
 
     def _load_dynamic_configs(self) -> None:
         saved = read_json(self.data_dir / BROKER_CONFIGS_FILE) or {}
-        for name, value in saved.items():
-            if name in BROKER_CONFIGS and BROKER_CONFIGS[name].dynamic:
-                self.config.alter(name, value)
+        if "broker" not in saved and "default" not in saved:
+            saved = {"broker": saved}  # the first layout: one flat level
+        for level, cluster_default in (("broker", False), ("default", True)):
+            for name, value in (saved.get(level) or {}).items():
+                try:
+                    self.config.alter(name, value, cluster_default=cluster_default)
+                except InvalidConfigError as exc:  # e.g. a config made static since
+                    log.warning("ignoring stored broker config %s=%r: %s", name, value, exc)
 
     def save_dynamic_configs(self) -> None:
-        data = {name: BROKER_CONFIGS[name].render(self.config.get(name))
-                for name in sorted(self.config.dynamic_keys)}
+        data = {"broker": dict(sorted(self.config.dynamic_broker.items())),
+                "default": dict(sorted(self.config.dynamic_default.items()))}
         write_json_atomically(self.data_dir / BROKER_CONFIGS_FILE, data)
 
     def _producer_states(self) -> Iterator[tuple[str, int, PartitionProducers]]:

@@ -147,6 +147,7 @@ _B, _I, _L, _S, _LIST = (ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG,
                          ConfigType.STRING, ConfigType.LIST)
 _WEEK_MS = 7 * 24 * 3600 * 1000
 _DAY_MS = 24 * 3600 * 1000
+HOUR_MS = 3600 * 1000  # Kafka 4's default message.timestamp.after.max.ms (KIP-1089)
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("delete", "compact")
@@ -180,7 +181,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("log.cleaner.max.compaction.lag.ms", _L, LONG_MAX,
               "Default max.compaction.lag.ms", minimum=1, dynamic=True),
     ConfigDef("log.cleaner.backoff.ms", _L, 15000, "Pause between compaction passes",
-              minimum=0),
+              minimum=0, dynamic=True),
     ConfigDef("log.index.size.max.bytes", _I, 10 * 1024 * 1024,
               "Default segment.index.bytes", minimum=8, dynamic=True),
     ConfigDef("log.index.interval.bytes", _I, 4096, "Default index.interval.bytes", minimum=0,
@@ -193,7 +194,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Default message.timestamp.type", choices=TIMESTAMP_TYPES, dynamic=True),
     ConfigDef("log.message.timestamp.before.max.ms", _L, LONG_MAX,
               "Default message.timestamp.before.max.ms", minimum=0, dynamic=True),
-    ConfigDef("log.message.timestamp.after.max.ms", _L, LONG_MAX,
+    ConfigDef("log.message.timestamp.after.max.ms", _L, HOUR_MS,
               "Default message.timestamp.after.max.ms", minimum=0, dynamic=True),
     ConfigDef("log.retention.check.interval.ms", _L, 300000,
               "How often retention is applied", minimum=1),
@@ -221,7 +222,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("max.incremental.fetch.session.cache.slots", _I, 1000,
               "Fetch sessions (KIP-227) kept at once", minimum=0),
     ConfigDef("producer.id.expiration.ms", _I, 86400000,
-              "Idle time after which a producer's de-duplication state is dropped", minimum=1),
+              "Idle time after which a producer's de-duplication state is dropped", minimum=1,
+              dynamic=True),
 )
 
 # Topic configs: what CreateTopics and AlterConfigs accept for a topic.
@@ -248,7 +250,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("message.timestamp.before.max.ms", _L, LONG_MAX,
               "How far in the past a CreateTime timestamp may be", minimum=0,
               broker_default="log.message.timestamp.before.max.ms"),
-    ConfigDef("message.timestamp.after.max.ms", _L, LONG_MAX,
+    ConfigDef("message.timestamp.after.max.ms", _L, HOUR_MS,
               "How far in the future a CreateTime timestamp may be", minimum=0,
               broker_default="log.message.timestamp.after.max.ms"),
     ConfigDef("min.compaction.lag.ms", _L, 0, "Shortest a record stays uncompacted",
@@ -279,9 +281,13 @@ _RETENTION_ALIASES = {"log.retention.hours": 3600 * 1000, "log.retention.minutes
 class BrokerConfig:
     """Everything a broker is started with.
 
-    ``properties`` holds the Kafka-named settings parsed through ``BROKER_CONFIGS``;
-    ``static_keys`` remembers which were given explicitly (DescribeConfigs reports them as
-    STATIC_BROKER_CONFIG) and ``dynamic_keys`` which were altered at run time.
+    ``properties`` holds the effective Kafka-named settings parsed through
+    ``BROKER_CONFIGS``; ``static_keys`` remembers which were given explicitly (DescribeConfigs
+    reports them as STATIC_BROKER_CONFIG). Configs altered at run time are kept as text in
+    two levels, as Kafka keeps them: ``dynamic_broker`` (this broker's resource) over
+    ``dynamic_default`` (the cluster-wide default, resource ""), over the static value, over
+    the default. Names this broker does not act on (``server_ref.broker_configs``) are kept
+    and described too.
     """
 
     host: str = "127.0.0.1"
@@ -293,7 +299,9 @@ class BrokerConfig:
     cluster_id: str | None = None  # None: generated once and kept in the data dir
     properties: dict[str, Any] = field(default_factory=dict)
     static_keys: set[str] = field(default_factory=set)
-    dynamic_keys: set[str] = field(default_factory=set)
+    dynamic_broker: dict[str, str] = field(default_factory=dict)
+    dynamic_default: dict[str, str] = field(default_factory=dict)
+    _static: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         given = dict(self.properties)
@@ -304,8 +312,7 @@ class BrokerConfig:
             except InvalidConfigError as exc:
                 raise ConfigError(exc.message or str(exc), key=name, value=value) from None
         if self.fsync and "log.flush.interval.messages" not in given:
-            self.properties["log.flush.interval.messages"] = 1
-            self.static_keys.add("log.flush.interval.messages")
+            self._set("log.flush.interval.messages", "1", static=True)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any] | Iterable[str] = (),
@@ -335,29 +342,52 @@ class BrokerConfig:
             value = definition.render(value) if not isinstance(value, (list, tuple)) \
                 else ",".join(value)
         self.properties[name] = parse_config_value(definition, value)
-        (self.static_keys if static else self.dynamic_keys).add(name)
+        if static:
+            self.static_keys.add(name)
+            self._static[name] = self.properties[name]
 
     def get(self, name: str) -> Any:
         return self.properties[name]
 
-    def alter(self, name: str, value: str | None) -> None:
-        """Set (or with None, reset to its default) a dynamic broker config."""
+    @property
+    def dynamic_keys(self) -> set[str]:
+        return set(self.dynamic_broker) | set(self.dynamic_default)
+
+    def alter(self, name: str, value: str | None, *, cluster_default: bool = False) -> None:
+        """Set (or with None, remove) a dynamic broker config at this broker's level or, with
+        ``cluster_default``, the cluster-wide one. Kafka's update rules are checked by
+        ``server_ref.broker_configs.validate_broker_update``; here only that the config is
+        not static and that a value this broker acts on parses."""
+        from server_ref.broker_configs import catalogue  # the Kafka table, read on first use
+
+        known = catalogue().get(name)
         definition = BROKER_CONFIGS.get(name)
-        if definition is None:
-            raise InvalidConfigError(f"Unknown broker config {name}")
-        if not definition.dynamic:
-            raise InvalidConfigError(
-                f"Cannot update these configs dynamically: {{{name}}}"
-            )
+        if value is not None and ((known is not None and not known.dynamic) or (
+                known is None and definition is not None and not definition.dynamic)):
+            raise InvalidConfigError(f"Cannot update these configs dynamically: {{{name}}}")
+        level = self.dynamic_default if cluster_default else self.dynamic_broker
         if value is None:
-            self.properties[name] = definition.default
-            self.dynamic_keys.discard(name)
-            return
-        self._set(name, value, static=False)
+            level.pop(name, None)
+        else:
+            if definition is not None:
+                parse_config_value(definition, value)
+            level[name] = value
+        if definition is not None:
+            self._refresh(name)
+
+    def _refresh(self, name: str) -> None:
+        definition = BROKER_CONFIGS[name]
+        for level in (self.dynamic_broker, self.dynamic_default):
+            if name in level:
+                self.properties[name] = parse_config_value(definition, level[name])
+                return
+        self.properties[name] = self._static.get(name, definition.default)
 
     def source_of(self, name: str) -> ConfigSource:
-        if name in self.dynamic_keys:
+        if name in self.dynamic_broker:
             return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self.dynamic_default:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         if name in self.static_keys:
             return ConfigSource.STATIC_BROKER_CONFIG
         return ConfigSource.DEFAULT_CONFIG

@@ -1,10 +1,12 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
 
-Every change is validated as a whole before anything is applied (unknown keys and bad
-values are INVALID_CONFIG, with Kafka's wording), and ``validate_only`` stops right there.
-Topic overrides persist in ``topics.json``; dynamic broker configs in
-``broker_configs.json``. A broker resource is named by the node id, or "" for the
-cluster-wide default (the same thing on a single broker).
+Every change is validated as a whole before anything is applied, and ``validate_only``
+stops right there. Topics: unknown keys and bad values are INVALID_CONFIG, with Kafka's
+wording. Broker resources follow Kafka's rules and table (``server_ref.broker_configs``):
+refusals are INVALID_REQUEST; a resource names this broker (its node id: per-broker
+configs) or "" (the cluster-wide defaults, which a per-broker value overrides); describing
+"" lists only what was set there. Topic overrides persist in ``topics.json``; dynamic
+broker configs in ``broker_configs.json``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sdk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from server_ref.broker_configs import SYNONYMS, catalogue, validate_broker_update
 from server_ref.config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
@@ -95,27 +98,82 @@ def _topic_synonyms(definition: ConfigDef, broker: BrokerConfig,
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             out.append(Synonym(name=broker_key, value=bdef.render(broker.get(broker_key)),
                                source=int(source)))
-        out.append(Synonym(name=broker_key, value=bdef.render(bdef.default),
-                           source=int(ConfigSource.DEFAULT_CONFIG)))
+        cat = catalogue()  # Kafka's default, under the synonym that carries it
+        defaults = [(n, cat[n].default) for n in SYNONYMS.get(broker_key, (broker_key,))
+                    if n in cat and cat[n].default is not None]
+        for name, value in defaults[:1] or [(broker_key, bdef.render(bdef.default))]:
+            out.append(Synonym(name=name, value=value,
+                               source=int(ConfigSource.DEFAULT_CONFIG)))
     return out
 
 
-def _broker_entries(broker: BrokerConfig, keys: list[str] | None, documentation: bool
-                    ) -> list[ResourceResult]:
+def _broker_entry(broker: BrokerConfig, name: str, per_broker: bool, synonyms: bool,
+                  documentation: bool) -> ResourceResult | None:
+    """One broker config as Kafka describes it on a broker ("" : the cluster default)."""
+    known = catalogue().get(name)
+    ours = BROKER_CONFIGS.get(name)
+    levels = [(broker.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG)] if per_broker else []
+    levels.append((broker.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+    found: list[tuple[str | None, ConfigSource]] = [
+        (level[name], source) for level, source in levels if name in level]
+    if per_broker and name in broker.static_keys and ours is not None:
+        found.append((ours.render(broker.get(name)), ConfigSource.STATIC_BROKER_CONFIG))
+    if not found and (not per_broker or (known is None and ours is None)):
+        return None
+    defaults: list[tuple[str, str | None]] = []
+    if per_broker and known is not None:
+        cat = catalogue()
+        defaults = [(n, cat[n].default) for n in SYNONYMS.get(name, (name,))
+                    if n in cat and cat[n].default is not None]
+    elif per_broker and ours is not None:
+        defaults = [(name, ours.render(ours.default))]
+    value, source = found[0] if found else (
+        defaults[0][1] if defaults and defaults[0][0] == name else None,
+        ConfigSource.DEFAULT_CONFIG)
+    sensitive = known.sensitive if known is not None else ours is None
+    read_only = not known.dynamic if known is not None else (ours is None or not ours.dynamic)
+    kind = known.config_type if known is not None else (int(ours.type) if ours else 0)
+    entry = ResourceResult(
+        name=name, value=None if sensitive else value, read_only=read_only,
+        is_default=source is ConfigSource.DEFAULT_CONFIG, config_source=int(source),
+        is_sensitive=sensitive, config_type=kind,
+        documentation=(ours.doc if ours is not None else None) if documentation else None)
+    if synonyms:
+        entry.synonyms = [Synonym(name=name, value=None if sensitive else v, source=int(src))
+                          for v, src in found]
+        entry.synonyms += [Synonym(name=n, value=None if sensitive else v,
+                                   source=int(ConfigSource.DEFAULT_CONFIG))
+                           for n, v in defaults]
+    return entry
+
+
+def _broker_entries(broker: BrokerConfig, per_broker: bool, keys: list[str] | None,
+                    synonyms: bool, documentation: bool) -> list[ResourceResult]:
+    if keys is None:
+        names = set(broker.dynamic_default)
+        if per_broker:
+            names |= set(catalogue()) | set(BROKER_CONFIGS) | set(broker.dynamic_broker)
+        keys = sorted(names)
     out = []
-    for name in (keys if keys is not None else sorted(BROKER_CONFIGS)):
-        definition = BROKER_CONFIGS.get(name)
-        if definition is None:
-            continue
-        out.append(_entry(definition, broker.get(name), broker.source_of(name), documentation,
-                          read_only=not definition.dynamic))
+    for name in keys:
+        entry = _broker_entry(broker, name, per_broker, synonyms, documentation)
+        if entry is not None:
+            out.append(entry)
     return out
 
 
-def _check_broker_name(ctx: RequestContext, name: str) -> None:
-    if name not in ("", str(ctx.broker.node_id)):
-        raise InvalidRequestError(f"Unexpected broker id, expected {ctx.broker.node_id} "
-                                  f"or empty string, but received {name}")
+def _check_broker_name(ctx: RequestContext, name: str) -> bool:
+    """Whether ``name`` names this broker (True) or the cluster default "" (False)."""
+    if name == "":
+        return False
+    try:
+        node = int(name)
+    except ValueError:
+        raise InvalidRequestError(f"Node id must be an integer, but it is: {name}") from None
+    if node != ctx.broker.node_id:
+        raise InvalidRequestError(f"Unexpected broker id, expected {ctx.broker.node_id}, but "
+                                  f"received {name}")
+    return True
 
 
 @handles(32, 0, 4)
@@ -136,8 +194,9 @@ def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest
                     ctx.broker.config, topic.overrides, keys,
                     synonyms=req.include_synonyms, documentation=req.include_documentation)
             elif res.resource_type == BROKER_RESOURCE:
-                _check_broker_name(ctx, res.resource_name)
-                result.configs = _broker_entries(ctx.broker.config, keys,
+                per_broker = _check_broker_name(ctx, res.resource_name)
+                result.configs = _broker_entries(ctx.broker.config, per_broker, keys,
+                                                 req.include_synonyms,
                                                  req.include_documentation)
             else:
                 raise InvalidRequestError(
@@ -158,21 +217,27 @@ def _apply_topic(ctx: RequestContext, name: str, overrides: dict[str, Any],
         ctx.broker.topics.replace_overrides(name, overrides)
 
 
-def _apply_broker(ctx: RequestContext, values: dict[str, str | None],
+def _apply_broker(ctx: RequestContext, values: dict[str, str | None], per_broker: bool,
                   validate_only: bool) -> None:
-    config = ctx.broker.config
+    """Kafka's checks, then this broker's own parse of the configs it acts on (its limits
+    may be narrower), then the change at the resource's level."""
+    current = {}
+    for name in values:
+        entry = _broker_entry(ctx.broker.config, name, per_broker, False, False)
+        current[name] = entry.value if entry is not None else None
+    validate_broker_update(values, per_broker, current)
     for key, value in values.items():
         definition = BROKER_CONFIGS.get(key)
-        if definition is None:
-            raise InvalidConfigError(f"Unknown broker config {key}")
-        if not definition.dynamic:
-            raise InvalidConfigError(f"Cannot update these configs dynamically: {{{key}}}")
-        if value is not None:
-            parse_config_value(definition, value)
+        if definition is not None and value is not None:
+            try:
+                parse_config_value(definition, value)
+            except InvalidConfigError as exc:
+                raise InvalidRequestError(exc.message) from None
     if validate_only:
         return
+    config = ctx.broker.config
     for key, value in values.items():
-        config.alter(key, value)
+        config.alter(key, value, cluster_default=not per_broker)
     ctx.broker.save_dynamic_configs()
     ctx.broker.topics.apply_broker_defaults()
 
@@ -199,9 +264,14 @@ def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigs
                 _apply_topic(ctx, res.resource_name, parse_topic_configs(given),
                              req.validate_only)
             elif res.resource_type == BROKER_RESOURCE:
-                _check_broker_name(ctx, res.resource_name)
-                reset = {k: None for k in ctx.broker.config.dynamic_keys if k not in given}
-                _apply_broker(ctx, {**reset, **given}, req.validate_only)
+                per_broker = _check_broker_name(ctx, res.resource_name)
+                config = ctx.broker.config
+                level = config.dynamic_broker if per_broker else config.dynamic_default
+                for name, value in given.items():
+                    if value is None:
+                        raise InvalidRequestError(f"Null value not supported for : {name}")
+                reset = {k: None for k in level if k not in given}  # the whole set is replaced
+                _apply_broker(ctx, {**reset, **given}, per_broker, req.validate_only)
             else:
                 raise InvalidRequestError(f"Unsupported resource type {res.resource_type}")
         except KafkaError as exc:
@@ -217,16 +287,21 @@ def _incremental_topic(current: dict[str, Any],
     result = dict(current)
     for op in ops:
         definition = TOPIC_CONFIGS.get(op.name)
+        if definition is None and op.config_operation == DELETE:
+            continue  # as Kafka: removing what is not there succeeds
         if definition is None:
             raise InvalidConfigError(f"Unknown topic config name: {op.name}")
         if op.config_operation == SET:
+            if op.value is None:
+                raise InvalidRequestError(f"Null value not supported for : {op.name}")
             result[op.name] = parse_config_value(definition, op.value)
         elif op.config_operation == DELETE:
             result.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
             if definition.type is not ConfigType.LIST:
+                verb = "APPEND" if op.config_operation == APPEND else "SUBTRACT"
                 raise InvalidConfigError(
-                    f"Config value append is not allowed for config key: {op.name}")
+                    f"Can't {verb} to key {op.name} because its type is not LIST.")
             existing = list(result.get(op.name, definition.default))
             items = parse_config_value(definition, op.value)
             if op.config_operation == APPEND:
@@ -240,6 +315,41 @@ def _incremental_topic(current: dict[str, Any],
         else:
             raise InvalidRequestError(f"Unknown config operation {op.config_operation}")
     return result
+
+
+def _incremental_broker(config: BrokerConfig, per_broker: bool,
+                        ops: list[IncrementalAlterConfigsRequest.AlterableConfig]
+                        ) -> dict[str, str | None]:
+    """The operations as values to set (None: delete); APPEND and SUBTRACT work on the
+    list the broker shows now, for LIST configs only (INVALID_CONFIG otherwise)."""
+    values: dict[str, str | None] = {}
+    for op in ops:
+        if op.config_operation == SET:
+            if op.value is None:
+                raise InvalidRequestError(f"Null value not supported for : {op.name}")
+            values[op.name] = op.value
+        elif op.config_operation == DELETE:
+            values[op.name] = None
+        elif op.config_operation in (APPEND, SUBTRACT):
+            verb = "append" if op.config_operation == APPEND else "subtract"
+            known = catalogue().get(op.name)
+            if known is None:
+                raise InvalidConfigError(f"Unknown config name: {op.name}")
+            if known.type != "LIST":
+                raise InvalidConfigError(
+                    f"Config value {verb} is not allowed for config key: {op.name}")
+            entry = _broker_entry(config, op.name, per_broker, False, False)
+            current = [i.strip() for i in ((entry.value if entry else None) or "").split(",")
+                       if i.strip()]
+            items = [i.strip() for i in (op.value or "").split(",") if i.strip()]
+            if op.config_operation == APPEND:
+                current += [i for i in items if i not in current]
+            else:
+                current = [i for i in current if i not in items]
+            values[op.name] = ",".join(current)
+        else:
+            raise InvalidRequestError(f"Unknown config operation {op.config_operation}")
+    return values
 
 
 @handles(44, 0, 1)
@@ -257,18 +367,10 @@ def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsR
                 _apply_topic(ctx, topic.name, _incremental_topic(topic.overrides, res.configs),
                              req.validate_only)
             elif res.resource_type == BROKER_RESOURCE:
-                _check_broker_name(ctx, res.resource_name)
-                values: dict[str, str | None] = {}
-                for op in res.configs:
-                    if op.config_operation == SET:
-                        values[op.name] = op.value
-                    elif op.config_operation == DELETE:
-                        values[op.name] = None
-                    else:
-                        raise InvalidRequestError(
-                            f"Config value append/subtract is not supported for broker "
-                            f"config {op.name}")
-                _apply_broker(ctx, values, req.validate_only)
+                per_broker = _check_broker_name(ctx, res.resource_name)
+                _apply_broker(ctx, _incremental_broker(ctx.broker.config, per_broker,
+                                                       res.configs),
+                              per_broker, req.validate_only)
             else:
                 raise InvalidRequestError(f"Unsupported resource type {res.resource_type}")
         except KafkaError as exc:

@@ -51,8 +51,12 @@ def test_broker_config_sources_and_dynamic_changes() -> None:
     config.alter("log.retention.ms", "5000")
     assert config.source_of("log.retention.ms").name == "DYNAMIC_BROKER_CONFIG"
     assert config.topic_default("retention.ms") == 5000
-    config.alter("log.retention.ms", None)
-    assert config.topic_default("retention.ms") == 7 * 24 * 3600 * 1000
+    config.alter("log.retention.ms", None)  # back to the static value, as in Kafka
+    assert config.topic_default("retention.ms") == 2 * 3600 * 1000
+    config.alter("log.retention.ms", "7000", cluster_default=True)
+    assert config.source_of("log.retention.ms").name == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    config.alter("log.retention.ms", "6000")  # this broker's value wins over the default
+    assert config.topic_default("retention.ms") == 6000
     with pytest.raises(errors.InvalidConfigError, match="dynamically"):
         config.alter("num.partitions", "4")
     with pytest.raises(errors.ConfigError, match=r"num\.partition"):
