@@ -232,6 +232,26 @@ def _delete_groups(cls: Any, version: int, req: Any, code: int, message: str | N
                         for g in req.groups_names])
 
 
+@_builder(43)
+def _elect_leaders(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
+    return cls(error_code=code, replica_election_results=[cls.ReplicaElectionResult(
+        topic=t.topic, partition_result=[cls.PartitionResult(partition_id=p, error_code=code,
+                                                             error_message=message)
+                                         for p in t.partitions])
+        for t in req.topic_partitions or ()])
+
+
+@_builder(45)
+def _alter_partition_reassignments(cls: Any, version: int, req: Any, code: int,
+                                   message: str | None) -> Message:
+    return cls(error_code=code, error_message=message, responses=[
+        cls.ReassignableTopicResponse(name=t.name, partitions=[
+            cls.ReassignablePartitionResponse(partition_index=p.partition_index,
+                                              error_code=code, error_message=message)
+            for p in t.partitions])
+        for t in req.topics])
+
+
 @_builder(47)
 def _offset_delete(cls: Any, version: int, req: Any, code: int, message: str | None) -> Message:
     return cls(error_code=code)
