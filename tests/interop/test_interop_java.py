@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from apache_support import apache_cluster, require_apache_kafka
@@ -191,7 +190,8 @@ def test_our_producer_to_java_console_consumer(target: Target) -> None:
 
 def test_java_and_our_consumer_share_a_group(target: Target) -> None:
     """A Java console consumer and our consumer in one cooperative-sticky group: each holds
-    some of the partitions, each receives records, and together they receive each record."""
+    some of the partitions, each receives records, and together they receive each record;
+    when the Java member leaves, ours takes its partitions from its commits."""
     topic, group, partitions, per_partition = "shared-group", "java-sdk-group", 4, 25
     target.create_topic(topic, partitions)
     java = subprocess.Popen(
@@ -232,11 +232,7 @@ def test_java_and_our_consumer_share_a_group(target: Target) -> None:
 
             wait_until(settled, timeout=60, interval=0)
             owners = split()
-            with Producer(bootstrap_servers=target.bootstrap) as producer:
-                for p in range(partitions):
-                    for i in range(per_partition):
-                        producer.send(topic, f"v-{p}-{i}".encode(), key=f"k-{p}-{i}".encode(),
-                                      partition=p)
+            produce(target.bootstrap, topic, partitions, per_partition, "first")
             total = partitions * per_partition
 
             def all_arrived() -> bool:
@@ -246,20 +242,49 @@ def test_java_and_our_consumer_share_a_group(target: Target) -> None:
             wait_until(all_arrived, timeout=60, interval=0)
             assert consumer.poll(timeout_ms=1000) == {}  # nothing beyond the total
             assert split() == owners  # no rebalance while the records flowed
+
+            # The Java member leaves (SIGTERM: the tool's shutdown hook closes its consumer,
+            # which commits what it consumed and sends LeaveGroup); ours takes every
+            # partition and goes on from the Java member's commits: no record twice.
+            java.terminate()
+            java.wait(30)
+            wait_until(lambda: bool(ours.extend(r for rs in consumer.poll(timeout_ms=200)
+                                                .values() for r in rs))
+                       or len(consumer.assignment()) == partitions, timeout=60, interval=0)
+            assert set(split()) == {"sdk-member"}
+            produce(target.bootstrap, topic, partitions, per_partition, "second")
+            poll_until(consumer, 2 * total - len(java_lines), into=ours)
+            assert consumer.poll(timeout_ms=1000) == {}
     finally:
-        java.terminate()  # the tool's shutdown hook closes its consumer: it leaves the group
-        java.wait(30)
+        if java.poll() is None:
+            java.kill()
+            java.wait(30)
         for reader in readers:
             reader.join(10)
     java_rows = printed_records(java_lines)
     java_got = sorted((key, value, p) for p, _offset, _headers, key, value in java_rows)
     our_got = sorted((r.key.decode(), r.value.decode(), r.partition) for r in ours)
-    assert java_got and our_got, "each member receives records"
+    our_first = [row for row in our_got if row[1].startswith("first")]
+    assert java_got and our_first, "each member receives records"
     assert {p for _k, _v, p in java_got} == owners["java-member"]
-    assert {p for _k, _v, p in our_got} == owners["sdk-member"]
-    expected = sorted((f"k-{p}-{i}", f"v-{p}-{i}", p)
-                      for p in range(partitions) for i in range(per_partition))
-    assert sorted(java_got + our_got) == expected  # each record once, none missing
+    assert {p for _k, _v, p in our_first} == owners["sdk-member"]
+    assert sorted(java_got + our_got) == sorted(  # each record once, none missing
+        expected_rows(partitions, per_partition, "first")
+        + expected_rows(partitions, per_partition, "second"))
+
+
+def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, tag: str) -> None:
+    """``per_partition`` records to each partition: key ``k-<tag>-p-i``, value ``<tag>-p-i``."""
+    with Producer(bootstrap_servers=bootstrap) as producer:
+        for p in range(partitions):
+            for i in range(per_partition):
+                producer.send(topic, f"{tag}-{p}-{i}".encode(), key=f"k-{tag}-{p}-{i}".encode(),
+                              partition=p)
+
+
+def expected_rows(partitions: int, per_partition: int, tag: str) -> list[tuple[str, str, int]]:
+    return [(f"k-{tag}-{p}-{i}", f"{tag}-{p}-{i}", p)
+            for p in range(partitions) for i in range(per_partition)]
 
 
 # ----------------------------------------------------------------------------- 4. groups tool
@@ -275,7 +300,7 @@ def describe_rows(out: str, group: str) -> dict[int, list[str]]:
     return rows
 
 
-def test_groups_tool_describes_and_resets_our_group(target: Target, tmp_path: Path) -> None:
+def test_groups_tool_describes_and_resets_our_group(target: Target) -> None:
     """Java's consumer-groups tool describes a group our consumer committed (offsets, lag,
     our member), then resets it to the earliest offsets, and our consumer reads it again."""
     topic, group, partitions = "tool-group", "sdk-committed", 3
