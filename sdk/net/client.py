@@ -68,7 +68,7 @@ from sdk.net.metadata import BrokerInfo, ClusterMetadata, TopicInfo
 from sdk.net.retry import Backoff, RetryPolicy
 from sdk.protocol.message import Message
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
-from sdk.protocol.messages.metadata import MetadataRequest
+from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
 __all__ = [
     "ANY_NODE",
@@ -86,6 +86,9 @@ log = logging.getLogger(__name__)
 _METADATA_KEY = 3
 _METADATA_MIN_VERSION = 1  # v0 reads an empty topic list as "all topics"
 _FIND_COORDINATOR_BATCHED = 4  # v4+ asks with coordinator_keys
+# A metadata refresh asks the next node too when one has not answered within this long
+# (a healthy broker answers in milliseconds; a stopped one never does).
+_REFRESH_HEDGE_S = 0.5
 _COORDINATOR_ERRORS = (15, 16)  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 # Topic errors that no refresh will cure: report them instead of waiting for the timeout.
 _FATAL_TOPIC_ERRORS = (17, 29)  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
@@ -291,36 +294,66 @@ class NetClient:
                 last_problem = exc
 
     async def _refresh_once(self) -> ClusterMetadata:
+        """Ask the candidates in turn; the first answer wins.
+
+        A node that fails is followed by the next at once. A node that has not answered
+        within ``_REFRESH_HEDGE_S`` is not given up, but the next one is asked as well: a
+        stopped broker (SIGSTOP, a long GC pause) accepts connections and answers nothing,
+        and waiting out its connect timeout would keep the client on stale leaders."""
         self._last_refresh_attempt = time.monotonic()
         errors: list[str] = []
-        for node in self._refresh_candidates():
-            try:
-                conn = await self.connection(node, timeout_s=self._connect_timeout_s,
-                                             wait_backoff=False)
-                version = conn.version_for(_METADATA_KEY, min_version=_METADATA_MIN_VERSION)
-                all_topics = self.metadata_all_topics
-                requested = sorted(self._topics)
-                request = MetadataRequest(
-                    topics=None if all_topics else [
-                        MetadataRequest.MetadataRequestTopic(name=t) for t in requested
-                    ],
-                    allow_auto_topic_creation=self.allow_auto_topic_creation,
-                )
-                response = await conn.send(request, version)
-            except KafkaError as exc:
-                errors.append(f"node {node}: {exc}")
-                continue
-            self.metadata.apply(response, all_topics=all_topics,
-                                requested=() if all_topics else requested)
-            self._refresh_failures = 0
-            self._forget_gone_nodes()
-            self._notify()
-            return self.metadata
+        candidates = iter(self._refresh_candidates())
+        asking: dict[asyncio.Task[tuple[MetadataResponse, bool, list[str]]], int] = {}
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                node = next(candidates, None)
+                if node is not None:
+                    asking[loop.create_task(self._ask_metadata(node))] = node
+                if not asking:
+                    break
+                done, _ = await asyncio.wait(
+                    asking, timeout=_REFRESH_HEDGE_S if node is not None else None,
+                    return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    failed_node = asking.pop(task)
+                    try:
+                        response, all_topics, requested = task.result()
+                    except KafkaError as exc:
+                        errors.append(f"node {failed_node}: {exc}")
+                        continue
+                    self.metadata.apply(response, all_topics=all_topics,
+                                        requested=() if all_topics else requested)
+                    self._refresh_failures = 0
+                    self._forget_gone_nodes()
+                    self._notify()
+                    return self.metadata
+        finally:
+            for task in asking:
+                if not task.done():
+                    task.cancel()
+                elif not task.cancelled():
+                    task.exception()  # retrieved: a loser's failure is no news
         self._refresh_failures += 1
         raise NoBrokersAvailableError(
             "no broker answered a metadata request"
             + (": " + "; ".join(errors) if errors else " (no broker address known)")
         )
+
+    async def _ask_metadata(self, node: int) -> tuple[MetadataResponse, bool, list[str]]:
+        """One node's Metadata answer, with whether it lists every topic and which were asked."""
+        conn = await self.connection(node, timeout_s=self._connect_timeout_s,
+                                     wait_backoff=False)
+        version = conn.version_for(_METADATA_KEY, min_version=_METADATA_MIN_VERSION)
+        all_topics = self.metadata_all_topics
+        requested = sorted(self._topics)
+        request = MetadataRequest(
+            topics=None if all_topics else [
+                MetadataRequest.MetadataRequestTopic(name=t) for t in requested
+            ],
+            allow_auto_topic_creation=self.allow_auto_topic_creation,
+        )
+        return await conn.send(request, version), all_topics, requested
 
     def _refresh_candidates(self) -> list[int]:
         """Connected nodes by load, then known brokers not backing off, then bootstrap
@@ -394,12 +427,23 @@ class NetClient:
 
     def ensure_connecting(self, node_id: int) -> float:
         """Start connecting to ``node_id`` in the background unless connected, connecting or
-        backing off. Returns the backoff seconds left (0 if connected or connecting)."""
+        backing off. Returns the backoff seconds left (0 if connected or connecting).
+
+        While the node is connecting or backing off, asks for a metadata refresh: the caller
+        wants it because the metadata names it (a partition leader), and only new metadata
+        tells that another node took over."""
         self._check_open()
-        if self.ready_connection(node_id) is not None or node_id in self._connecting:
+        if self.ready_connection(node_id) is not None:
+            return 0.0
+        if node_id in self._connecting:
+            # Still connecting: a hung broker (stopped, black-holed) accepts the TCP
+            # connection and never answers the handshake. Meanwhile the cluster may move
+            # its partitions elsewhere: keep the metadata fresh (refreshes are rate-limited).
+            self.request_refresh()
             return 0.0
         remaining = self.backoff_remaining(node_id)
         if remaining > 0:
+            self.request_refresh()  # same reason: do not wait for the next attempt's outcome
             return remaining
         try:
             task = self._start_connect(node_id)

@@ -190,3 +190,42 @@ async def test_a_failed_connection_attempt_asks_for_fresh_metadata(client: NetCl
         await asyncio.sleep(0.01)
     assert client.backoff_remaining(7) > 0 or client.last_error(7) is not None
     assert client.metadata.version > before, "no metadata refresh after a failed connection"
+
+
+async def test_a_node_hanging_in_its_handshake_keeps_the_metadata_fresh(client: NetClient) -> None:
+    """A stopped broker (SIGSTOP) accepts TCP connections and never answers ApiVersions. A
+    caller that wants it (the producer's sender, each pass) must keep the metadata fresh
+    while the attempt hangs: the cluster names a new leader long before the attempt times out."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # the kernel completes connections; nobody reads or answers
+        host, port = silent.getsockname()
+        await client.refresh_metadata()
+        client.metadata.brokers[7] = BrokerInfo(7, host, port)
+        assert client.ensure_connecting(7) == 0.0
+        before = client.metadata.version
+        for _ in range(100):
+            assert client.ensure_connecting(7) == 0.0  # still connecting
+            if client.metadata.version > before:
+                break
+            await asyncio.sleep(0.02)
+        assert client.ready_connection(7) is None
+        assert client.metadata.version > before, "no metadata refresh while the node hangs"
+
+
+async def test_a_refresh_asks_another_node_while_one_hangs(embedded_broker: Any) -> None:
+    """The first node asked hangs in its handshake (a stopped broker); the refresh must not
+    wait for its connect timeout (10 s) but ask the next node as well and take its answer."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        host, port = silent.getsockname()
+        c = NetClient(_config(f"{host}:{port},{embedded_broker.bootstrap_servers}"))
+        c._refresh_candidates = lambda: [-1, -2]  # type: ignore[method-assign]  # hung one first
+        await c.start()
+        try:
+            metadata = await c.refresh_metadata(timeout_s=4)
+            assert metadata.brokers
+            assert c.ready_connection(-1) is None
+        finally:
+            await c.close()
