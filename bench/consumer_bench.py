@@ -3,6 +3,7 @@ confluent-kafka, on the same broker in the same run.
 
     .venv/bin/python bench/consumer_bench.py                 # tansu, fresh per size
     .venv/bin/python bench/consumer_bench.py --broker server_ref
+    .venv/bin/python bench/consumer_bench.py --broker apache      # single-node Apache Kafka
     .venv/bin/python bench/consumer_bench.py --bootstrap 127.0.0.1:9092   # a running broker
     .venv/bin/python bench/consumer_bench.py --baseline /tmp/old --clients \
         base-sync,ours-sync,base-async,ours-async,aiokafka     # before/after, interleaved
@@ -13,6 +14,14 @@ assignment (no group, so no join delay), each in a fresh subprocess. Clients are
 interleaved round by round because this machine's CPU speed drifts; the table shows the
 median rate of the rounds, measured from creating the consumer to receiving the last record
 (imports left out), and ratios against aiokafka and kafka-python.
+
+``java`` is Kafka's Java consumer through its ConsumerPerformance tool, with its defaults.
+It subscribes with a group, so its figure is the rate after the group join (the join, its
+whole rate and the JVM's start-up are printed below the table; bench/java_peers.py says
+what each includes). ``--broker apache`` runs a single-node Apache Kafka 4.3.1 (JVMs, from
+tools/apache_kafka.py); its JIT is warmed by an untimed read of the topic before the first
+round. Without Java or Maven the Java client and the Apache broker are reported as
+unavailable and left out.
 """
 
 from __future__ import annotations
@@ -30,10 +39,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: workers import sdk from PYTHONPATH alone
+    import java_peers
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 6
-CLIENTS = ["ours-sync", "ours-async", "aiokafka", "kafka-python", "confluent"]
+CLIENTS = ["ours-sync", "ours-async", "aiokafka", "kafka-python", "confluent", "java"]
 SIZES = {100: 200_000, 1000: 100_000}
 
 
@@ -190,6 +203,16 @@ class BrokerProcess:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+def start_broker(kind: str) -> BrokerProcess | java_peers.ApacheBroker:
+    if kind != "apache":
+        return BrokerProcess(kind)
+    import java_peers
+
+    broker = java_peers.ApacheBroker()
+    broker.start()
+    return broker
+
+
 def fill_topic(bootstrap: str, topic: str, size: int, count: int) -> None:
     import confluent_kafka as ck
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -218,7 +241,15 @@ BASELINE_CLIENTS = {"base-sync": "ours-sync", "base-async": "ours-async"}
 
 
 def run_worker(client: str, bootstrap: str, topic: str, count: int,
-               baseline: str | None = None) -> float:
+               baseline: str | None = None,
+               java_runs: list[java_peers.JavaConsumerRun] | None = None) -> float:
+    if client == "java":
+        import java_peers
+
+        run = java_peers.java_consumer(bootstrap, topic, count, timeout_s=600)
+        if java_runs is not None:
+            java_runs.append(run)
+        return run.rate
     # base-*: our workers importing ``sdk`` from the --baseline tree (before/after runs)
     path = str(ROOT)
     if client in BASELINE_CLIENTS:
@@ -238,11 +269,17 @@ def run_worker(client: str, bootstrap: str, topic: str, count: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--broker", choices=["tansu", "server_ref"], default="tansu")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", choices=["tansu", "server_ref", "apache"], default="tansu",
+                        help="a fresh broker per size: tansu, server_ref (ours) or apache "
+                             "(single-node Apache Kafka) (default: %(default)s)")
     parser.add_argument("--bootstrap", help="use this running broker instead")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--clients", default=",".join(CLIENTS),
+                        help="comma separated (default: %(default)s; java: Kafka's Java "
+                             "consumer through ConsumerPerformance; base-sync, base-async: "
+                             "ours from --baseline)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
     parser.add_argument("--baseline", help="a directory holding another sdk/ (e.g. an older "
                         "checkout) for the base-sync and base-async clients")
@@ -256,19 +293,36 @@ def main() -> None:
         print(json.dumps({"records": records, "seconds": seconds}))
         return
 
+    import java_peers
+
     clients = args.clients.split(",")
+    unknown = sorted(set(clients) - set(CLIENTS) - set(BASELINE_CLIENTS))
+    if unknown:
+        parser.error(f"unknown clients {unknown}; choose from {CLIENTS + list(BASELINE_CLIENTS)}")
+    needs_java = "java" in clients or (args.broker == "apache" and not args.bootstrap)
+    missing = java_peers.unavailable() if needs_java else None
+    if missing and args.broker == "apache" and not args.bootstrap:
+        print(f"apache broker: unavailable ({missing})", file=sys.stderr)
+        raise SystemExit(2)
+    if missing:
+        print(f"java client: unavailable ({missing})", flush=True)
+        clients.remove("java")
     rows = []
+    java_rows: list[tuple[int, list[java_peers.JavaConsumerRun]]] = []
     for size, base_count in SIZES.items():
         count = max(1000, int(base_count * args.scale))
-        broker = None if args.bootstrap else BrokerProcess(args.broker)
+        broker = None if args.bootstrap else start_broker(args.broker)
         bootstrap = args.bootstrap or broker.bootstrap  # type: ignore[union-attr]
         topic = f"consumer-bench-{size}b-{os.getpid()}"
+        java_runs: list[java_peers.JavaConsumerRun] = []
         try:
             fill_topic(bootstrap, topic, size, count)
+            if isinstance(broker, java_peers.ApacheBroker):
+                run_worker("confluent", bootstrap, topic, count)  # untimed: the JIT's warm-up
             rates: dict[str, list[float]] = {c: [] for c in clients}
             for round_no in range(args.rounds):
                 for client in clients:
-                    rate = run_worker(client, bootstrap, topic, count, args.baseline)
+                    rate = run_worker(client, bootstrap, topic, count, args.baseline, java_runs)
                     rates[client].append(rate)
                     print(f"  {size:>5} B round {round_no + 1} {client:<13} {rate:>12,.0f} msgs/s",
                           flush=True)
@@ -277,17 +331,27 @@ def main() -> None:
                 broker.stop()
         medians = {c: statistics.median(r) for c, r in rates.items()}
         rows.append((size, count, medians))
+        if java_runs:
+            java_rows.append((size, java_runs))
 
     print(f"\nbroker: {args.bootstrap or args.broker}, {PARTITIONS} partitions, "
           f"median of {args.rounds} interleaved rounds")
+    with_java = "java" in clients
     print(f"{'size':>6} {'records':>8} {'client':<13} {'msgs/s':>10} {'MB/s':>7} "
-          f"{'vs aiokafka':>11} {'vs kafka-python':>15}")
+          f"{'vs aiokafka':>11} {'vs kafka-python':>15}" + (f" {'vs java':>8}" if with_java
+                                                            else ""))
     for size, count, medians in rows:
         for client, rate in medians.items():
             vs_aio = rate / medians["aiokafka"] if "aiokafka" in medians else float("nan")
             vs_kp = rate / medians["kafka-python"] if "kafka-python" in medians else float("nan")
+            vs_java = f" {rate / medians['java']:>7.2f}x" if "java" in medians else ""
             print(f"{size:>6} {count:>8} {client:<13} {rate:>10,.0f} {rate * size / 1e6:>7.1f} "
-                  f"{vs_aio:>10.2f}x {vs_kp:>14.2f}x")
+                  f"{vs_aio:>10.2f}x {vs_kp:>14.2f}x{vs_java}")
+    for size, runs in java_rows:
+        print(f"java, {size} B: rate after the group join; whole run from creating the consumer "
+              f"{statistics.median(r.whole_rate for r in runs):,.0f} msgs/s, group join "
+              f"{statistics.median(r.join_s for r in runs):.2f} s, JVM start-up, close and exit "
+              f"{statistics.median(r.startup_s for r in runs):.2f} s (medians, in no figure)")
 
 
 if __name__ == "__main__":

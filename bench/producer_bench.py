@@ -4,6 +4,7 @@ confluent-kafka, on the same broker, in the same run, interleaved.
     python bench/producer_bench.py                      # tansu and the reference broker
     python bench/producer_bench.py --broker tansu --rounds 3
     python bench/producer_bench.py --bootstrap-server HOST:PORT --quick
+    python bench/producer_bench.py --broker apache --clients sdk-sync,sdk-batch,confluent,java
 
 Each measurement runs in a fresh subprocess (no shared imports, threads or heap) and
 produces N records to a new 6-partition topic: the clock runs from the first send until
@@ -17,6 +18,15 @@ bulk (our send_many, aiokafka's create_batch/send_batch). Every client uses its 
 otherwise (ours: idempotence on with acks=all; confluent: partitioner murmur2_random and
 ``linger.ms=5`` like the others). tansu runs with memory storage and is restarted after
 every round, as it never frees memory.
+
+``java`` is Kafka's Java producer through its own ProducerPerformance tool (bench/java_peers.py
+says exactly what its figures include): the same records, acks, codec and ``--batch-size``,
+``linger.ms=5``, otherwise Java's defaults. Its rec/s is the steady state over the same N
+records, sent after ``--java-warmup`` untimed ones (the JIT's warm-up); below it are its
+whole-run rate (connecting and the warm-up included) and the JVM's start-up, which no
+figure includes. ``--broker apache`` runs a single-node Apache Kafka 4.3.1 (JVMs, from
+tools/apache_kafka.py), warmed up untimed before the first case. Without Java or Maven the
+Java client and the Apache broker are reported as unavailable and left out.
 
 Defaults differ in one way that matters: batch size (16 KB for ours, aiokafka and
 kafka-python, as in Java; 1 MB for confluent-kafka). ``--batch-size N`` gives every client
@@ -40,8 +50,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import java_peers  # noqa: E402  (bench/, this script's directory, is on sys.path)
+
 CLIENTS = ["sdk-sync", "sdk-async", "sdk-batch", "sdk-async-batch", "aiokafka", "aiokafka-batch",
-           "kafka-python", "confluent"]
+           "kafka-python", "confluent", "java"]
+BROKERS = {"tansu": ["tansu"], "ref": ["ref"], "apache": ["apache"], "both": ["tansu", "ref"],
+           "all": ["tansu", "ref", "apache"]}
 PARTITIONS = 6
 LINGER_MS = 5
 
@@ -228,16 +242,24 @@ def worker_main(a: argparse.Namespace) -> None:
 
 
 class Broker:
-    """tansu (restartable subprocess), the reference broker (subprocess) or a given address."""
+    """tansu (restartable subprocess), the reference broker (subprocess), Apache Kafka (a
+    single-node JVM) or a given address."""
 
     def __init__(self, kind: str, bootstrap: str | None = None) -> None:
         self.kind = kind
         self.bootstrap = bootstrap or ""
         self.proc: subprocess.Popen[bytes] | None = None
         self.data_dir: str | None = None
+        self.apache: java_peers.ApacheBroker | None = None
 
     def start(self) -> None:
         if self.kind == "given":
+            return
+        if self.kind == "apache":
+            self.apache = java_peers.ApacheBroker()
+            self.apache.start()
+            self.bootstrap = self.apache.bootstrap
+            java_peers.warm_up_broker(self.bootstrap)
             return
         from tests.integration.conftest import free_port, tansu_binary, wait_for_port
 
@@ -261,6 +283,9 @@ class Broker:
         self.bootstrap = f"127.0.0.1:{port}"
 
     def stop(self) -> None:
+        if self.apache is not None:
+            self.apache.stop()
+            self.apache = None
         if self.proc is not None:
             self.proc.terminate()
             self.proc.wait(30)
@@ -300,16 +325,38 @@ def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec
     return float(json.loads(out.stdout.strip().splitlines()[-1])["rate"])
 
 
+def run_java(broker: Broker, count: int, size: int, acks: str, codec: str, timeout_s: float,
+             batch_size: int | None, warmup: int) -> java_peers.JavaProducerRun | None:
+    from tests.integration.conftest import create_topic
+
+    topic = f"bench-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_topic(broker.bootstrap, topic, PARTITIONS))
+    try:
+        return java_peers.java_producer(broker.bootstrap, topic, count, size, acks, codec,
+                                        batch_size, warmup, timeout_s)
+    except RuntimeError as exc:
+        print(f"    java: failed: {exc}", flush=True)
+        return None
+
+
 # ============================================================================ driver
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="producer throughput comparison")
-    parser.add_argument("--broker", choices=["tansu", "ref", "both"], default="both")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", choices=list(BROKERS), default="both",
+                        help="tansu, ref (our reference broker), apache (single-node Apache "
+                             "Kafka), both (tansu and ref) or all (default: %(default)s)")
     parser.add_argument("--bootstrap-server", default=None, help="use a running broker")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1 round, 1/4 of the records")
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--clients", default=",".join(CLIENTS),
+                        help="comma separated, of: " + ", ".join(CLIENTS) + " (java: Kafka's "
+                             "Java producer through ProducerPerformance)")
+    parser.add_argument("--java-warmup", type=float, default=0.25, metavar="FRACTION",
+                        help="the Java client first sends this fraction of N untimed records "
+                             "(JIT warm-up; default %(default)s; 0: none)")
     parser.add_argument("--cases", default="100:200000,1000:100000",
                         help="size:count pairs, comma separated")
     parser.add_argument("--acks-list", default="1,all")
@@ -320,12 +367,12 @@ def main() -> None:
                              "default (16 KB for ours, aiokafka and kafka-python as in Java; "
                              "1 MB for confluent-kafka)")
     # worker mode (internal)
-    parser.add_argument("--worker", choices=CLIENTS)
-    parser.add_argument("--topic")
-    parser.add_argument("--count", type=int)
-    parser.add_argument("--size", type=int)
-    parser.add_argument("--acks")
-    parser.add_argument("--codec")
+    parser.add_argument("--worker", choices=list(WORKERS), help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--acks", help=argparse.SUPPRESS)
+    parser.add_argument("--codec", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.worker:
         a.bootstrap = a.bootstrap_server
@@ -334,11 +381,25 @@ def main() -> None:
 
     rounds = 1 if a.quick else a.rounds
     clients = [c for c in a.clients.split(",") if c]
+    unknown = sorted(set(clients) - set(CLIENTS))
+    if unknown:
+        parser.error(f"unknown clients {unknown}; choose from {CLIENTS}")
     cases = [tuple(int(x) for x in c.split(":")) for c in a.cases.split(",")]
     if a.bootstrap_server:
         brokers = [Broker("given", a.bootstrap_server)]
     else:
-        brokers = [Broker(k) for k in (["tansu", "ref"] if a.broker == "both" else [a.broker])]
+        brokers = [Broker(k) for k in BROKERS[a.broker]]
+    java_missing = java_peers.unavailable() if ("java" in clients or any(
+        b.kind == "apache" for b in brokers)) else None
+    if java_missing:
+        if "java" in clients:
+            print(f"java client: unavailable ({java_missing})", flush=True)
+            clients.remove("java")
+        if any(b.kind == "apache" for b in brokers):
+            print(f"apache broker: unavailable ({java_missing})", flush=True)
+            brokers = [b for b in brokers if b.kind != "apache"]
+        if not brokers or not clients:
+            raise SystemExit("nothing left to measure")
     results: list[dict[str, Any]] = []
     for broker in brokers:
         broker.start()
@@ -351,16 +412,24 @@ def main() -> None:
                         print(f"\n[{broker.kind}] {count} x {size} B, acks={acks}, {codec}",
                               flush=True)
                         rates: dict[str, list[float]] = {c: [] for c in clients}
+                        java_runs: list[java_peers.JavaProducerRun] = []
                         for r in range(rounds):
                             order = clients[r % len(clients):] + clients[:r % len(clients)]
                             for client in order:
-                                rate = run_one(broker, client, count, size, acks, codec,
-                                               timeout_s=max(120, count / 5000),
-                                               batch_size=a.batch_size)
+                                timeout_s = max(120, count / 5000)
+                                if client == "java":
+                                    run = run_java(broker, count, size, acks, codec, timeout_s,
+                                                   a.batch_size, int(count * a.java_warmup))
+                                    java_runs += [run] if run else []
+                                    rate = run.rate if run else None
+                                else:
+                                    rate = run_one(broker, client, count, size, acks, codec,
+                                                   timeout_s=timeout_s, batch_size=a.batch_size)
                                 if rate is not None:
                                     rates[client].append(rate)
                             broker.restart()
                         _report(broker.kind, size, count, acks, codec, rates, results)
+                        _report_java(java_runs, int(count * a.java_warmup), results)
         finally:
             broker.stop()
     if a.json:
@@ -373,8 +442,11 @@ def _report(kind: str, size: int, count: int, acks: str, codec: str,
     aio = medians.get("aiokafka")
     aio_batch = medians.get("aiokafka-batch")
     conf = medians.get("confluent")
+    java = medians.get("java")
     for client, med in sorted(medians.items(), key=lambda kv: -kv[1]):
         ratios = []
+        if java and client.startswith("sdk"):
+            ratios.append(f"{med / java:4.2f}x java")
         if aio and client != "aiokafka":
             ratios.append(f"{med / aio:4.2f}x aiokafka")
         if aio_batch and client.endswith("batch") and client != "aiokafka-batch":
@@ -386,6 +458,23 @@ def _report(kind: str, size: int, count: int, acks: str, codec: str,
         results.append({"broker": kind, "size": size, "count": count, "acks": acks,
                         "codec": codec, "client": client, "median": med,
                         "runs": rates[client]})
+
+
+def _report_java(runs: list[java_peers.JavaProducerRun], warmup: int,
+                 results: list[dict[str, Any]]) -> None:
+    """What the Java figure leaves out: its whole run and the JVM's start-up."""
+    if not runs:
+        return
+    whole = statistics.median(r.whole_rate for r in runs)
+    startup = statistics.median(r.startup_s for r in runs)
+    print(f"  {'':15s} (java: steady state after {warmup} warm-up records; whole run incl. "
+          f"connecting and warm-up {whole:,.0f} rec/s; JVM start-up + exit {startup:.2f} s, "
+          f"in no figure)", flush=True)
+    for row in results:
+        if row["client"] == "java" and "whole_run_rates" not in row:
+            row.update({"warmup_records": warmup,
+                        "whole_run_rates": [r.whole_rate for r in runs],
+                        "jvm_startup_s": [r.startup_s for r in runs]})
 
 
 if __name__ == "__main__":
