@@ -29,7 +29,12 @@ from sdk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from server_ref.broker_configs import SYNONYMS, catalogue, validate_broker_update
+from server_ref.broker_configs import (
+    SYNONYMS,
+    catalogue,
+    listener_base,
+    validate_broker_update,
+)
 from server_ref.config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
@@ -98,10 +103,15 @@ def _topic_synonyms(definition: ConfigDef, broker: BrokerConfig,
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             out.append(Synonym(name=broker_key, value=bdef.render(broker.get(broker_key)),
                                source=int(source)))
-        cat = catalogue()  # Kafka's default, under the synonym that carries it
-        defaults = [(n, cat[n].default) for n in SYNONYMS.get(broker_key, (broker_key,))
-                    if n in cat and cat[n].default is not None]
-        for name, value in defaults[:1] or [(broker_key, bdef.render(bdef.default))]:
+        cat = catalogue()  # Kafka's default, under the synonym that carries it (none
+        # when the broker key is unset and its own default null, as Kafka lists it)
+        unset_null = (source is ConfigSource.DEFAULT_CONFIG and broker_key in cat
+                      and cat[broker_key].default is None)
+        defaults = [] if unset_null else [
+            (n, cat[n].default) for n in SYNONYMS.get(broker_key, (broker_key,))
+            if n in cat and cat[n].default is not None]
+        fallback = [] if unset_null else [(broker_key, bdef.render(bdef.default))]
+        for name, value in defaults[:1] or fallback:
             out.append(Synonym(name=name, value=value,
                                source=int(ConfigSource.DEFAULT_CONFIG)))
     return out
@@ -122,9 +132,11 @@ def _broker_entry(broker: BrokerConfig, name: str, per_broker: bool, synonyms: b
         return None
     defaults: list[tuple[str, str | None]] = []
     if per_broker and known is not None:
+        # (Kafka lists an unset config whose own default is null with no synonyms.)
         cat = catalogue()
         defaults = [(n, cat[n].default) for n in SYNONYMS.get(name, (name,))
-                    if n in cat and cat[n].default is not None]
+                    if n in cat and cat[n].default is not None
+                    and (found or known.default is not None)]
     elif per_broker and ours is not None:
         defaults = [(name, ours.render(ours.default))]
     value, source = found[0] if found else (
@@ -133,6 +145,11 @@ def _broker_entry(broker: BrokerConfig, name: str, per_broker: bool, synonyms: b
     sensitive = known.sensitive if known is not None else ours is None
     read_only = not known.dynamic if known is not None else (ours is None or not ours.dynamic)
     kind = known.config_type if known is not None else (int(ours.type) if ours else 0)
+    base = catalogue().get(listener_base(name) or "")
+    if known is None and base is not None:
+        # A listener's own setting: typed and defaulted as the config it overrides.
+        sensitive, read_only, kind = base.sensitive, True, base.config_type
+        defaults = [(base.name, base.default)] if base.default is not None else []
     entry = ResourceResult(
         name=name, value=None if sensitive else value, read_only=read_only,
         is_default=source is ConfigSource.DEFAULT_CONFIG, config_source=int(source),
