@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -128,17 +129,25 @@ def parse_producer_output(text: str) -> tuple[tuple[int, float], tuple[int, floa
 
 def java_producer(bootstrap: str, topic: str, count: int, size: int, acks: str, codec: str,
                   batch_size: int | None, warmup: int, timeout_s: float) -> JavaProducerRun:
-    """``warmup + count`` records of ``size`` bytes through ProducerPerformance."""
+    """``warmup + count`` records of ``size`` bytes through ProducerPerformance.
+
+    Every record is ``size`` bytes of ``x``, as the Python clients send: given a payload file
+    of one such line, the tool picks it for each record. (With ``--record-size`` it would
+    fill every record with fresh random letters inside the timed loop, work the others do
+    not do, and a payload that compresses differently.)"""
     props = [f"acks={acks}", f"linger.ms={LINGER_MS}", f"compression.type={codec}"]
     if batch_size:
         props.append(f"batch.size={batch_size}")  # else Java's default, 16 KB like ours
-    args = ["--bootstrap-server", bootstrap, "--topic", topic,
-            "--num-records", str(warmup + count), "--record-size", str(size),
-            "--throughput", "-1", "--reporting-interval", "3600000"]
-    if warmup:
-        args += ["--warmup-records", str(warmup)]
-    args += ["--command-property", *props]  # takes every argument after it
-    stdout, wall = _run(_java(PRODUCER_MAIN, *args), timeout_s)
+    with tempfile.NamedTemporaryFile("w", prefix="bench-payload-", suffix=".txt") as payload:
+        payload.write("x" * size)
+        payload.flush()
+        args = ["--bootstrap-server", bootstrap, "--topic", topic,
+                "--num-records", str(warmup + count), "--payload-file", payload.name,
+                "--throughput", "-1", "--reporting-interval", "3600000"]
+        if warmup:
+            args += ["--warmup-records", str(warmup)]
+        args += ["--command-property", *props]  # takes every argument after it
+        stdout, wall = _run(_java(PRODUCER_MAIN, *args), timeout_s)
     (whole_n, whole_rate), steady = parse_producer_output(stdout)
     if whole_n != warmup + count:  # failed sends are printed, not counted
         raise RuntimeError(f"only {whole_n} of {warmup + count} records were acknowledged")

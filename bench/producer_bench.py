@@ -22,9 +22,10 @@ every round, as it never frees memory.
 ``java`` is Kafka's Java producer through its own ProducerPerformance tool (bench/java_peers.py
 says exactly what its figures include): the same records, acks, codec and ``--batch-size``,
 ``linger.ms=5``, otherwise Java's defaults. Its rec/s is the steady state over the same N
-records, sent after ``--java-warmup`` untimed ones (the JIT's warm-up); below it are its
-whole-run rate (connecting and the warm-up included) and the JVM's start-up, which no
-figure includes. ``--broker apache`` runs a single-node Apache Kafka 4.3.1 (JVMs, from
+records, sent after as many untimed ones (``--java-warmup``: the JIT compiles the send path
+over the first few hundred thousand sends, and a quarter of N left it measurably cold);
+below it are its whole-run rate (connecting and the warm-up included) and the JVM's
+start-up, which no figure includes. ``--broker apache`` runs a single-node Apache Kafka 4.3.1 (JVMs, from
 tools/apache_kafka.py), warmed up untimed before the first case. Without Java or Maven the
 Java client and the Apache broker are reported as unavailable and left out.
 
@@ -354,9 +355,9 @@ def main() -> None:
     parser.add_argument("--clients", default=",".join(CLIENTS),
                         help="comma separated, of: " + ", ".join(CLIENTS) + " (java: Kafka's "
                              "Java producer through ProducerPerformance)")
-    parser.add_argument("--java-warmup", type=float, default=0.25, metavar="FRACTION",
-                        help="the Java client first sends this fraction of N untimed records "
-                             "(JIT warm-up; default %(default)s; 0: none)")
+    parser.add_argument("--java-warmup", type=float, default=1.0, metavar="FRACTION",
+                        help="the Java client first sends FRACTION x N untimed records "
+                             "(the JIT's warm-up; default %(default)s; 0: none)")
     parser.add_argument("--cases", default="100:200000,1000:100000",
                         help="size:count pairs, comma separated")
     parser.add_argument("--acks-list", default="1,all")
