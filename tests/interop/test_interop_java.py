@@ -103,6 +103,12 @@ def consume_assigned(bootstrap: str, topic: str, partitions: int, count: int
         return poll_until(consumer, count)
 
 
+def text(data: object) -> str:
+    """A key or value as text (our consumer hands out bytes without a deserializer)."""
+    assert isinstance(data, bytes), data
+    return data.decode()
+
+
 def poll_until(consumer: Consumer, count: int, into: list[ConsumerRecord] | None = None,
                timeout_s: float = 60.0) -> list[ConsumerRecord]:
     """Poll until ``into`` (a new list by default) holds ``count`` records or time is up."""
@@ -133,7 +139,7 @@ def test_java_console_producer_to_our_consumer(target: Target) -> None:
 
     got = consume_assigned(target.bootstrap, topic, partitions, count)
     assert len(got) == count
-    by_index = {int(r.value.split()[1]): r for r in got}
+    by_index = {int(text(r.value).split()[1]): r for r in got}
     assert sorted(by_index) == list(range(count))
     for i, record in by_index.items():
         assert record.value == f"payload {i} = {{'n': {i}}}".encode()
@@ -147,7 +153,7 @@ def test_java_console_producer_to_our_consumer(target: Target) -> None:
             assert record.partition == default_partition(record.key, partitions), record.key
     # One producer, lines sent in order: each partition holds its records in line order.
     for p in range(partitions):
-        in_log = [int(r.value.split()[1]) for r in sorted(got, key=lambda r: r.offset)
+        in_log = [int(text(r.value).split()[1]) for r in sorted(got, key=lambda r: r.offset)
                   if r.partition == p]
         assert in_log == sorted(in_log)
         assert [r.offset for r in got if r.partition == p] == list(range(len(in_log)))
@@ -188,89 +194,173 @@ def test_our_producer_to_java_console_consumer(target: Target) -> None:
 # ----------------------------------------------------------------------------- 3. one group
 
 
-def test_java_and_our_consumer_share_a_group(target: Target) -> None:
-    """A Java console consumer and our consumer in one cooperative-sticky group: each holds
-    some of the partitions, each receives records, and together they receive each record;
-    when the Java member leaves, ours takes its partitions from its commits."""
-    topic, group, partitions, per_partition = "shared-group", "java-sdk-group", 4, 25
-    target.create_topic(topic, partitions)
-    java = subprocess.Popen(
-        java_command(CONSUMER_TOOL, "--bootstrap-server", target.bootstrap, "--topic", topic,
-                     "--group", group, "--from-beginning", *PRINT_ALL,
-                     "--command-property", f"partition.assignment.strategy={COOPERATIVE}",
-                     "--command-property", "heartbeat.interval.ms=500",
-                     "--command-property", "client.id=java-member"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    java_lines: list[str] = []
-    java_err: list[str] = []
-    readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
-               for s, into in ((java.stdout, java_lines), (java.stderr, java_err))]
-    for reader in readers:
-        reader.start()
-    ours: list[ConsumerRecord] = []
-    try:
-        with Consumer(topic, bootstrap_servers=target.bootstrap, group_id=group,
-                      client_id="sdk-member", auto_offset_reset="earliest",
-                      partition_assignment_strategy=["cooperative-sticky"],
-                      heartbeat_interval_ms=500) as consumer, \
-                AdminClient(bootstrap_servers=target.bootstrap) as admin:
+class JavaConsoleConsumer:
+    """The Java console consumer as a long-running group member; ``lines`` fills as it
+    prints (it flushes each record)."""
 
-            def split() -> dict[str, set[int]]:
-                (description,) = admin.describe_consumer_groups([group]).values()
-                return {m.client_id: {tp.partition for tp in m.assignment}
-                        for m in description.members}
+    def __init__(self, bootstrap: str, topic: str, group: str, client_id: str) -> None:
+        self.proc = subprocess.Popen(
+            java_command(CONSUMER_TOOL, "--bootstrap-server", bootstrap, "--topic", topic,
+                         "--group", group, "--from-beginning", *PRINT_ALL,
+                         "--command-property", f"partition.assignment.strategy={COOPERATIVE}",
+                         "--command-property", "heartbeat.interval.ms=500",
+                         "--command-property", f"client.id={client_id}"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.errors: list[str] = []
+        self._readers = [threading.Thread(target=self._collect, args=(stream, into), daemon=True)
+                         for stream, into in ((self.proc.stdout, self.lines),
+                                              (self.proc.stderr, self.errors))]
+        for reader in self._readers:
+            reader.start()
 
-            def settled() -> bool:
-                ours.extend(r for rs in consumer.poll(timeout_ms=200).values() for r in rs)
-                assert java.poll() is None, f"the Java consumer exited: {''.join(java_err)}"
-                owners = split()
-                mine = {tp.partition for tp in consumer.assignment()}
-                return (set(owners) == {"java-member", "sdk-member"} and all(owners.values())
-                        and owners["sdk-member"] == mine
-                        and sorted(p for ps in owners.values() for p in ps)
-                        == list(range(partitions)))
+    @staticmethod
+    def _collect(stream: object, into: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            into.append(line)
 
-            wait_until(settled, timeout=60, interval=0)
-            owners = split()
-            produce(target.bootstrap, topic, partitions, per_partition, "first")
-            total = partitions * per_partition
+    def check_running(self) -> None:
+        assert self.proc.poll() is None, f"the Java consumer exited: {''.join(self.errors)}"
 
-            def all_arrived() -> bool:
-                ours.extend(r for rs in consumer.poll(timeout_ms=200).values() for r in rs)
-                return len(ours) + len(java_lines) >= total
-
-            wait_until(all_arrived, timeout=60, interval=0)
-            assert consumer.poll(timeout_ms=1000) == {}  # nothing beyond the total
-            assert split() == owners  # no rebalance while the records flowed
-
-            # The Java member leaves (SIGTERM: the tool's shutdown hook closes its consumer,
-            # which commits what it consumed and sends LeaveGroup); ours takes every
-            # partition and goes on from the Java member's commits: no record twice.
-            java.terminate()
-            java.wait(30)
-            wait_until(lambda: bool(ours.extend(r for rs in consumer.poll(timeout_ms=200)
-                                                .values() for r in rs))
-                       or len(consumer.assignment()) == partitions, timeout=60, interval=0)
-            assert set(split()) == {"sdk-member"}
-            produce(target.bootstrap, topic, partitions, per_partition, "second")
-            poll_until(consumer, 2 * total - len(java_lines), into=ours)
-            assert consumer.poll(timeout_ms=1000) == {}
-    finally:
-        if java.poll() is None:
-            java.kill()
-            java.wait(30)
-        for reader in readers:
+    def leave(self) -> None:
+        """SIGTERM: the tool's shutdown hook closes its consumer, which commits what it
+        consumed and sends LeaveGroup."""
+        self.proc.terminate()
+        self.proc.wait(30)
+        for reader in self._readers:
             reader.join(10)
-    java_rows = printed_records(java_lines)
-    java_got = sorted((key, value, p) for p, _offset, _headers, key, value in java_rows)
-    our_got = sorted((r.key.decode(), r.value.decode(), r.partition) for r in ours)
-    our_first = [row for row in our_got if row[1].startswith("first")]
-    assert java_got and our_first, "each member receives records"
-    assert {p for _k, _v, p in java_got} == owners["java-member"]
-    assert {p for _k, _v, p in our_first} == owners["sdk-member"]
-    assert sorted(java_got + our_got) == sorted(  # each record once, none missing
-        expected_rows(partitions, per_partition, "first")
-        + expected_rows(partitions, per_partition, "second"))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def records(self) -> list[tuple[str, str, int]]:
+        return [(key, value, p) for p, _offset, _headers, key, value in printed_records(self.lines)]
+
+
+class MixedGroup:
+    """One Java console consumer and our consumers (one at a time) in a cooperative-sticky
+    group; ``ours`` collects (key, value, partition) of what our consumers received."""
+
+    def __init__(self, target: Target, topic: str, group: str, partitions: int,
+                 admin: AdminClient) -> None:
+        self.target, self.topic, self.group, self.partitions = target, topic, group, partitions
+        self.admin = admin
+        self.java: JavaConsoleConsumer | None = None
+        self.consumer: Consumer | None = None
+        self.ours: list[tuple[str, str, int]] = []
+        self.sent = 0
+
+    def join(self, client_id: str) -> None:
+        self.consumer = Consumer(self.topic, bootstrap_servers=self.target.bootstrap,
+                                 group_id=self.group, client_id=client_id,
+                                 auto_offset_reset="earliest", heartbeat_interval_ms=500,
+                                 partition_assignment_strategy=["cooperative-sticky"])
+
+    def leave(self) -> None:
+        assert self.consumer is not None
+        self.consumer.close()  # commits what it handed out (auto-commit), then LeaveGroup
+        self.consumer = None
+
+    def poll(self) -> None:
+        if self.consumer is not None:
+            for records in self.consumer.poll(timeout_ms=100).values():
+                self.ours.extend((text(r.key), text(r.value), r.partition)
+                                 for r in records)
+        if self.java is not None and self.java.proc.returncode is None:
+            self.java.check_running()
+
+    def owners(self) -> dict[str, set[int]]:
+        (description,) = self.admin.describe_consumer_groups([self.group]).values()
+        return {m.client_id: {tp.partition for tp in m.assignment}
+                for m in description.members}
+
+    def settle(self, members: set[str]) -> dict[str, set[int]]:
+        """Poll until exactly ``members`` hold every partition once, none empty-handed, and
+        our consumer's own view agrees with the coordinator's; that split."""
+        def settled() -> bool:
+            self.poll()
+            owners = self.owners()
+            held = sorted(p for ps in owners.values() for p in ps)
+            mine = ({tp.partition for tp in self.consumer.assignment()}
+                    if self.consumer is not None else set())
+            ours = {c for c in owners if c.startswith("sdk")}
+            return (set(owners) == members and all(owners.values())
+                    and held == list(range(self.partitions))
+                    and all(owners[c] == mine for c in ours))
+
+        wait_until(settled, timeout=60, interval=0)
+        return self.owners()
+
+    def deliver(self, tag: str, per_partition: int) -> None:
+        """Produce ``per_partition`` records to each partition; poll until the members
+        together received everything sent so far."""
+        produce(self.target.bootstrap, self.topic, self.partitions, per_partition, tag)
+        self.sent += self.partitions * per_partition
+        assert self.java is not None
+        java = self.java
+
+        def arrived() -> bool:
+            self.poll()
+            return len(self.ours) + len(java.lines) >= self.sent
+
+        wait_until(arrived, timeout=60, interval=0)
+
+
+def test_java_and_our_consumers_share_a_group(target: Target) -> None:
+    """A Java console consumer and our consumers in one cooperative-sticky group, with each
+    side leading in turn: our leader assigns the Java member its share, then (after ours
+    left) the Java leader assigns our new member its share, then ours is left alone. Each
+    holds some partitions while both are in, each receives records, and over the whole run
+    every record arrives exactly once (members resume from each other's commits)."""
+    topic, group, partitions, per = "shared-group", "java-sdk-group", 4, 20
+    target.create_topic(topic, partitions)
+    all_partitions = set(range(partitions))
+    with AdminClient(bootstrap_servers=target.bootstrap) as admin:
+        run = MixedGroup(target, topic, group, partitions, admin)
+        try:
+            # Ours first: alone, it leads the group, and stays leader when Java joins.
+            run.join("sdk-first")
+            assert run.settle({"sdk-first"}) == {"sdk-first": all_partitions}
+            run.java = JavaConsoleConsumer(target.bootstrap, topic, group, "java-member")
+            split_a = run.settle({"sdk-first", "java-member"})  # our assignor's split
+            run.deliver("a", per)
+            got_a = ({row for row in run.ours if row[1].startswith("a-")},
+                     {row for row in run.java.records() if row[1].startswith("a-")})
+
+            # Ours leaves: Java, now leader, takes every partition from our commits.
+            run.leave()
+            assert run.settle({"java-member"}) == {"java-member": all_partitions}
+            run.deliver("b", per)
+
+            # A new consumer of ours joins: the Java leader assigns it a share.
+            run.join("sdk-second")
+            split_c = run.settle({"sdk-second", "java-member"})  # Java's assignor's split
+            run.deliver("c", per)
+
+            # The Java member leaves: ours takes every partition from its commits.
+            run.java.leave()
+            assert run.settle({"sdk-second"}) == {"sdk-second": all_partitions}
+            run.deliver("d", per)
+            assert run.consumer is not None and run.consumer.poll(timeout_ms=1000) == {}
+        finally:
+            if run.consumer is not None:
+                run.consumer.close()
+            if run.java is not None:
+                run.java.kill()
+
+    java = run.java.records()
+    for split, tag in ((split_a, "a-"), (split_c, "c-")):
+        java_parts = {p for _k, v, p in java if v.startswith(tag)}
+        our_parts = {p for _k, v, p in run.ours if v.startswith(tag)}
+        sdk_member = next(c for c in split if c.startswith("sdk"))
+        assert java_parts == split["java-member"] and our_parts == split[sdk_member], tag
+    assert all(got_a), "each member received records while both were in"
+    assert {v[:2] for _k, v, _p in java} == {"a-", "b-", "c-"}
+    assert {v[:2] for _k, v, _p in run.ours} == {"a-", "c-", "d-"}
+    assert sorted(java + run.ours) == sorted(  # each record once, none missing
+        row for tag in "abcd" for row in expected_rows(partitions, per, tag))
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, tag: str) -> None:
@@ -341,7 +431,7 @@ def test_groups_tool_describes_and_resets_our_group(target: Target) -> None:
         again = poll_until(consumer, 45)
     assert len(again) == 45  # auto_offset_reset=latest: only the reset offsets say "from 0"
     for p in range(partitions):
-        values = [r.value.decode() for r in again if r.partition == p]
+        values = [text(r.value) for r in again if r.partition == p]
         assert values == ([f"first-{p}-{i}" for i in range(10)]
                           + [f"later-{p}-{i}" for i in range(5)])
 
