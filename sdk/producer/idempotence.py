@@ -29,8 +29,10 @@ The sender (``sdk.producer.sender``) applies these rules:
 When can a batch fail under idempotence?  (DESIGN.md, "When can a batch fail?")
 
 A batch gets its sequence numbers when it is first sent. Its outcome is *unknown* once an
-attempt ended without an answer (the connection broke or the request timed out); it stays
-unknown until an attempt succeeds. A batch fails only in these cases:
+attempt ended without an answer (the connection broke or the request timed out) or with an
+answer the leader gives after appending it (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+the records may still be committed); it stays unknown until an attempt succeeds. A batch
+fails only in these cases:
 
 1. **Never sent**: ``delivery_timeout_ms`` passed before it could be sent (no leader,
    broker unreachable, no producer id yet, stuck behind a retry) -> DeliveryTimeoutError.
@@ -38,8 +40,9 @@ unknown until an attempt succeeds. A batch fails only in these cases:
 2. **Sent, outcome known, refused for good**: the broker answered with a non-retriable
    error (e.g. MESSAGE_TOO_LARGE for a single record, INVALID_RECORD,
    TOPIC_AUTHORIZATION_FAILED) -> that
-   error; or with retriable errors until ``retries`` attempts were used up -> the last
-   error; or until ``delivery_timeout_ms`` passed -> DeliveryTimeoutError chained to it.
+   error; or with retriable errors until ``retries`` attempts were used up, or until
+   ``delivery_timeout_ms`` passed -> the last error (e.g. NOT_ENOUGH_REPLICAS: the
+   application learns why, not only that time ran out).
    It was definitely not written: the partition's later batches get their sequence
    numbers moved down by its record count and carry on.
 3. **Sent, outcome unknown**, and then failed as in 2 (typically by

@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from sdk.errors import (
+    BrokerResponseError,
     DeliveryTimeoutError,
     InvalidRecordError,
     KafkaConnectionError,
@@ -66,6 +67,10 @@ _OUT_OF_ORDER = 45
 _DUPLICATE_SEQUENCE = 46
 _MESSAGE_TOO_LARGE = 10
 _PRODUCER_STATE_LOST = (59, 47, 90)  # UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, FENCED
+# Answers given after the leader appended the batch (it then waited for the replicas in
+# vain): the records may still be committed when the ISR grows back, so the outcome is
+# unknown, as for a lost response. REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+_MAYBE_WRITTEN = (7, 20)
 
 
 class Sender:
@@ -232,7 +237,7 @@ class Sender:
         for pq in queues:
             for batch in [b for b in pq.retries if b.deadline <= now]:
                 pq.retries.remove(batch)
-                self._fail_sent(batch, self._timeout_error(batch, "while being retried"))
+                self._fail_sent(batch, self._expired_error(batch))
         if self._ids is not None and not self._producer_id_ready(queues, now):
             # Waiting for InitProducerId: its task wakes us; else retry after its backoff.
             retry_at = self._ids.retry_at
@@ -483,7 +488,8 @@ class Sender:
                     pass  # the named records failed; the others go out again
                 else:
                     text = part.error_message or f"producing to {batch.topic}-{batch.partition}"
-                    self._attempt_failed(batch, for_code(part.error_code)(text), unknown=False)
+                    self._attempt_failed(batch, for_code(part.error_code)(text),
+                                         unknown=part.error_code in _MAYBE_WRITTEN)
         finally:
             self.wake()
 
@@ -542,7 +548,7 @@ class Sender:
             self._requeue(batch, now)
             return
         if retriable and now >= batch.deadline:
-            error = self._timeout_error(batch, "while being retried")
+            error = self._expired_error(batch)
         self._fail_sent(batch, error)
 
     def _split(self, batch: ProducerBatch, now: float) -> None:
@@ -666,6 +672,16 @@ class Sender:
         if cause is not None:
             text += f"; last error: {cause}"
         return DeliveryTimeoutError(text, cause=cause)
+
+    def _expired_error(self, batch: ProducerBatch) -> KafkaError:
+        """The error of a sent batch whose delivery timeout passed between retries: the
+        broker's own error when it answered every attempt (the batch was refused, not lost:
+        e.g. NOT_ENOUGH_REPLICAS), else DeliveryTimeoutError (rules 2 and 3)."""
+        last = batch.last_error
+        if batch.outcome_unknown or not isinstance(last, BrokerResponseError):
+            return self._timeout_error(batch, "while being retried")
+        age_ms = (time.monotonic() - batch.created) * 1000
+        return type(last)(f"{last} (retried for {age_ms:.0f} ms, until delivery_timeout_ms)")
 
     def _fail_sent(self, batch: ProducerBatch, error: BaseException) -> None:
         """Fail a batch that was sent at least once (rules 2 and 3 of idempotence)."""

@@ -196,3 +196,56 @@ def test_lost_producer_state_resets_the_producer_state_and_delivers(
         assert control.seen(ApiKey.INIT_PRODUCER_ID) == inits + new_ids
         assert p.send(topic, b"three").result(timeout=10).offset == 2
     assert read_values(embedded_broker.bootstrap_servers, topic, 3) == [b"one", b"two", b"three"]
+
+
+def test_refused_until_the_delivery_timeout_fails_with_the_brokers_error(
+        embedded_broker: Any, control: Any, topic: str, read_values: Any) -> None:
+    """Every attempt answered NOT_ENOUGH_REPLICAS (checked before the append: nothing was
+    written): retried until delivery_timeout_ms, then that error, not a bare timeout (rule 2
+    in sdk.producer.idempotence); the next record takes the refused one's sequence."""
+    with Producer(bootstrap_servers=embedded_broker.bootstrap_servers, linger_ms=0,
+                  request_timeout_ms=1000, delivery_timeout_ms=1500,
+                  retry_backoff_ms=20, retry_backoff_max_ms=100) as p:
+        p.send(topic, b"one", partition=0).result(timeout=10)
+        before = control.seen(ApiKey.PRODUCE)
+        control.fail_next(ApiKey.PRODUCE, errors.NotEnoughReplicasError.errno, times=10_000)
+        error = p.send(topic, b"refused", partition=0).exception(timeout=10)
+        assert isinstance(error, errors.NotEnoughReplicasError), repr(error)
+        assert "delivery_timeout_ms" in str(error)
+        assert control.seen(ApiKey.PRODUCE) - before > 1, "not retried"
+        control.clear()
+        assert p.send(topic, b"two", partition=0).result(timeout=10).offset == 1
+    assert read_values(embedded_broker.bootstrap_servers, topic, 2) == [b"one", b"two"]
+
+
+def test_an_answer_after_the_append_leaves_the_outcome_unknown(
+        embedded_broker: Any, control: Any, topic: str, read_values: Any) -> None:
+    """The leader appends the batch, then answers NOT_ENOUGH_REPLICAS_AFTER_APPEND (its
+    followers did not follow), and every retry is refused the same way until the delivery
+    timeout. The records are in the log, so the record fails with DeliveryTimeoutError and
+    the producer state is reset (rule 3): were its sequence numbers handed to the next
+    batch, the broker would take that batch for a duplicate of this one and it would be
+    acknowledged without being written."""
+    from server_ref.handlers.produce import produce
+
+    after_append = errors.NotEnoughReplicasAfterAppendError.errno
+
+    def append_then_refuse(ctx: Any, request: Any) -> Any:
+        response = produce(ctx, request)
+        for topic_response in response.responses:
+            for part in topic_response.partition_responses:
+                part.error_code, part.base_offset = after_append, -1
+        return response
+
+    with Producer(bootstrap_servers=embedded_broker.bootstrap_servers, linger_ms=0,
+                  request_timeout_ms=1000, delivery_timeout_ms=1500,
+                  retry_backoff_ms=20, retry_backoff_max_ms=100) as p:
+        p.send(topic, b"one", partition=0).result(timeout=10)
+        control.answer_next(ApiKey.PRODUCE, append_then_refuse)
+        control.fail_next(ApiKey.PRODUCE, after_append, times=10_000)
+        error = p.send(topic, b"maybe", partition=0).exception(timeout=10)
+        assert isinstance(error, errors.DeliveryTimeoutError), repr(error)
+        assert isinstance(error.__cause__, errors.NotEnoughReplicasAfterAppendError)
+        control.clear()
+        assert p.send(topic, b"two", partition=0).result(timeout=10).offset == 2
+    assert read_values(embedded_broker.bootstrap_servers, topic, 3) == [b"one", b"maybe", b"two"]
