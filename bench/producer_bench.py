@@ -22,12 +22,12 @@ every round, as it never frees memory.
 ``java`` is Kafka's Java producer through its own ProducerPerformance tool (bench/java_peers.py
 says exactly what its figures include): the same records, acks, codec and ``--batch-size``,
 ``linger.ms=5``, otherwise Java's defaults. Its rec/s is the steady state over the same N
-records, sent after as many untimed ones (``--java-warmup``: the JIT compiles the send path
-over the first few hundred thousand sends, and a quarter of N left it measurably cold);
-below it are its whole-run rate (connecting and the warm-up included) and the JVM's
-start-up, which no figure includes. ``--broker apache`` runs a single-node Apache Kafka 4.3.1 (JVMs, from
-tools/apache_kafka.py), warmed up untimed before the first case. Without Java or Maven the
-Java client and the Apache broker are reported as unavailable and left out.
+records, sent after as many untimed ones (``--java-warmup``: the JIT is still compiling the
+send path during the first sends); below it are its whole-run rate (connecting and the
+warm-up included) and the JVM's start-up, which no figure includes. ``--broker apache``
+runs a single-node Apache Kafka 4.3.1 (JVMs, from tools/apache_kafka.py), warmed up untimed
+before the first case. Without Java or Maven the Java client and the Apache broker are
+reported as unavailable and left out.
 
 Defaults differ in one way that matters: batch size (16 KB for ours, aiokafka and
 kafka-python, as in Java; 1 MB for confluent-kafka). ``--batch-size N`` gives every client
