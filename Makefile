@@ -28,9 +28,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/import_time.py
 	$(BIN)/python bench/records_bench.py
 	$(BIN)/python bench/producer_bench.py --broker both
+	$(BIN)/python bench/producer_bench.py --broker apache
 	$(BIN)/python bench/consumer_bench.py --broker tansu
 	$(BIN)/python bench/consumer_bench.py --broker server_ref
-	$(BIN)/python bench/broker_bench.py
+	$(BIN)/python bench/consumer_bench.py --broker apache
+	$(BIN)/python bench/broker_bench.py --peer tansu
+	$(BIN)/python bench/broker_bench.py --peer apache
 	$(BIN)/python bench/spark_bench.py
 
 lint: $(STAMP)
