@@ -475,3 +475,65 @@ def test_java_consumer_group_protocol(target: Target) -> None:
         assert ("UnsupportedVersionException: The cluster does not support the new CONSUMER "
                 "group protocol. Set group.protocol=classic") in out, out + err
         assert "Processed a total of 0 messages" in err, err
+
+
+# ----------------------------------------------------------------------------- 6. transactions
+
+
+COPIER_TOOL = "org.apache.kafka.tools.TransactionalMessageCopier"
+
+
+def read_to_end(bootstrap: str, topic: str, isolation_level: str) -> list[ConsumerRecord]:
+    """Partition 0 of ``topic`` from the start to its end offset (the last stable offset
+    under read_committed), read by our consumer."""
+    partition = TopicPartition(topic, 0)
+    got: list[ConsumerRecord] = []
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                  isolation_level=isolation_level) as consumer:
+        consumer.assign([partition])
+        end = consumer.end_offsets([partition])[partition]
+        deadline = time.monotonic() + 60
+        while consumer.position(partition) < end and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                got.extend(records)
+    return got
+
+
+def test_java_transactions_read_by_our_consumer(target: Target) -> None:
+    """Kafka's TransactionalMessageCopier (a Java transactional producer that aborts about a
+    third of its transactions and copies those records again) copies 300 records in
+    transactions of 10. Our consumer reads each record exactly once under read_committed and
+    the aborted copies too under read_uncommitted; the copier's offsets, committed inside its
+    transactions (TxnOffsetCommit), are the group's. Our broker does not implement
+    transactions: it refuses a transactional InitProducerId with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java producer treats as fatal."""
+    source, copy, count = "txn-source", "txn-copy", 300
+    target.create_topic(source, 1)
+    target.create_topic(copy, 1)
+    with Producer(bootstrap_servers=target.bootstrap) as producer:
+        for i in range(count):
+            producer.send(source, f"m-{i}".encode(), key=f"k-{i}".encode())
+    result = subprocess.run(java_command(
+        COPIER_TOOL, "--broker-list", target.bootstrap, "--input-topic", source,
+        "--input-partition", "0", "--output-topic", copy, "--transactional-id", "copier-1",
+        "--transaction-size", "10", "--enable-random-aborts", "--consumer-group", "copier"),
+        capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    printed = result.stdout + result.stderr
+    if target.name == "ref":
+        assert result.returncode != 0, printed
+        assert "TransactionalIdAuthorizationException" in printed, printed
+        assert read_to_end(target.bootstrap, copy, "read_uncommitted") == []
+        return
+    assert result.returncode == 0, printed
+    expected = [(f"k-{i}", f"m-{i}") for i in range(count)]
+    committed = read_to_end(target.bootstrap, copy, "read_committed")
+    assert [(text(r.key), text(r.value)) for r in committed] == expected
+    everything = read_to_end(target.bootstrap, copy, "read_uncommitted")
+    assert len(everything) >= count
+    assert {(text(r.key), text(r.value)) for r in everything} == set(expected)
+    # Offsets held by commit and abort markers are never handed out: 30 commits at least,
+    # all but the last before the last record.
+    assert everything[-1].offset + 1 >= len(everything) + count // 10 - 1
+    with AdminClient(bootstrap_servers=target.bootstrap) as admin:
+        offsets = admin.list_consumer_group_offsets("copier").raise_if_failed()
+        assert offsets[TopicPartition(source, 0)].offset == count
