@@ -248,6 +248,8 @@ class Sender:
         with acc.lock:
             for pq in queues:
                 if pq.retries:
+                    # Wake when a retry's delivery timeout ends, not only at its backoff.
+                    next_time = min(next_time, min(b.deadline for b in pq.retries))
                     if pq.in_flight:
                         continue
                     head = pq.retries[0]
