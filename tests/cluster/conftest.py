@@ -1,6 +1,6 @@
 """A 3-broker Apache Kafka cluster (1 dedicated controller) for failover tests.
 
-The ``kafka_cluster`` fixture starts one cluster per test module (a start costs ~15 s of
+The ``kafka_cluster`` fixture starts one cluster for the whole run (a start costs ~15 s of
 JVM time on 2 cores) with ``min.insync.replicas=2`` and replicated internal topics, and
 ``broker.session.timeout.ms=6000`` (Kafka's default is 9000): the controller fences a
 broker that stopped heartbeating after that long, so a killed or SIGSTOPped leader loses
@@ -70,7 +70,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[ApacheKafkaCluster]:
     with apache_cluster(brokers=3, controllers=1, config=CLUSTER_CONFIG) as cluster:
         yield cluster
