@@ -2,9 +2,9 @@
 
 Every test runs twice: against the reference broker (a subprocess) and against Apache Kafka
 4.3.1 (one combined KRaft node, its jars run as JVMs). The Java side is Kafka's command-line
-tools from those jars: the console producer and consumer and the consumer-groups tool, so
-the Java client library itself (its partitioner, its group membership, its admin client)
-talks to the same broker as our SDK. Each JVM start costs a second or two of CPU, so each
+tools from those jars: the console producer and consumer, the consumer-groups tool and the
+transactional message copier, so the Java client library itself (its partitioner, its group
+membership, its admin client, its transactions) talks to the same broker as our SDK. Each JVM start costs a second or two of CPU, so each
 test launches as few as it can (one console producer writes every record, for instance).
 """
 
@@ -109,10 +109,10 @@ def text(data: object) -> str:
     return data.decode()
 
 
-def poll_until(consumer: Consumer, count: int, into: list[ConsumerRecord] | None = None,
-               timeout_s: float = 60.0) -> list[ConsumerRecord]:
-    """Poll until ``into`` (a new list by default) holds ``count`` records or time is up."""
-    got = [] if into is None else into
+def poll_until(consumer: Consumer, count: int, timeout_s: float = 60.0
+               ) -> list[ConsumerRecord]:
+    """Poll until ``count`` records arrived or time is up; what arrived."""
+    got: list[ConsumerRecord] = []
     deadline = time.monotonic() + timeout_s
     while len(got) < count and time.monotonic() < deadline:
         for records in consumer.poll(timeout_ms=200).values():
