@@ -20,8 +20,8 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Generator, Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from typing import Any, Generic, overload
 
 from sdk.consumer.config import ConsumerConfig
 from sdk.consumer.coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
@@ -49,21 +49,47 @@ from sdk.errors import (
 )
 from sdk.net import ANY_NODE, NetClient
 from sdk.protocol.messages.metadata import MetadataRequest
-from sdk.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from sdk.types import (
+    ConsumerRecord,
+    K,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+    V,
+)
 
 log = logging.getLogger(__name__)
 
-Records = dict[TopicPartition, list[ConsumerRecord]]
+Records = dict[TopicPartition, list[ConsumerRecord[K, V]]]
+"""What ``getmany``/``poll`` return: the records of each partition, in offset order."""
 
 
-class AsyncConsumer:
+class AsyncConsumer(Generic[K, V]):
     """Consume records from Kafka with asyncio.
 
     ``AsyncConsumer("orders", bootstrap_servers=..., group_id="billing")`` subscribes to the
     given topics; settings are keyword arguments or a ``config={"group.id": ...}`` mapping
     (see :class:`~sdk.consumer.config.ConsumerConfig`). Use as ``async with``, or call
     :meth:`start` and :meth:`close`.
+
+    Type checkers see ``AsyncConsumer[K, V]``: ``K`` and ``V`` are what
+    ``key_deserializer`` and ``value_deserializer`` return (a deserializer is called with
+    the raw bytes, or None for a missing key or a tombstone), ``bytes`` without one. With a
+    ``config`` mapping or a deserializer given by name the types are ``Any``.
     """
+
+    @overload
+    def __init__(self, *topics: str, config: None = None,
+                 key_deserializer: Callable[[bytes | None], K | None] | None = None,
+                 value_deserializer: Callable[[bytes | None], V | None] | None = None,
+                 **settings: Any) -> None: ...
+
+    @overload
+    def __init__(self: AsyncConsumer[Any, Any], *topics: str,
+                 config: Mapping[str, Any] | None = None,
+                 key_deserializer: str | Callable[[bytes | None], Any] | None = None,
+                 value_deserializer: str | Callable[[bytes | None], Any] | None = None,
+                 **settings: Any) -> None: ...
 
     def __init__(self, *topics: str, config: Mapping[str, Any] | None = None,
                  **settings: Any) -> None:
@@ -117,7 +143,7 @@ class AsyncConsumer:
         self._sync_metadata_topics()
         self._fetcher.start()
 
-    async def __aenter__(self) -> AsyncConsumer:
+    async def __aenter__(self) -> AsyncConsumer[K, V]:
         await self.start()
         return self
 
@@ -434,7 +460,8 @@ class AsyncConsumer:
 
     # ================================================================ consuming
 
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Records:
+    async def getmany(self, timeout_ms: int = 0,
+                      max_records: int | None = None) -> Records[K, V]:
         """Records by partition: what is ready now, else what arrives within ``timeout_ms``."""
         self._check_open()
         limit = self._limit(max_records)
@@ -444,7 +471,7 @@ class AsyncConsumer:
             await self.fill_pending(timeout_ms / 1000, limit)
         return self.take_pending_batch(limit)
 
-    async def getone(self) -> ConsumerRecord:
+    async def getone(self) -> ConsumerRecord[K, V]:
         """The next record (waits as long as it takes)."""
         self._check_open()
         while True:
@@ -453,7 +480,7 @@ class AsyncConsumer:
                 return record
             await self.fill_pending(1.0)
 
-    def take_pending(self) -> ConsumerRecord | None:
+    def take_pending(self) -> ConsumerRecord[K, V] | None:
         """The next record already fetched for iteration, or None (never waits). Safe from
         any thread: the blocking face calls it from the application thread."""
         if self._rejoin_first():
@@ -463,7 +490,7 @@ class AsyncConsumer:
             self._coordinator.membership.polled()
         return record
 
-    def take_pending_batch(self, limit: int) -> Records:
+    def take_pending_batch(self, limit: int) -> Records[K, V]:
         """Up to ``limit`` already fetched records by partition (never waits; any thread)."""
         if self._rejoin_first():
             return {}
@@ -493,10 +520,10 @@ class AsyncConsumer:
             raise ValueError(f"max_records must be >= 1, not {limit}")
         return limit
 
-    def __aiter__(self) -> AsyncConsumer:
+    def __aiter__(self) -> AsyncConsumer[K, V]:
         return self
 
-    async def __anext__(self) -> ConsumerRecord:
+    async def __anext__(self) -> ConsumerRecord[K, V]:
         if self._closed:
             raise StopAsyncIteration
         return await self.getone()
@@ -512,7 +539,7 @@ class AsyncConsumer:
             self._wakeup.clear()
             raise WakeupError("the consumer was woken up")
 
-    async def _poll(self, timeout_s: float, limit: int) -> Records:
+    async def _poll(self, timeout_s: float, limit: int) -> Records[K, V]:
         assert self._loop is not None and self._wakeup is not None
         loop = self._loop
         deadline = loop.time() + max(timeout_s, 0.0)

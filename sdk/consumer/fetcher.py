@@ -351,13 +351,14 @@ class Fetcher:
 
     # ------------------------------------------------------------------ draining
 
-    def fetched_records(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+    def fetched_records(self, max_records: int
+                        ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Hand out up to ``max_records`` buffered records, advancing positions.
 
         Raises the first pending fetch error when no records are ready (records come first,
         so what was fetched before an error is not lost).
         """
-        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        out: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
         taken = 0
         skipped: list[PartitionRecords] = []
         buffer = self._buffer

@@ -161,7 +161,7 @@ class PartitionRecords:
 
     # ---------------------------------------------------------------------- draining
 
-    def drain(self, max_records: int) -> list[ConsumerRecord]:
+    def drain(self, max_records: int) -> list[ConsumerRecord[Any, Any]]:
         """Up to ``max_records`` records, in offset order; ``next_offset`` moves past them.
 
         Once a bad batch or record is reached, the records before it are returned and every
@@ -169,7 +169,7 @@ class PartitionRecords:
         """
         if self._error is not None:
             raise self._error
-        out: list[ConsumerRecord] = []
+        out: list[ConsumerRecord[Any, Any]] = []
         while len(out) < max_records:
             if self._index >= len(self._records):
                 if self._records:
@@ -217,20 +217,20 @@ class PartitionRecords:
         if not self._exhausted:
             self._load_next_guarded()
 
-    def _deserialize(self, chunk: list[ConsumerRecord]) -> list[ConsumerRecord]:
+    def _deserialize(self, chunk: list[ConsumerRecord]) -> list[ConsumerRecord[Any, Any]]:
         """Apply the deserializers in place; at a failure, keep the records before it and
         set the error (the failing record is left untouched)."""
         kd, vd = self._key_deserializer, self._value_deserializer
-        # ConsumerRecord types key/value as object (what a deserializer returns); here they
-        # are still the raw bytes | None, hence the two ignores (a cast would cost a call).
+        # The records come in as ConsumerRecord[bytes, bytes] and leave holding whatever the
+        # deserializers return (Any here; the consumer's K and V type them for the user).
         for i, rec in enumerate(chunk):
             try:
-                k = kd(rec.key) if kd is not None else rec.key  # type: ignore[arg-type]
+                k = kd(rec.key) if kd is not None else rec.key
             except Exception as exc:
                 self._error = RecordDeserializationError(self.tp, rec.offset, "key", exc)
                 return chunk[:i]
             try:
-                v = vd(rec.value) if vd is not None else rec.value  # type: ignore[arg-type]
+                v = vd(rec.value) if vd is not None else rec.value
             except Exception as exc:
                 self._error = RecordDeserializationError(self.tp, rec.offset, "value", exc)
                 return chunk[:i]

@@ -18,7 +18,8 @@ from typing import Any
 
 from sdk.types import ConsumerRecord, TopicPartition
 
-Records = dict[TopicPartition, list[ConsumerRecord]]
+# Deserialized records: Any here, typed by the consumer's K and V for the application.
+Records = dict[TopicPartition, list[ConsumerRecord[Any, Any]]]
 
 
 class PendingRecords:
@@ -46,7 +47,7 @@ class PendingRecords:
                     self._segments.append([tp, records, 0])
                     self._count += len(records)
 
-    def pop_one(self) -> ConsumerRecord | None:
+    def pop_one(self) -> ConsumerRecord[Any, Any] | None:
         with self._lock:
             segments = self._segments
             while segments:

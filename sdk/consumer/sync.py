@@ -23,13 +23,20 @@ import inspect
 import logging
 import re
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from sdk.consumer.consumer import AsyncConsumer, Records
 from sdk.consumer.coordinator import CommitCallback, ConsumerRebalanceListener
 from sdk.errors import ConsumerClosedError
 from sdk.net import LoopThread
-from sdk.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from sdk.types import (
+    ConsumerRecord,
+    K,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+    V,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +78,31 @@ class _ThreadedListener(ConsumerRebalanceListener):
         return await self._run("on_partitions_lost", lost)
 
 
-class Consumer:
+class Consumer(Generic[K, V]):
     """Consume records from Kafka, blocking. Same settings as :class:`AsyncConsumer`.
 
     ``Consumer("orders", bootstrap_servers=..., group_id="billing")``; a context manager.
+    Type checkers see ``Consumer[K, V]``, typed as :class:`AsyncConsumer` is: ``bytes``
+    without deserializers, else what they return.
     """
+
+    @overload
+    def __init__(self, *topics: str, config: None = None,
+                 key_deserializer: Callable[[bytes | None], K | None] | None = None,
+                 value_deserializer: Callable[[bytes | None], V | None] | None = None,
+                 **settings: Any) -> None: ...
+
+    @overload
+    def __init__(self: Consumer[Any, Any], *topics: str,
+                 config: Mapping[str, Any] | None = None,
+                 key_deserializer: str | Callable[[bytes | None], Any] | None = None,
+                 value_deserializer: str | Callable[[bytes | None], Any] | None = None,
+                 **settings: Any) -> None: ...
 
     def __init__(self, *topics: str, config: Mapping[str, Any] | None = None,
                  **settings: Any) -> None:
-        self._core = AsyncConsumer(*topics, config=config, **settings)  # validates first
+        self._core: AsyncConsumer[K, V] = AsyncConsumer(*topics, config=config,
+                                                        **settings)  # validates first
         self._thread = LoopThread(name="kafka-sdk-consumer")
         self._closed = False
         try:
@@ -110,7 +133,7 @@ class Consumer:
 
     # ------------------------------------------------------------------ consuming
 
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Records:
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Records[K, V]:
         """Records by partition: ready ones, else what arrives within ``timeout_ms``."""
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
@@ -136,10 +159,10 @@ class Consumer:
             future.cancel()  # e.g. Ctrl-C: do not leave the poll running on the loop
             raise
 
-    def __iter__(self) -> Iterator[ConsumerRecord]:
+    def __iter__(self) -> Iterator[ConsumerRecord[K, V]]:
         return self
 
-    def __next__(self) -> ConsumerRecord:
+    def __next__(self) -> ConsumerRecord[K, V]:
         core = self._core
         try:
             while True:
@@ -269,7 +292,7 @@ class Consumer:
             self._closed = True
             self._thread.stop(timeout=5)
 
-    def __enter__(self) -> Consumer:
+    def __enter__(self) -> Consumer[K, V]:
         return self
 
     def __exit__(self, *exc: object) -> None:

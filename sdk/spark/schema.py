@@ -95,8 +95,8 @@ class RecordBatchBuilder:
         return len(self.offsets)
 
     def add(self, record: ConsumerRecord) -> None:
-        self.keys.append(record.key)  # type: ignore[arg-type]  # bytes: no deserializer set
-        self.values.append(record.value)  # type: ignore[arg-type]
+        self.keys.append(record.key)  # bytes: the source's consumer has no deserializer
+        self.values.append(record.value)
         self.offsets.append(record.offset)
         self.timestamps.append(record.timestamp * 1000)  # Kafka: ms; Spark: us
         self.timestamp_types.append(int(record.timestamp_type))
