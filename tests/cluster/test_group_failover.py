@@ -13,7 +13,8 @@ some partitions, so fetching fails over too. Checked:
 * a record seen twice is at or after the last commit of its partition made before it was
   read again (a member starting below the last commit would repeat what was done).
 
-The time from the kill to the first successful commit is printed in the summary.
+The time from the kill to the end of the first successful commit begun after it is printed
+in the summary.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class GroupLog:
     lock: threading.Lock = field(default_factory=threading.Lock)
     events: list[tuple[int, str, str, TopicPartition, int, float]] = field(default_factory=list)
     failed_commits: list[tuple[str, float, BaseException]] = field(default_factory=list)
+    commit_times: list[tuple[float, float]] = field(default_factory=list)  # (begun, done)
     seen: set[tuple[int, int]] = field(default_factory=set)
 
     def add(self, kind: str, member: str, tp: TopicPartition, offset: int) -> None:
@@ -56,9 +58,14 @@ class GroupLog:
         with self.lock:
             self.failed_commits.append((member, time.monotonic(), exc))
 
-    def first_commit_after(self, t0: float) -> float | None:
+    def commit_done(self, begun: float) -> None:
         with self.lock:
-            times = [t for _, kind, _, _, _, t in self.events if kind == "commit" and t > t0]
+            self.commit_times.append((begun, time.monotonic()))
+
+    def first_commit_after(self, t0: float) -> float | None:
+        """Seconds from ``t0`` to the end of the first successful commit begun after it."""
+        with self.lock:
+            times = [done for begun, done in self.commit_times if begun > t0]
         return min(times) - t0 if times else None
 
 
@@ -81,7 +88,8 @@ class Member:
                 offsets[tp] = records[-1].offset + 1
         return offsets
 
-    def _committed(self, offsets: dict[TopicPartition, int]) -> None:
+    def _committed(self, offsets: dict[TopicPartition, int], begun: float) -> None:
+        self.log.commit_done(begun)
         for tp, offset in offsets.items():
             self.log.add("commit", self.name, tp, offset)
 
@@ -99,9 +107,10 @@ class Member:
             while not self.stop.is_set():
                 offsets = self._handle(consumer.poll(timeout_ms=200, max_records=POLL_RECORDS))
                 if offsets:
+                    begun = time.monotonic()
                     try:
                         consumer.commit(offsets, timeout_ms=10_000)
-                        self._committed(offsets)
+                        self._committed(offsets, begun)
                     except Exception as exc:  # retried with the next poll's commit
                         self.log.commit_failed(self.name, exc)
                 time.sleep(POLL_PAUSE_S)
@@ -112,9 +121,10 @@ class Member:
                 offsets = self._handle(await consumer.getmany(timeout_ms=200,
                                                               max_records=POLL_RECORDS))
                 if offsets:
+                    begun = time.monotonic()
                     try:
                         await consumer.commit(offsets, timeout_ms=10_000)
-                        self._committed(offsets)
+                        self._committed(offsets, begun)
                     except Exception as exc:
                         self.log.commit_failed(self.name, exc)
                 await asyncio.sleep(POLL_PAUSE_S)
