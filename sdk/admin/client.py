@@ -110,6 +110,8 @@ class AsyncAdminClient:
 
     async def delete_topics(self, names: Sequence[str], *,
                             timeout_ms: int | None = None) -> ResultSet[str, TopicResult]:
+        """Delete topics and their records (sent to the controller); an unknown topic
+        carries UnknownTopicOrPartitionError."""
         d, deadline = await self._ready(timeout_ms)
         return await topics.delete_topics(d, names, deadline=deadline)
 
@@ -135,6 +137,7 @@ class AsyncAdminClient:
                                               deadline=deadline)
 
     async def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
+        """The cluster id, the controller's id and every broker (id, host, port, rack)."""
         d, deadline = await self._ready(timeout_ms)
         return await topics.describe_cluster(d, deadline=deadline)
 

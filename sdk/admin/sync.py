@@ -92,36 +92,46 @@ class AdminClient:
         self.close()
 
     def start(self, timeout_ms: int | None = None) -> None:
+        """Connect and read the cluster metadata now (the first call does it otherwise)."""
         self._run(self._core.start(timeout_ms), timeout_ms)
 
     # ------------------------------------------------------------------ topics
 
     def create_topics(self, new_topics: Sequence[NewTopic], *, validate_only: bool = False,
                       timeout_ms: int | None = None) -> ResultSet[str, CreateTopicResult]:
+        """Create topics (a result per name); ``validate_only`` asks the broker to check
+        without creating. See :meth:`AsyncAdminClient.create_topics`."""
         return self._run(self._core.create_topics(new_topics, validate_only=validate_only,
                                                   timeout_ms=timeout_ms), timeout_ms)
 
     def delete_topics(self, names: Sequence[str], *,
                       timeout_ms: int | None = None) -> ResultSet[str, TopicResult]:
+        """Delete topics and their records; an unknown topic carries
+        UnknownTopicOrPartitionError."""
         return self._run(self._core.delete_topics(names, timeout_ms=timeout_ms), timeout_ms)
 
     def list_topics(self, *, include_internal: bool = False,
                     timeout_ms: int | None = None) -> dict[str, TopicListing]:
+        """Every topic by name (sorted); internal ones such as __consumer_offsets on
+        request."""
         return self._run(self._core.list_topics(include_internal=include_internal,
                                                 timeout_ms=timeout_ms), timeout_ms)
 
     def describe_topics(self, names: Sequence[str] | None = None, *,
                         timeout_ms: int | None = None) -> ResultSet[str, TopicDescription]:
+        """Partitions with leader, replicas and ISR; ``None`` describes every topic."""
         return self._run(self._core.describe_topics(names, timeout_ms=timeout_ms), timeout_ms)
 
     def create_partitions(self, new_partitions: Mapping[str, int | NewPartitions], *,
                           validate_only: bool = False,
                           timeout_ms: int | None = None) -> ResultSet[str, TopicResult]:
+        """Grow topics to a new total partition count: ``{"orders": 12}``."""
         return self._run(self._core.create_partitions(new_partitions,
                                                       validate_only=validate_only,
                                                       timeout_ms=timeout_ms), timeout_ms)
 
     def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
+        """The cluster id, the controller's id and every broker (id, host, port, rack)."""
         return self._run(self._core.describe_cluster(timeout_ms=timeout_ms), timeout_ms)
 
     # ------------------------------------------------------------------ configs
@@ -130,6 +140,8 @@ class AdminClient:
                          names: Sequence[str] | None = None, include_synonyms: bool = False,
                          include_documentation: bool = False, timeout_ms: int | None = None
                          ) -> ResultSet[ConfigResource, ResourceConfig]:
+        """Configs of topics and brokers (``ConfigResource.topic("t")``,
+        ``ConfigResource.broker(1)``); ``names`` limits the answer to those configs."""
         return self._run(self._core.describe_configs(
             resources, names=names, include_synonyms=include_synonyms,
             include_documentation=include_documentation, timeout_ms=timeout_ms), timeout_ms)
@@ -137,6 +149,9 @@ class AdminClient:
     def alter_configs(self, changes: ConfigChanges, *, validate_only: bool = False,
                       timeout_ms: int | None = None
                       ) -> ResultSet[ConfigResource, ConfigResourceResult]:
+        """Change configs incrementally (only the named ones change):
+        ``{ConfigResource.topic("t"): {"retention.ms": "1000", "cleanup.policy": None}}``
+        (None resets to the default) or lists of :class:`AlterConfigOp`."""
         return self._run(self._core.alter_configs(changes, validate_only=validate_only,
                                                   timeout_ms=timeout_ms), timeout_ms)
 
@@ -145,17 +160,21 @@ class AdminClient:
     def list_consumer_groups(self, *, states: Sequence[str] | None = None,
                              types: Sequence[str] | None = None,
                              timeout_ms: int | None = None) -> dict[str, GroupListing]:
+        """Every group of every broker by id; ``states`` filters ("Stable", "Empty", ...)."""
         return self._run(self._core.list_consumer_groups(states=states, types=types,
                                                          timeout_ms=timeout_ms), timeout_ms)
 
     def describe_consumer_groups(self, group_ids: Sequence[str], *,
                                  timeout_ms: int | None = None
                                  ) -> ResultSet[str, GroupDescription]:
+        """State, protocol, members and their assigned partitions, per group."""
         return self._run(self._core.describe_consumer_groups(group_ids, timeout_ms=timeout_ms),
                          timeout_ms)
 
     def delete_consumer_groups(self, group_ids: Sequence[str], *,
                                timeout_ms: int | None = None) -> ResultSet[str, GroupResult]:
+        """Delete groups (and their committed offsets); a group with members fails with
+        NonEmptyGroupError."""
         return self._run(self._core.delete_consumer_groups(group_ids, timeout_ms=timeout_ms),
                          timeout_ms)
 
@@ -164,6 +183,8 @@ class AdminClient:
                                     require_stable: bool = False,
                                     timeout_ms: int | None = None
                                     ) -> ResultSet[TopicPartition, CommittedOffset]:
+        """Committed offsets of ``partitions`` (or of every partition the group
+        committed)."""
         return self._run(self._core.list_consumer_group_offsets(
             group_id, partitions, require_stable=require_stable, timeout_ms=timeout_ms),
             timeout_ms)
@@ -172,6 +193,7 @@ class AdminClient:
                                      offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
                                      *, timeout_ms: int | None = None
                                      ) -> ResultSet[TopicPartition, CommittedOffset]:
+        """Commit offsets for a group that has no active members."""
         return self._run(self._core.alter_consumer_group_offsets(group_id, offsets,
                                                                  timeout_ms=timeout_ms),
                          timeout_ms)
@@ -181,12 +203,16 @@ class AdminClient:
                                      partitions: Sequence[TopicPartition] | None = None,
                                      dry_run: bool = False, timeout_ms: int | None = None
                                      ) -> ResultSet[TopicPartition, CommittedOffset]:
+        """Reset to ``OffsetSpec.EARLIEST``, ``OffsetSpec.LATEST`` or a timestamp (ms); the
+        group must have no active members (else NonEmptyGroupError). ``dry_run`` only
+        computes the offsets."""
         return self._run(self._core.reset_consumer_group_offsets(
             group_id, to, topics=topics, partitions=partitions, dry_run=dry_run,
             timeout_ms=timeout_ms), timeout_ms)
 
     def consumer_group_lag(self, group_id: str, *, isolation_level: str = "read_uncommitted",
                            timeout_ms: int | None = None) -> GroupLag:
+        """End offset minus committed offset per partition, and the total."""
         return self._run(self._core.consumer_group_lag(group_id, isolation_level=isolation_level,
                                                        timeout_ms=timeout_ms), timeout_ms)
 
@@ -195,12 +221,15 @@ class AdminClient:
     def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec | int], *,
                      isolation_level: str = "read_uncommitted",
                      timeout_ms: int | None = None) -> ResultSet[TopicPartition, ListedOffset]:
+        """Earliest / latest / max-timestamp offsets, or the first offset at a timestamp
+        (ms), per partition."""
         return self._run(self._core.list_offsets(specs, isolation_level=isolation_level,
                                                  timeout_ms=timeout_ms), timeout_ms)
 
     def delete_records(self, before: Mapping[TopicPartition, int], *,
                        timeout_ms: int | None = None
                        ) -> ResultSet[TopicPartition, DeletedRecords]:
+        """Delete every record below the given offset (-1: below the high watermark)."""
         return self._run(self._core.delete_records(before, timeout_ms=timeout_ms), timeout_ms)
 
     # ------------------------------------------------------------------ leaders, replicas
@@ -209,6 +238,9 @@ class AdminClient:
                       partitions: Sequence[TopicPartition] | None = None, *,
                       timeout_ms: int | None = None
                       ) -> ResultSet[TopicPartition, ElectionResult]:
+        """Elect the preferred replica (``ElectionType.PREFERRED``) or any live replica
+        (``ElectionType.UNCLEAN``) as leader; ``None`` means every partition. See
+        :meth:`AsyncAdminClient.elect_leaders`."""
         return self._run(self._core.elect_leaders(election_type, partitions,
                                                   timeout_ms=timeout_ms), timeout_ms)
 
@@ -216,6 +248,8 @@ class AdminClient:
         self, reassignments: Mapping[TopicPartition, Sequence[int] | None], *,
         timeout_ms: int | None = None,
     ) -> ResultSet[TopicPartition, ReassignmentResult]:
+        """Move partitions to new replicas (``{TopicPartition("t", 0): [2, 3]}``, the first
+        is the preferred leader); ``None`` cancels a move in progress."""
         return self._run(self._core.alter_partition_reassignments(reassignments,
                                                                   timeout_ms=timeout_ms),
                          timeout_ms)
@@ -224,6 +258,7 @@ class AdminClient:
         self, partitions: Sequence[TopicPartition] | None = None, *,
         timeout_ms: int | None = None,
     ) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress, with the replicas being added and removed."""
         return self._run(self._core.list_partition_reassignments(partitions,
                                                                  timeout_ms=timeout_ms),
                          timeout_ms)

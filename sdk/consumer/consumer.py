@@ -255,9 +255,12 @@ class AsyncConsumer(Generic[K, V]):
         self._fetcher.wake()
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads now (assigned by the group or by
+        :meth:`assign`)."""
         return self._subs.assigned_partitions()
 
     def subscription(self) -> set[str]:
+        """The subscribed topic names (those matching the pattern, with a pattern)."""
         return set(self._subs.subscription)
 
     def _sync_metadata_topics(self) -> None:
@@ -370,6 +373,7 @@ class AsyncConsumer(Generic[K, V]):
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition],
                                 timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        """The first offset still in the log, per partition."""
         return await self._offsets_at(partitions, EARLIEST_TIMESTAMP, timeout_ms)
 
     async def end_offsets(self, partitions: Iterable[TopicPartition],
@@ -407,6 +411,8 @@ class AsyncConsumer(Generic[K, V]):
         return lag + self._pending.count(partition)
 
     def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark as of the last fetch (None before one answered).
+        No request is sent."""
         return self._subs.state(partition).high_watermark
 
     # ================================================================ commits
@@ -625,10 +631,12 @@ class AsyncConsumer(Generic[K, V]):
             self._subs.seek(tp, first.offset, first.leader_epoch)
 
     def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch paused partitions again, from where they stopped."""
         self._subs.resume(partitions)
         self._fetcher.wake()
 
     def paused(self) -> set[TopicPartition]:
+        """The partitions paused now."""
         return self._subs.paused()
 
     # ================================================================ metadata
@@ -645,6 +653,7 @@ class AsyncConsumer(Generic[K, V]):
         return {t.name for t in response.topics if t.name is not None}
 
     async def partitions_for_topic(self, topic: str, timeout_ms: int | None = None) -> set[int]:
+        """The partition ids of ``topic`` (waits for its metadata up to ``timeout_ms``)."""
         self._check_open()
         info = await self._client.wait_for_topic(topic, self._timeout(timeout_ms))
         return set(info.partition_ids)

@@ -113,6 +113,7 @@ class Consumer(Generic[K, V]):
 
     @property
     def config(self) -> Any:
+        """The validated settings (:class:`~sdk.consumer.config.ConsumerConfig`)."""
         return self._core.config
 
     # ------------------------------------------------------------------ plumbing
@@ -185,6 +186,16 @@ class Consumer(Generic[K, V]):
 
     def subscribe(self, topics: Iterable[str] = (), *, pattern: str | re.Pattern[str] | None = None,
                   listener: Any = None) -> None:
+        """Subscribe to topics, or to every topic matching ``pattern`` (a regular expression
+        matched against whole names); replaces the previous subscription.
+
+        With a group_id the group shares their partitions; without one this consumer reads
+        every partition of them. ``listener`` has any of ``on_partitions_revoked``,
+        ``on_partitions_assigned``, ``on_partitions_lost`` (each takes a set of
+        TopicPartition); plain methods run on a worker thread and may call this consumer's
+        blocking methods (``commit()`` in ``on_partitions_revoked``), coroutine methods run
+        on the consumer's loop thread.
+        """
         wrapped = _ThreadedListener(listener) if listener is not None else None
         self._do(self._core.subscribe, topics, pattern=pattern, listener=wrapped)
 
@@ -196,69 +207,99 @@ class Consumer(Generic[K, V]):
         self._run(unsubscribe(), self._limit(None, self._core._timeout_s))
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly these partitions, without group membership (replaces a
+        subscription). Positions come from the group's commits, else
+        ``auto_offset_reset``."""
         self._do(self._core.assign, list(partitions))
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads now (assigned by the group or by
+        :meth:`assign`)."""
         return self._do(self._core.assignment)
 
     def subscription(self) -> set[str]:
+        """The subscribed topic names (those matching the pattern, with a pattern)."""
         return self._do(self._core.subscription)
 
     def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching and handing out these partitions until :meth:`resume`; the group
+        membership is kept."""
         self._do(self._core.pause, *partitions)
 
     def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch paused partitions again, from where they stopped."""
         self._do(self._core.resume, *partitions)
 
     def paused(self) -> set[TopicPartition]:
+        """The partitions paused now."""
         return self._do(self._core.paused)
 
     # ------------------------------------------------------------------ positions
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Consume ``partition`` (assigned to this consumer) from ``offset`` next."""
         self._do(self._core.seek, partition, offset)
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Start from the earliest offset (of every assigned partition if none given); the
+        offset is looked up at the next poll."""
         self._do(self._core.seek_to_beginning, *partitions)
 
     def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Start after the last record (of every assigned partition if none given); the
+        offset is looked up at the next poll."""
         self._do(self._core.seek_to_end, *partitions)
 
     def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
+        """The offset of the next record to be handed out for ``partition`` (looked up if
+        not known yet: committed offset, else ``auto_offset_reset``)."""
         return self._run(self._core.position(partition, timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 
     def committed(self, partition: TopicPartition,
                   timeout_ms: int | None = None) -> OffsetAndMetadata | None:
+        """The group's committed offset of ``partition``, None if there is none (needs a
+        group_id)."""
         return self._run(self._core.committed(partition, timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 
     def beginning_offsets(self, partitions: Iterable[TopicPartition],
                           timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        """The first offset still in the log, per partition."""
         return self._run(self._core.beginning_offsets(list(partitions), timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 
     def end_offsets(self, partitions: Iterable[TopicPartition],
                     timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        """The offset after the last record, per partition (the last stable offset under
+        ``isolation_level="read_committed"``)."""
         return self._run(self._core.end_offsets(list(partitions), timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
                           timeout_ms: int | None = None) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one (ms since the epoch), per
+        partition; None where no record is that recent."""
         return self._run(self._core.offsets_for_times(dict(timestamps), timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 
     def lag(self, partition: TopicPartition) -> int | None:
+        """Records between the position and the end of ``partition`` as of the last fetch
+        (None before the first fetch of it answered). No request is sent."""
         return self._do(self._core.lag, partition)
 
     def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark as of the last fetch (None before one answered).
+        No request is sent."""
         return self._do(self._core.highwater, partition)
 
     def topics(self, timeout_ms: int | None = None) -> set[str]:
+        """Every topic in the cluster (asks a broker)."""
         return self._run(self._core.topics(timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 
     def partitions_for_topic(self, topic: str, timeout_ms: int | None = None) -> set[int]:
+        """The partition ids of ``topic`` (waits for its metadata up to ``timeout_ms``)."""
         return self._run(self._core.partitions_for_topic(topic, timeout_ms),
                          self._limit(timeout_ms, self._core._timeout_s))
 

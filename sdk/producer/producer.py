@@ -496,6 +496,7 @@ class AsyncProducer:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` was called (no more records are accepted)."""
         return self._closed
 
     async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:

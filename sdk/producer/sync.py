@@ -46,6 +46,7 @@ class Producer:
 
     @property
     def config(self) -> ProducerConfig:
+        """The validated settings."""
         return self._core.config
 
     def send(
@@ -74,6 +75,8 @@ class Producer:
         self._thread.run(self._core.flush(timeout))
 
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """The partition ids of ``topic``, waiting for its metadata up to ``timeout``
+        seconds (default ``max_block_ms``); KafkaTimeoutError after that."""
         return self._thread.run(self._core.partitions_for(topic, timeout))
 
     def close(self, timeout: float | None = None) -> None:
@@ -87,6 +90,7 @@ class Producer:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` was called."""
         return self._core.closed
 
     def __enter__(self) -> Producer:
