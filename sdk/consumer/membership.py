@@ -405,15 +405,19 @@ class GroupMembership:
     async def close(self, *, leave: bool = True) -> None:
         if self._closed:
             return
-        if leave:
-            await self.leave_group()
-        self._closed = True
-        for task in (self._join_task, self._heartbeat_task):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-        self._heartbeat_wake.set()
+        try:
+            if leave:
+                await self.leave_group()
+        finally:
+            # Also when leaving was cut short (the consumer's close timeout, a coordinator
+            # that never answers): the heartbeat and join tasks must not outlive the close.
+            self._closed = True
+            for task in (self._join_task, self._heartbeat_task):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+            self._heartbeat_wake.set()
 
 
 def _is_recoverable(exc: KafkaError) -> bool:
