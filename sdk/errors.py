@@ -19,11 +19,14 @@ so ``except RetriableError`` catches a retriable broker code as well as a lost c
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sdk.error_codes import ERROR_CODES, class_name_for
+
+if TYPE_CHECKING:
+    from sdk.types import TopicPartition
 
 
 class KafkaError(Exception):
@@ -52,6 +55,11 @@ class KafkaError(Exception):
         # A bare `raise WakeupError()` still prints something useful: the class's summary.
         doc = type(self).__doc__
         return doc.strip().splitlines()[0] if doc else type(self).__name__
+
+    def __repr__(self) -> str:
+        # What str() shows, not just args: a bare broker error keeps its description and a
+        # ConfigError its key, value and what is allowed (the default repr drops them).
+        return f"{type(self).__name__}({str(self)!r})"
 
 
 class RetriableError(KafkaError):
@@ -691,3 +699,85 @@ class ConfigError(KafkaError, ValueError):
 def is_retriable(exc: BaseException | None) -> bool:
     """Whether ``exc`` is an SDK error that a retry may cure (the RetriableError marker)."""
     return isinstance(exc, KafkaError) and exc.retriable
+
+
+# ========================================================== errors of one role or feature
+# Defined here so every public exception is importable from sdk.errors; the modules that
+# raise them re-export them (sdk.consumer.errors, sdk.admin.results, sdk.spark.errors,
+# sdk.records.errors).
+
+
+class UnsupportedCompressionError(MalformedDataError):
+    """A batch names a compression codec id this SDK does not know (not 0-4).
+
+    Client-side, unlike the broker's UNSUPPORTED_COMPRESSION_TYPE (code 76) response error.
+    """
+
+
+class RecordDeserializationError(KafkaError):
+    """A key or value deserializer failed. The consumer's position stays on the record:
+    ``seek(tp, offset + 1)`` skips it."""
+
+    def __init__(self, tp: TopicPartition, offset: int, part: str, cause: BaseException) -> None:
+        super().__init__(
+            f"cannot deserialize the {part} of the record at {tp} offset {offset}: {cause!r}",
+            cause=cause,
+        )
+        self.topic_partition = tp
+        self.offset = offset
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A partition has no committed offset and ``auto_offset_reset`` is "none"."""
+
+    def __init__(self, partitions: list[TopicPartition]) -> None:
+        names = ", ".join(str(tp) for tp in sorted(partitions))
+        super().__init__(
+            f"no committed offset for {names} and auto_offset_reset is 'none'; seek() to a "
+            "position or set auto_offset_reset to 'earliest' or 'latest'"
+        )
+        self.partitions = sorted(partitions)
+
+
+class CommitFailedError(KafkaError):
+    """The group rebalanced (or dropped this member) before the commit: the partitions may
+    now belong to another member, so these offsets were not committed."""
+
+
+class ItemsFailedError(KafkaError):
+    """Some items of an admin operation failed; ``errors`` maps each failed key to its error.
+
+    The first item's error is chained as ``__cause__``, so a traceback shows it in full.
+    """
+
+    def __init__(self, what: str, errors: Mapping[Any, KafkaError], total: int) -> None:
+        detail = "; ".join(f"{key}: {err}" for key, err in errors.items())
+        super().__init__(f"{what}: {len(errors)} of {total} failed: {detail}",
+                         cause=next(iter(errors.values()), None))
+        self.errors: dict[object, KafkaError] = dict(errors)
+
+
+class DataLossError(IllegalStateError):
+    """Spark source: records the query was due to read are no longer in Kafka (deleted by
+    retention, a partition or topic deleted, or a topic recreated). Raised only with
+    ``failOnDataLoss=true`` (the default); with ``false`` the source skips what is gone."""
+
+    @classmethod
+    def about(cls, what: str) -> DataLossError:
+        """The error for ``what`` happened, with the usual advice appended. (A classmethod
+        rather than ``__init__``, so pickling, which calls ``cls(message)``, round-trips.)"""
+        return cls(
+            f"{what}. Some data may have been lost because it is no longer available in "
+            "Kafka. If you want the query to go on (skipping the lost data) rather than fail, "
+            "set the source option 'failOnDataLoss' to 'false'."
+        )
+
+
+class OffsetNotFoundError(KafkaError):
+    """Spark source: no record has a timestamp at or after the requested starting timestamp,
+    and ``startingOffsetsByTimestampStrategy`` is ``error`` (the default)."""
+
+
+class DeliveryFailedError(KafkaError):
+    """Spark sink: a write task could not deliver some of its records (the cause is the
+    first error); Spark retries the task."""

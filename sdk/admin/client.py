@@ -44,6 +44,7 @@ from sdk.admin.results import (
 from sdk.admin.topics import NewPartitions
 from sdk.errors import IllegalStateError
 from sdk.net import NetClient
+from sdk.net.describe import describe_client
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 __all__ = ["AsyncAdminClient"]
@@ -283,5 +284,7 @@ class AsyncAdminClient:
             d, partitions, deadline=deadline)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "started" if self._started else "new"
-        return f"<AsyncAdminClient {self.config.client_id} {state}>"
+        return describe_client(type(self).__name__, self.config, self._state())
+
+    def _state(self) -> str:
+        return "closed" if self._closed else "started" if self._started else "new"

@@ -19,9 +19,9 @@ import enum
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from sdk.errors import KafkaError
+from sdk.errors import ItemsFailedError, KafkaError
 from sdk.types import TopicPartition
 
 __all__ = [
@@ -68,19 +68,6 @@ class _HasError(Protocol):
 
 K = TypeVar("K")
 R = TypeVar("R", bound=_HasError)
-
-
-class ItemsFailedError(KafkaError):
-    """Some items of an admin operation failed; ``errors`` maps each failed key to its error.
-
-    The first item's error is chained as ``__cause__``, so a traceback shows it in full.
-    """
-
-    def __init__(self, what: str, errors: Mapping[Any, KafkaError], total: int) -> None:
-        detail = "; ".join(f"{key}: {err}" for key, err in errors.items())
-        super().__init__(f"{what}: {len(errors)} of {total} failed: {detail}",
-                         cause=next(iter(errors.values()), None))
-        self.errors: dict[object, KafkaError] = dict(errors)
 
 
 class ResultSet(Mapping[K, R], Generic[K, R]):

@@ -39,6 +39,7 @@ from sdk.admin.results import (
 )
 from sdk.admin.topics import NewPartitions
 from sdk.net import LoopThread
+from sdk.net.describe import describe_client
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 __all__ = ["AdminClient"]
@@ -264,4 +265,4 @@ class AdminClient:
                          timeout_ms)
 
     def __repr__(self) -> str:
-        return repr(self._core).replace("AsyncAdminClient", "AdminClient", 1)
+        return describe_client(type(self).__name__, self._core.config, self._core._state())

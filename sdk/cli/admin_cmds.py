@@ -284,12 +284,12 @@ def groups_reset_offsets(args: argparse.Namespace, admin: AdminClient, out: Outp
                   "partitions": [{**_tp_json(tp), "new_offset": r.offset,
                                   "error": error_json(r.error)} for tp, r in results.items()]})
         return out.exit_code
-    if not results:
+    if not results:  # nothing to reset, so nothing a dry run or --execute could change
         out.note(f"group {args.group!r} has no committed offsets to reset; name --topic")
-    else:
-        out.table(["TOPIC", "PARTITION", "NEW-OFFSET"],
-                  [(tp.topic, tp.partition, r.offset) for tp, r in results.items()
-                   if r.error is None])
+        return out.exit_code
+    out.table(["TOPIC", "PARTITION", "NEW-OFFSET"],
+              [(tp.topic, tp.partition, r.offset) for tp, r in results.items()
+               if r.error is None])
     if dry_run:
         out.note("Dry run: nothing was committed. Add --execute to commit these offsets.")
     return out.exit_code

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from sdk.cli.admin_cmds import parse_time
 from sdk.cli.common import EXIT_USAGE, CliError, Output, topic_partitions
-from sdk.consumer import Consumer
+from sdk.consumer import Consumer, ConsumerConfig
 from sdk.errors import ConfigError
 from sdk.types import ConsumerRecord, TopicPartition
 
@@ -83,6 +83,10 @@ def _consumer_settings(args: argparse.Namespace, settings: Mapping[str, Any]) ->
 
 def consume(args: argparse.Namespace, settings: Mapping[str, Any], out: Output) -> int:
     config = _consumer_settings(args, settings)
+    try:  # a bad -X is a usage error even when the cluster cannot be reached
+        ConsumerConfig.build(config)
+    except ConfigError as exc:
+        raise CliError(f"invalid setting: {exc}", EXIT_USAGE) from None
     start_ms = parse_time(args.from_timestamp) if args.from_timestamp is not None else None
     partitions = _partitions(args, settings)
     in_group = "group.id" in config

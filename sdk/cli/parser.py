@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from sdk import __version__
 from sdk.cli.common import BOOTSTRAP_ENV, PROG
 
 __all__ = ["build_parser"]
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, description="Administer, produce to and consume from Apache Kafka.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _connection_options(parser, top_level=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from sdk.cli.common import EXIT_USAGE, CliError, Output, describe_error, topic_partitions
 from sdk.errors import ConfigError
-from sdk.producer import Producer
+from sdk.producer import Producer, ProducerConfig
 
 __all__ = ["Progress", "produce"]
 
@@ -104,6 +104,10 @@ class _Tally:
 def produce(args: argparse.Namespace, settings: Mapping[str, Any], out: Output) -> int:
     headers = _headers(args.header)
     separator = args.key_separator.encode("utf-8") if args.key_separator else None
+    try:  # a bad -X is a usage error even when the cluster cannot be reached
+        ProducerConfig.build(dict(settings))
+    except ConfigError as exc:
+        raise CliError(f"invalid setting: {exc}", EXIT_USAGE) from None
     _check_topic(args, settings)
     try:
         source: IO[bytes] = open(args.file, "rb") if args.file else sys.stdin.buffer

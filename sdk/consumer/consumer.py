@@ -48,6 +48,7 @@ from sdk.errors import (
     WakeupError,
 )
 from sdk.net import ANY_NODE, NetClient
+from sdk.net.describe import describe_client
 from sdk.protocol.messages.metadata import MetadataRequest
 from sdk.types import (
     ConsumerRecord,
@@ -177,6 +178,14 @@ class AsyncConsumer(Generic[K, V]):
             raise ConsumerClosedError("the consumer is closed")
         if not self._started:
             raise IllegalStateError("start the consumer first (await start() or async with)")
+    def _state(self) -> str:
+        return ("closed" if self._closed else "closing" if self._closing
+                else "started" if self._started else "new")
+
+    def __repr__(self) -> str:
+        return describe_client(type(self).__name__, self.config, self._state(),
+                               group_id=self.config.group_id)
+
 
     # ================================================================ subscription
 

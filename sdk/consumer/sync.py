@@ -29,6 +29,7 @@ from sdk.consumer.consumer import AsyncConsumer, Records
 from sdk.consumer.coordinator import CommitCallback, ConsumerRebalanceListener
 from sdk.errors import ConsumerClosedError
 from sdk.net import LoopThread
+from sdk.net.describe import describe_client
 from sdk.types import (
     ConsumerRecord,
     K,
@@ -340,5 +341,6 @@ class Consumer(Generic[K, V]):
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<Consumer group={self._core.config.group_id!r} {state}>"
+        state = "closed" if self._closed else self._core._state()
+        return describe_client(type(self).__name__, self.config, state,
+                               group_id=self.config.group_id)

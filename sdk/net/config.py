@@ -188,6 +188,9 @@ class CommonConfig(BaseModel):
     @classmethod
     def _unknown_key(cls, raw_key: str, name: str) -> ConfigError:
         names = sorted(cls.model_fields)
+        if "." in raw_key:  # suggest in the form the user wrote: linger.msx -> linger.ms
+            names = [n.replace("_", ".") for n in names]
+            name = raw_key.strip().replace("-", ".")
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         return ConfigError(f"unknown setting for {cls.__name__}{hint}", key=raw_key,

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import KafkaTimeoutError
@@ -324,11 +324,16 @@ class BulkFuture:
     ``errors()`` lists ``(index, error)`` for every failed record.
     """
 
-    __slots__ = ("_parts", "_topic")
+    __slots__ = ("_key_sizes", "_parts", "_topic", "_value_sizes")
 
-    def __init__(self, topic: str, parts: list[list[Any]]) -> None:
+    def __init__(self, topic: str, parts: list[list[Any]],
+                 value_sizes: Sequence[int] | None = None,
+                 key_sizes: Sequence[int] | None = None) -> None:
         self._topic = topic
         self._parts = parts  # (batch, first offset delta, record count, timestamp)
+        # Serialized sizes in the order given (-1 for None); key_sizes None: no keys at all.
+        self._value_sizes = value_sizes
+        self._key_sizes = key_sizes
 
     def __len__(self) -> int:
         return sum(n for _, _, n, _ in self._parts)
@@ -379,16 +384,19 @@ class BulkFuture:
 
     def _collect(self) -> list[RecordMetadata]:
         out: list[RecordMetadata] = []
+        vsizes, ksizes = self._value_sizes, self._key_sizes
+        i = 0  # index of the part's first record in the order given
         for b, first, n, ts in self._carried():
             if b.error is not None:
                 raise b.error
             stamp = b.log_append_time if b.log_append_time >= 0 else ts
-            if b.base_offset >= 0:
-                base = b.base_offset + first
-                out.extend(RecordMetadata(b.topic, b.partition, base + k, stamp)
-                           for k in range(n))
-            else:
-                out.extend(RecordMetadata(b.topic, b.partition, -1, stamp) for _ in range(n))
+            base = b.base_offset + first if b.base_offset >= 0 else -1
+            tp = b.topic, b.partition
+            out.extend(RecordMetadata(
+                *tp, base + k if base >= 0 else -1, stamp,
+                -1 if ksizes is None else ksizes[i + k],
+                -1 if vsizes is None else vsizes[i + k]) for k in range(n))
+            i += n
         return out
 
     def add_done_callback(self, fn: Callable[[BulkFuture], Any]) -> None:

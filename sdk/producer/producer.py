@@ -37,11 +37,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from sdk.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from sdk.net.client import NetClient
+from sdk.net.describe import describe_client
 from sdk.producer.accumulator import (
     BATCH_OVERHEAD,
     BufferPool,
@@ -62,6 +64,7 @@ log = logging.getLogger(__name__)
 
 Headers = Sequence[tuple[str, "bytes | None"]]
 _BULK_CHUNK = 1024  # records appended per lock hold in send_many
+_NO_SIZE = array("i", [-1])
 # Staged bytes (sdk.producer.staging) before a send drains them: about one batch, within
 # these bounds. Uncompressed batches are batch_size (16 KB by default: a 1 MB stage made
 # the sends bursty, 100 B records 25% slower); compressed ones grow to max_request_size,
@@ -303,7 +306,19 @@ class AsyncProducer:
         deadline = time.monotonic() + self._max_block_s
         await self._stage.drain_async(deadline)  # staged sends go first
         parts: list[list[Any]] = []
+        value_sizes = array("i")  # RecordMetadata's serialized sizes, -1 for None
+        key_sizes: array[int] | None = None
         for ts, keys, values, plain in self._chunks(topic, records, timestamp_ms):
+            if plain:
+                value_sizes.extend(map(len, values))  # type: ignore[arg-type]
+            else:
+                value_sizes.extend(-1 if v is None else len(v) for v in values)
+            if keys is not None:
+                if key_sizes is None:
+                    key_sizes = array("i", _NO_SIZE) * (len(value_sizes) - len(values))
+                key_sizes.extend(-1 if k is None else len(k) for k in keys)
+            elif key_sizes is not None:
+                key_sizes.extend(_NO_SIZE * len(values))
             i, reserved, first = 0, 0, partition
             while i < len(values):
                 i, need = self._acc.append_many(topic, first, keys, values, i, parts, ts,
@@ -318,7 +333,7 @@ class AsyncProducer:
                                                    max(0.0, deadline - time.monotonic()))
                     reserved, first = need.nbytes, need.partition
             await asyncio.sleep(0)  # let the sender drain between chunks
-        return BulkFuture(topic, parts)
+        return BulkFuture(topic, parts, value_sizes, key_sizes)
 
     def _chunks(self, topic: str, records: Iterable[Any], timestamp_ms: int | None
                 ) -> Iterator[tuple[int, list[bytes | None] | None, list[bytes | None], bool]]:
@@ -499,6 +514,12 @@ class AsyncProducer:
         """True once :meth:`close` was called (no more records are accepted)."""
         return self._closed
 
+    def _state(self) -> str:
+        return "closed" if self._closed else "started" if self._client is not None else "new"
+
+    def __repr__(self) -> str:
+        return describe_client(type(self).__name__, self.config, self._state())
+
     async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
         """The partition ids of ``topic`` (waits for its metadata up to max_block_ms)."""
         info = await self.client.wait_for_topic(
@@ -519,6 +540,9 @@ def _to_bytes(data: Any, what: str) -> bytes:
 
 def _check_headers(headers: Headers) -> list[tuple[str, bytes | None]]:
     out: list[tuple[str, bytes | None]] = []
+    if isinstance(headers, Mapping):
+        raise TypeError("headers are a list of (str, bytes | None) tuples (a key may repeat), "
+                        "not a mapping; pass list(headers.items())")
     for item in headers:
         if type(item) is not tuple or len(item) != 2:
             raise TypeError(f"each header must be a (str, bytes | None) tuple, not {item!r}")
@@ -526,6 +550,13 @@ def _check_headers(headers: Headers) -> list[tuple[str, bytes | None]]:
         if type(hkey) is not str:
             raise TypeError(f"header keys must be str, not {hkey!r}")
         if hvalue is not None and type(hvalue) is not bytes:
-            hvalue = _to_bytes(hvalue, "header value")
+            if not isinstance(hvalue, _BYTES_LIKE):
+                # No serializer applies to headers (as in Java): the caller encodes them.
+                shown = repr(hvalue) if len(repr(hvalue)) <= 40 else "value"
+                fix = (f"encode it: ({hkey!r}, {shown}.encode())" if isinstance(hvalue, str)
+                       else "encode it to bytes first")
+                raise TypeError(f"header {hkey!r}: values must be bytes (or bytearray/"
+                                f"memoryview) or None, not {type(hvalue).__name__}; {fix}")
+            hvalue = bytes(hvalue)
         out.append((hkey, hvalue))
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sdk.net.describe import describe_client
 from sdk.net.loop_thread import LoopThread
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
 from sdk.producer.config import ProducerConfig
@@ -92,6 +93,9 @@ class Producer:
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._core.closed
+
+    def __repr__(self) -> str:
+        return describe_client(type(self).__name__, self.config, self._core._state())
 
     def __enter__(self) -> Producer:
         return self

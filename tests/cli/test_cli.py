@@ -85,6 +85,11 @@ def test_help_and_usage_errors() -> None:
     assert run.code == 2
     assert "GROUP" in one_error_line(run)
 
+    import sdk
+
+    run = cli("--version")
+    assert (run.code, run.out, run.err) == (0, f"kafka-sdk {sdk.__version__}\n", "")
+
 
 def test_missing_bootstrap_server_is_a_usage_error() -> None:
     run = cli("topics", "list")
@@ -230,6 +235,15 @@ def test_produce_input_errors(ref: EmbeddedBroker) -> None:
     assert run.code == 1 and "has no partition 5" in one_error_line(run)
     run = cli("consume", topic, "--group", "g", "--offset", "3", bootstrap=b)
     assert run.code == 2 and "do not go with a group" in one_error_line(run)
+    # suggestions in the dotted form typed; refused before any connection (no cluster here)
+    closed = f"127.0.0.1:{_closed_port()}"
+    for command, typo, meant in (("produce", "linger.msx", "linger.ms"),
+                                 ("consume", "fetch.max.bytez", "fetch.max.bytes")):
+        run = cli(command, topic, "-X", f"{typo}=5", stdin="x\n", bootstrap=closed)
+        line = one_error_line(run)
+        assert run.code == 2 and f"{typo}: unknown setting" in line, line
+        assert f"(did you mean {meant} " in line or f"(did you mean {meant}?" in line, line
+        assert "_" not in line.split("allowed:")[1], line
 
 
 # ============================================================================ groups
@@ -280,6 +294,11 @@ def test_groups_lag_reset_delete(ref: EmbeddedBroker) -> None:
     assert cli("groups", "lag", group, "--json", bootstrap=b).json()["total_lag"] == RECORDS  # type: ignore[index]
     run = cli("groups", "reset-offsets", group, "--to-datetime", "yesterday", bootstrap=b)
     assert run.code == 2 and "ISO date-time" in one_error_line(run)
+    for how in ("--to-earliest", "--to-offset"):  # nothing committed: that, and only that
+        run = cli("groups", "reset-offsets", "never-committed", how,
+                  *(["0"] if how == "--to-offset" else []), bootstrap=b)
+        assert (run.code, run.out, run.err) == (
+            0, "", "group 'never-committed' has no committed offsets to reset; name --topic\n")
 
     run = cli("groups", "delete", group, "no-such-group", bootstrap=b)
     assert run.code == 1

@@ -318,3 +318,60 @@ def test_config_error_names_key_and_allowed_values() -> None:
     assert str(ConfigError("linger_ms must be >= 0")) == "linger_ms must be >= 0"
     with pytest.raises(ValueError):
         raise e
+
+
+def test_repr_keeps_the_message() -> None:
+    detail = errors.OffsetOutOfRangeError("offset 7 of t-0")
+    assert repr(detail) == f"OffsetOutOfRangeError({str(detail)!r})"
+    assert "offset 7 of t-0" in repr(detail) and "OFFSET_OUT_OF_RANGE (1)" in repr(detail)
+    assert repr(errors.OffsetOutOfRangeError()) == (
+        "OffsetOutOfRangeError(\"OFFSET_OUT_OF_RANGE (1): The requested offset lies outside "
+        "the range the partition's log currently holds.\")")
+    assert repr(KafkaTimeoutError("metadata after 60 s")) == (
+        "KafkaTimeoutError('metadata after 60 s')")
+    assert repr(ProducerClosedError()) == "ProducerClosedError('The producer is closed.')"
+    e = ConfigError("invalid value", key="acks", value="two")
+    assert repr(e) == "ConfigError(\"acks: invalid value; got 'two'\")"
+    assert repr(for_code(9999)("x")).startswith("UnknownCode9999Error('UNKNOWN_CODE_9999 (9999)")
+
+
+def _public_modules() -> list[str]:
+    """Every importable module of sdk a user may reach: no private (_x) modules, no generated
+    protocol classes, no CLI (a program: its errors end as exit messages)."""
+    import pkgutil
+
+    import sdk
+
+    names = []
+    for info in pkgutil.walk_packages(sdk.__path__, "sdk."):
+        parts = info.name.split(".")
+        if any(p.startswith("_") for p in parts) or parts[1] == "cli" or \
+                info.name.startswith("sdk.protocol.messages"):
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_every_public_exception_is_importable_from_sdk_errors() -> None:
+    import importlib
+
+    modules = _public_modules()
+    assert {"sdk.admin.results", "sdk.consumer.errors", "sdk.spark.errors"} <= set(modules)
+    missing: dict[str, str] = {}
+    found = 0
+    for name in modules:
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if attr.startswith("_") or not (isinstance(value, type)
+                                            and issubclass(value, BaseException)):
+                continue
+            if not value.__module__.startswith("sdk"):
+                continue  # a builtin or a third party's
+            found += 1
+            if getattr(errors, value.__name__, None) is not value:
+                missing[value.__name__] = name
+    assert found > 100
+    assert not missing, missing
+    for cls in (errors.ItemsFailedError, errors.CommitFailedError, errors.DataLossError,
+                errors.RecordDeserializationError, errors.UnsupportedCompressionError):
+        assert issubclass(cls, KafkaError)

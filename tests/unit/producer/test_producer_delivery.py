@@ -105,8 +105,13 @@ def test_bad_input_is_refused_with_typed_errors(producer: Producer, topic: str) 
         producer.send(topic, "text")
     with pytest.raises(TypeError, match="topic"):
         producer.send("", b"v")
-    with pytest.raises(TypeError, match="header"):
+    with pytest.raises(TypeError) as refused:
         producer.send(topic, b"v", headers=[("h", "not bytes")])
+    # the real fix: no serializer applies to headers (none exists to configure)
+    assert "serializer" not in str(refused.value)
+    assert str(refused.value).endswith("not str; encode it: ('h', 'not bytes'.encode())")
+    with pytest.raises(TypeError, match=r"not a mapping; pass list\(headers.items\(\)\)"):
+        producer.send(topic, b"v", headers={"h": b"v"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="header keys"):
         producer.send(topic, b"v", headers=[(b"h", b"v")])
     with pytest.raises(ValueError, match="timestamp_ms"):
@@ -171,8 +176,25 @@ async def test_async_producer_back_pressure_and_send_many(embedded_broker: Any, 
         bulk = await ap.send_many(topic, [b"a", (b"k", b"b")])
         await ap.flush(timeout=30)
         metas = await bulk
-        assert [m.serialized_value_size for m in metas] == [-1, -1]
+        assert [m.serialized_value_size for m in metas] == [1, 1]
+        assert [m.serialized_key_size for m in metas] == [-1, 1]
         assert metas[1].offset == metas[0].offset + 1
+
+
+def test_send_many_metadata_reports_serialized_sizes(embedded_broker: Any, topic: str) -> None:
+    """Sizes as Java's RecordMetadata gives them: after serialization, -1 for a null key or
+    value; a key first seen in a later chunk (1024 records a chunk) leaves the earlier ones -1."""
+    records: list[Any] = [str(i) for i in range(1100)]
+    records += [("k" * (i % 3), None if i % 2 else "v" * i) for i in range(7)]
+    records.append(("key", "last"))
+    with Producer(bootstrap_servers=embedded_broker.bootstrap_servers, linger_ms=1,
+                  key_serializer=str.encode, value_serializer=str.encode) as p:
+        metas = p.send_many(topic, records).result(timeout=15)
+    assert [m.serialized_value_size for m in metas[:1100]] == [len(str(i)) for i in range(1100)]
+    assert {m.serialized_key_size for m in metas[:1100]} == {-1}
+    assert [(m.serialized_key_size, m.serialized_value_size) for m in metas[1100:]] == [
+        (0, 0), (1, -1), (2, 2), (0, -1), (1, 4), (2, -1), (0, 6), (3, 4)]
+    assert [m.offset for m in metas] == list(range(len(records)))
 
 
 @pytest.mark.parametrize(("code", "new_ids"), [
