@@ -136,8 +136,8 @@ def check(history: History, log: dict[int, list[StoredRecord]]) -> Verdict:
         if len(places) > 1:
             verdict.duplicated[seq] = len(places)
     with history.lock:
-        records = list(history.records.values())
-    for record in records:
+        sent = list(history.records.values())
+    for record in sent:
         done, error = _future_outcome(record)
         if not done or record.callbacks != 1 or (error is None) != (record.callback_error is None):
             verdict.unreported.append(record.seq)
@@ -148,7 +148,7 @@ def check(history: History, log: dict[int, list[StoredRecord]]) -> Verdict:
                 verdict.failed_but_stored.append(record.seq)
             continue
         verdict.acknowledged += 1
-        places = stored.get(record.seq)
+        places = stored.get(record.seq, [])
         if not places:
             verdict.lost.append(record.seq)
         elif (record.partition, record.offset) not in places:

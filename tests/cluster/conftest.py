@@ -1,7 +1,8 @@
 """A 3-broker Apache Kafka cluster (1 dedicated controller) for failover tests.
 
-The ``kafka_cluster`` fixture starts one cluster for the whole run (a start costs ~15 s of
-JVM time on 2 cores) with ``min.insync.replicas=2`` and replicated internal topics, and
+The ``kafka_cluster`` fixture starts one cluster per test module (a start costs ~15 s of
+JVM time on 2 cores; module scope, so a module with a cluster of its own never runs next to
+this one) with ``min.insync.replicas=2`` and replicated internal topics, and
 ``broker.session.timeout.ms=6000`` (Kafka's default is 9000): the controller fences a
 broker that stopped heartbeating after that long, so a killed or SIGSTOPped leader loses
 its partitions ~6 s after the fault. The autouse ``healed`` fixture brings every broker
@@ -70,7 +71,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_cluster() -> Iterator[ApacheKafkaCluster]:
     with apache_cluster(brokers=3, controllers=1, config=CLUSTER_CONFIG) as cluster:
         yield cluster
@@ -196,9 +197,10 @@ def read_partitions(bootstrap: str, topic: str, partitions: int,
             for msg in consumer.consume(1000, timeout=1.0):
                 if msg.error() is not None:
                     raise RuntimeError(f"confluent-kafka: {msg.error()}")
-                p, offset = msg.partition(), msg.offset()
+                p, offset, value = msg.partition(), msg.offset(), msg.value()
+                assert p is not None and offset is not None and value is not None
                 if offset < ends[p]:
-                    out[p].append(StoredRecord(p, offset, msg.key(), msg.value()))
+                    out[p].append(StoredRecord(p, offset, msg.key(), value))
                 positions[p] = max(positions[p], offset + 1)
         return out
     finally:

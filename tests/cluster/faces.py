@@ -86,7 +86,7 @@ class ProducerFace:
         """Wait for the record's outcome (through its future, in the face's own way):
         None when acknowledged, else the error."""
         if self._sync is not None:
-            return delivery.future.exception(timeout_s)  # type: ignore[no-any-return]
+            return delivery.future.exception(timeout_s)
 
         async def wait() -> BaseException | None:
             task = asyncio.ensure_future(_awaitable(delivery.future))

@@ -1,7 +1,7 @@
 """Closing clients while a broker is stopped (SIGSTOP): the broker that leads the topic's
 partition and coordinates the group hangs with its sockets open, so nothing it was asked
 ever answers. Every face must still close within its timeout (a hung close is the failure;
-each close runs in a thread watched by a generous deadline, so a hang fails with the
+the four closes run at once, each in a thread watched by a generous deadline, so a hang fails with the
 face's name instead of the suite's timeout), and the records it was holding must fail with
 ProducerClosedError instead of staying pending. The close times are printed in the summary.
 """
@@ -25,23 +25,36 @@ CLOSE_TIMEOUT_S = 2.0
 HANG_S = 30.0  # a close that has not returned by then is hung
 
 
-def _timed_close(name: str, close: Callable[[], Any]) -> float:
-    outcome: list[BaseException | None] = []
+def _close_all(closers: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Run every close at once, each in a thread (so all meet the stopped broker before the
+    controller fences it); returns how long each took."""
+    outcome: dict[str, BaseException | None] = {}
+    took: dict[str, float] = {}
 
-    def run() -> None:
+    def run(name: str, close: Callable[[], Any]) -> None:
+        started = time.monotonic()
         try:
             close()
-            outcome.append(None)
+            outcome[name] = None
         except BaseException as exc:  # reported below with the face's name
-            outcome.append(exc)
+            outcome[name] = exc
+        took[name] = time.monotonic() - started
 
-    started = time.monotonic()
-    thread = threading.Thread(target=run, name=f"close-{name}", daemon=True)
-    thread.start()
-    thread.join(HANG_S)
-    assert not thread.is_alive(), f"{name}.close() hung with a stopped broker"
-    assert outcome == [None], f"{name}.close() raised {outcome[0]!r}"
-    return time.monotonic() - started
+    threads = [threading.Thread(target=run, args=item, name=f"close-{item[0]}", daemon=True)
+               for item in closers.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(HANG_S)
+    hung = [name for name in closers if name not in took]
+    assert not hung, f"close() hung with a stopped broker: {hung}"
+    failed = {name: exc for name, exc in outcome.items() if exc is not None}
+    assert not failed, f"close() raised: {failed}"
+    return took
+
+
+def _closer(producer: ProducerFace) -> Callable[[], None]:
+    return lambda: producer.close(CLOSE_TIMEOUT_S)
 
 
 @pytest.mark.timeout(240)
@@ -66,7 +79,7 @@ def test_every_face_closes_with_its_broker_stopped(
     for face, producer in producers.items():
         assert producer.outcome(producer.send(topic, f"warm-{face}".encode()), 30) is None
 
-    consumer_settings = {"bootstrap_servers": cluster.bootstrap_servers, "group_id": group,
+    consumer_settings: dict[str, Any] = {"bootstrap_servers": cluster.bootstrap_servers, "group_id": group,
                          "auto_offset_reset": "earliest", "enable_auto_commit": False,
                          "request_timeout_ms": 5000}
     sync_consumer = Consumer(topic, **consumer_settings)
@@ -79,31 +92,35 @@ def test_every_face_closes_with_its_broker_stopped(
 
     async_consumer = runner.run(start_async(), 30)
     try:
-        # Both members joined (one of them holds the partition) and committed once.
+        # Both members joined (one of them holds the partition) and committed once; polls
+        # drive the joins. A member may read the records again after a rebalance (nothing
+        # is committed yet), so the distinct values count.
         deadline = time.monotonic() + 60
-        read = 0
-        while read < 2 and time.monotonic() < deadline:
-            for records in sync_consumer.poll(timeout_ms=200).values():
-                read += len(records)
-            for records in runner.run(async_consumer.getmany(timeout_ms=200)).values():
-                read += len(records)
-        assert read == 2, f"read {read} of the 2 warm-up records"
+        read: set[bytes] = set()
+        members = 0
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            while (len(read) < 2 or members < 2) and time.monotonic() < deadline:
+                for records in sync_consumer.poll(timeout_ms=200).values():
+                    read.update(bytes(r.value or b"") for r in records)
+                for records in runner.run(async_consumer.getmany(timeout_ms=200)).values():
+                    read.update(bytes(r.value or b"") for r in records)
+                description = admin.describe_consumer_groups([group], timeout_ms=10_000)[group]
+                stable = description.error is None and description.state == "Stable"
+                members = len(description.members) if stable else 0
+        assert read == {b"warm-sync", b"warm-async"}, f"read {read}"
+        assert members == 2, f"{members} stable members, expected 2"
         sync_consumer.commit()
         runner.run(async_consumer.commit())
 
         cluster.pause(victim)
         pending = {face: [p.send(topic, f"pending-{face}-{i}".encode()) for i in range(10)]
                    for face, p in producers.items()}
-        # Consumers first, while their connections to the coordinator are still open
-        # (a heartbeat timing out later would close them and make leaving fail fast).
-        times = {"sync consumer": _timed_close(
-            "sync consumer", lambda: sync_consumer.close(timeout_ms=int(CLOSE_TIMEOUT_S * 1000)))}
-        times["async consumer"] = _timed_close(
-            "async consumer", lambda: runner.run(
-                async_consumer.close(timeout_ms=int(CLOSE_TIMEOUT_S * 1000))))
-        for face, producer in producers.items():
-            times[f"{face} producer"] = _timed_close(
-                f"{face} producer", lambda p=producer: p.close(CLOSE_TIMEOUT_S))  # type: ignore[misc]
+        times = _close_all({
+            "sync consumer": lambda: sync_consumer.close(timeout_ms=int(CLOSE_TIMEOUT_S * 1000)),
+            "async consumer": lambda: runner.run(
+                async_consumer.close(timeout_ms=int(CLOSE_TIMEOUT_S * 1000))),
+            **{f"{face} producer": _closer(producer) for face, producer in producers.items()},
+        })
         failover_report.append(
             f"close with broker {victim} stopped (timeout {CLOSE_TIMEOUT_S:g} s): "
             + ", ".join(f"{name} {s:.2f} s" for name, s in times.items()))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,11 @@ PER_PHASE = 10
 NOT_ENOUGH = (errors.NotEnoughReplicasError, errors.NotEnoughReplicasAfterAppendError)
 
 
+def _took(delivery: Delivery, since: float) -> float:
+    assert delivery.done_at is not None
+    return delivery.done_at - since
+
+
 @pytest.mark.timeout(300)
 def test_acks_all_waits_for_min_insync_replicas_acks_1_does_not(
         kafka_cluster: ApacheKafkaCluster, failover_report: list[str]) -> None:
@@ -39,7 +45,7 @@ def test_acks_all_waits_for_min_insync_replicas_acks_1_does_not(
     topic = create_topic(cluster, "min-isr", 1)
     leader = leader_of(cluster, topic, 0)
     followers = [n.node_id for n in cluster.brokers if n.node_id != leader]
-    common = {"bootstrap_servers": cluster.bootstrap_servers, "linger_ms": 0,
+    common: dict[str, Any] = {"bootstrap_servers": cluster.bootstrap_servers, "linger_ms": 0,
               "retry_backoff_ms": 100}
     producers: dict[tuple[str, str], ProducerFace] = {}
     try:
@@ -83,7 +89,7 @@ def test_acks_all_waits_for_min_insync_replicas_acks_1_does_not(
                     f"{face} {value!r} failed after {delivery.done_at - delivery.sent_at:.2f} s"
         failover_report.append(
             "min.insync: acks=all with delivery_timeout_ms=4000 failed after "
-            + ", ".join(f"{face} {max(d.done_at - d.sent_at for _, d in short[face]):.2f} s "
+            + ", ".join(f"{face} {max(_took(d, d.sent_at) for _, d in short[face]):.2f} s "
                         f"({Counter(type(d.error).__name__ for _, d in short[face])})"
                         for face in FACES))
 
@@ -116,7 +122,7 @@ def test_acks_all_waits_for_min_insync_replicas_acks_1_does_not(
                 expected.append(value)
         failover_report.append(
             "min.insync: records stuck with 2 brokers down delivered "
-            + ", ".join(f"{face} {max(d.done_at - restarted for _, d in stuck[face]):.2f} s"
+            + ", ".join(f"{face} {max(_took(d, restarted) for _, d in stuck[face]):.2f} s"
                         for face in FACES)
             + " after the restart began")
     finally:

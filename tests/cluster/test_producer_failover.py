@@ -18,6 +18,7 @@ stuck in a paused broker are given up (outcome unknown, resent with the same seq
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ from .workload import ProducerWorkload
 PARTITIONS = 6
 COUNT = 4000
 RATE = 250.0  # records per second: the stream lasts ~16 s, the fault lands at ~4 s
-PRODUCER = {"acks": "all", "enable_idempotence": True, "linger_ms": 5,
+PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": True, "linger_ms": 5,
             "request_timeout_ms": 5000, "retry_backoff_ms": 100}
 
 
