@@ -38,8 +38,8 @@ import asyncio
 import logging
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from sdk.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from sdk.net.client import NetClient
@@ -62,6 +62,22 @@ __all__ = ["AsyncProducer"]
 
 log = logging.getLogger(__name__)
 
+RawBytes = bytes | bytearray | memoryview
+"""What ``send`` takes as a key or value without a serializer."""
+
+if TYPE_CHECKING:
+    # What send takes as key and value (the serializers' input types); PEP 696 defaults for
+    # type checkers only, as in sdk.types.
+    from typing_extensions import TypeVar
+
+    KS = TypeVar("KS", default=RawBytes)
+    VS = TypeVar("VS", default=RawBytes)
+else:
+    from typing import TypeVar
+
+    KS = TypeVar("KS")
+    VS = TypeVar("VS")
+
 Headers = Sequence[tuple[str, "bytes | None"]]
 _BULK_CHUNK = 1024  # records appended per lock hold in send_many
 _NO_SIZE = array("i", [-1])
@@ -75,9 +91,26 @@ _CATCH_UP_S = 0.02  # longest wait for the sender after a blocking bulk append
 _BYTES_LIKE = (bytearray, memoryview)
 
 
-class AsyncProducer:
+class AsyncProducer(Generic[KS, VS]):
     """The asyncio producer. Settings as keyword arguments and/or a dotted-name mapping
-    (see :class:`sdk.producer.config.ProducerConfig`); invalid ones raise ConfigError."""
+    (see :class:`sdk.producer.config.ProducerConfig`); invalid ones raise ConfigError.
+
+    Type checkers see ``AsyncProducer[KS, VS]``: ``send`` takes keys of type ``KS`` and
+    values of type ``VS``, what ``key_serializer`` and ``value_serializer`` take (bytes,
+    bytearray or memoryview without one; ``Any`` with a ``config`` mapping or a serializer
+    given by name). None is always allowed: serializers are not called for it."""
+
+    @overload
+    def __init__(self, config: None = None, /, *,
+                 key_serializer: Callable[[KS], RawBytes | None] | None = None,
+                 value_serializer: Callable[[VS], RawBytes | None] | None = None,
+                 **kwargs: Any) -> None: ...
+
+    @overload
+    def __init__(self: AsyncProducer[Any, Any], config: Mapping[str, Any] | None = None, /, *,
+                 key_serializer: str | Callable[[Any], RawBytes | None] | None = None,
+                 value_serializer: str | Callable[[Any], RawBytes | None] | None = None,
+                 **kwargs: Any) -> None: ...
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         cfg = self.config = ProducerConfig.build(config, **kwargs)
@@ -150,7 +183,7 @@ class AsyncProducer:
                               producer_ids=ids, stage=self._stage)
         self._sender.start()
 
-    async def __aenter__(self) -> AsyncProducer:
+    async def __aenter__(self) -> AsyncProducer[KS, VS]:
         await self.start()
         return self
 
@@ -254,8 +287,8 @@ class AsyncProducer:
     async def send(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: VS | None = None,
+        key: KS | None = None,
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
@@ -286,8 +319,8 @@ class AsyncProducer:
     async def send_and_wait(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: VS | None = None,
+        key: KS | None = None,
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
@@ -296,7 +329,8 @@ class AsyncProducer:
         fut = await self.send(topic, value, key, headers, partition, timestamp_ms)
         return await fut
 
-    async def send_many(self, topic: str, records: Iterable[Any], *, partition: int | None = None,
+    async def send_many(self, topic: str, records: Iterable[VS | tuple[KS | None, VS | None]],
+                        *, partition: int | None = None,
                         timestamp_ms: int | None = None) -> BulkFuture:
         """Enqueue many records at once: each item is a value or a ``(key, value)`` tuple.
 
@@ -379,8 +413,8 @@ class AsyncProducer:
     def send_threadsafe(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: VS | None = None,
+        key: KS | None = None,
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
@@ -406,7 +440,8 @@ class AsyncProducer:
             else:
                 self._pool.reserve_blocking(need.nbytes, remaining)
 
-    def send_many_threadsafe(self, topic: str, records: Iterable[Any], *,
+    def send_many_threadsafe(self, topic: str,
+                             records: Iterable[VS | tuple[KS | None, VS | None]], *,
                              partition: int | None = None,
                              timestamp_ms: int | None = None) -> BulkFuture:
         """:meth:`send_many` for a thread other than the producer's event loop.

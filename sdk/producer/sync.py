@@ -16,23 +16,36 @@ not block on the producer. No producer logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, overload
 
 from sdk.net.describe import describe_client
 from sdk.net.loop_thread import LoopThread
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
 from sdk.producer.config import ProducerConfig
-from sdk.producer.producer import AsyncProducer, Headers
+from sdk.producer.producer import KS, VS, AsyncProducer, Headers, RawBytes
 
 __all__ = ["Producer"]
 
 
-class Producer:
-    """The blocking producer; settings as for :class:`AsyncProducer`."""
+class Producer(Generic[KS, VS]):
+    """The blocking producer; settings as for :class:`AsyncProducer`, and typed as it is:
+    ``Producer[KS, VS]`` sends keys of type ``KS`` and values of type ``VS``."""
+
+    @overload
+    def __init__(self, config: None = None, /, *,
+                 key_serializer: Callable[[KS], RawBytes | None] | None = None,
+                 value_serializer: Callable[[VS], RawBytes | None] | None = None,
+                 **kwargs: Any) -> None: ...
+
+    @overload
+    def __init__(self: Producer[Any, Any], config: Mapping[str, Any] | None = None, /, *,
+                 key_serializer: str | Callable[[Any], RawBytes | None] | None = None,
+                 value_serializer: str | Callable[[Any], RawBytes | None] | None = None,
+                 **kwargs: Any) -> None: ...
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
-        self._core = AsyncProducer(config, **kwargs)  # validates the settings first
+        self._core: AsyncProducer[KS, VS] = AsyncProducer(config, **kwargs)  # validates first
         self._thread = LoopThread(name=f"{self._core.config.client_id}-loop")
         # The core's per-instance fast path (Stage.stager), bound directly: a plain send
         # is then a single Python call. The method below documents it (and a subclass
@@ -53,8 +66,8 @@ class Producer:
     def send(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: VS | None = None,
+        key: KS | None = None,
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
@@ -64,7 +77,8 @@ class Producer:
         return self._core.send_threadsafe(topic, value, key, headers, partition, timestamp_ms,
                                           on_delivery)
 
-    def send_many(self, topic: str, records: Iterable[Any], *, partition: int | None = None,
+    def send_many(self, topic: str, records: Iterable[VS | tuple[KS | None, VS | None]], *,
+                  partition: int | None = None,
                   timestamp_ms: int | None = None) -> BulkFuture:
         """Enqueue many values or ``(key, value)`` tuples; one future for all of them."""
         return self._core.send_many_threadsafe(topic, records, partition=partition,
@@ -97,7 +111,7 @@ class Producer:
     def __repr__(self) -> str:
         return describe_client(type(self).__name__, self.config, self._core._state())
 
-    def __enter__(self) -> Producer:
+    def __enter__(self) -> Producer[KS, VS]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

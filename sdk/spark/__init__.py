@@ -18,13 +18,22 @@ the README's Spark section for the table and the differences.
 
 from __future__ import annotations
 
+import sys
+
 try:
     import pyarrow  # noqa: F401  (PySpark's Python data sources exchange Arrow batches)
     import pyspark  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
+except ImportError as exc:
+    # Seen most often in Spark's Python workers: they run PYSPARK_PYTHON (default: the
+    # first `python3` on PATH), not the driver's interpreter, so name the one running.
     raise ImportError(
-        f"sdk.spark needs PySpark >= 4.0 and pyarrow ({exc.name} is missing): "
-        "pip install 'kafka-sdk[spark]'"
+        f"sdk.spark needs PySpark >= 4.0 and pyarrow, and {exc.name} is missing in the "
+        f"Python running here: {sys.executable} (Python {sys.version.split()[0]}). "
+        "If this is a Spark Python worker, point Spark at an interpreter that has "
+        "kafka-sdk[spark] installed (such as the driver's) with the PYSPARK_PYTHON "
+        "environment variable or the spark.pyspark.python setting; otherwise "
+        "pip install 'kafka-sdk[spark]' into this one.",
+        name=exc.name,
     ) from exc
 
 from sdk.spark.errors import DataLossError, DeliveryFailedError, OffsetNotFoundError

@@ -2,7 +2,9 @@
 
 ``ConsumerRecord``, ``Consumer`` and ``AsyncConsumer`` are generic over the key and value
 types: ``bytes`` without deserializers, what the deserializers return otherwise; ``key`` and
-``value`` of a record are ``K | None`` and ``V | None`` (no key, tombstones). The program
+``value`` of a record are ``K | None`` and ``V | None`` (no key, tombstones).
+``Producer`` and ``AsyncProducer`` are generic over what ``send`` takes: bytes-likes without
+serializers, the serializers' input types otherwise. The program
 below uses the faces as the README does; mypy must find no error in it, and its
 ``reveal_type`` lines must show those types. A second program holds mistakes mypy must
 catch (a deserializer that cannot take None, a value of the wrong type).
@@ -35,6 +37,10 @@ def number(data: bytes | None) -> int | None:
     return None if data is None else int(data)
 
 
+def number_bytes(n: int) -> bytes:
+    return str(n).encode()
+
+
 def handle(rec: ConsumerRecord) -> None:  # bare: ConsumerRecord[bytes, bytes]
     reveal_type(rec)  # R1
     if rec.value is not None:
@@ -45,9 +51,15 @@ def blocking(servers: str) -> None:
     with AdminClient(bootstrap_servers=servers) as admin:
         admin.create_topics([NewTopic("t", 1, 1)]).raise_if_failed()
     with Producer(bootstrap_servers=servers) as p:
+        reveal_type(p)  # R14
         meta: RecordMetadata = p.send("t", b"v", key=b"k").result(timeout=10)
         print(meta.offset)
+        p.send("t", bytearray(b"v"), key=None)
         p.send_many("t", [b"a", (b"k", b"b")]).result(timeout=10)
+    with Producer(bootstrap_servers=servers, value_serializer=str.encode) as sp:
+        reveal_type(sp)  # R15
+        sp.send("t", "text", key=b"k")
+        sp.send_many("t", ["a", (None, "b")])
     with Consumer("t", bootstrap_servers=servers, auto_offset_reset="earliest") as c:
         reveal_type(c)  # R2
         for rec in c:
@@ -78,8 +90,9 @@ def blocking(servers: str) -> None:
 
 
 async def asynchronous(servers: str) -> None:
-    async with AsyncProducer(bootstrap_servers=servers) as ap:
-        meta = await ap.send_and_wait("t", b"v")
+    async with AsyncProducer(bootstrap_servers=servers, key_serializer=number_bytes) as ap:
+        reveal_type(ap)  # R16
+        meta = await ap.send_and_wait("t", b"v", key=42)
         print(meta.partition)
     async with AsyncConsumer("t", bootstrap_servers=servers, value_deserializer=text) as ac:
         reveal_type(ac)  # R11
@@ -96,6 +109,7 @@ blocking("127.0.0.1:9092")
 asyncio.run(asynchronous("127.0.0.1:9092"))
 '''
 
+RAW = "bytes | bytearray | memoryview[int]"  # sdk.producer.producer.RawBytes
 EXPECTED = {
     "R1": "sdk.types.ConsumerRecord[bytes, bytes]",
     "R2": "sdk.consumer.sync.Consumer[bytes, bytes]",
@@ -111,12 +125,15 @@ EXPECTED = {
     "R11": "sdk.consumer.consumer.AsyncConsumer[bytes, str]",
     "R12": "sdk.types.ConsumerRecord[bytes, str]",
     "R13": "str | None",
+    "R14": f"sdk.producer.sync.Producer[{RAW}, {RAW}]",
+    "R15": f"sdk.producer.sync.Producer[{RAW}, str]",
+    "R16": f"sdk.producer.producer.AsyncProducer[int, {RAW}]",
 }
 
 MISTAKES = '''
 from __future__ import annotations
 
-from sdk import Consumer
+from sdk import Consumer, Producer
 
 
 def strict(data: bytes) -> str:  # crashes on a tombstone: the consumer passes None
@@ -129,6 +146,9 @@ with Consumer("t", bootstrap_servers="x") as c:
     for rec in c:
         rec.value.decode()  # E2: a tombstone's value is None
         n: int = rec.key  # E3
+
+Producer(bootstrap_servers="x").send("t", "text")  # E4: no serializer, so bytes only
+Producer(bootstrap_servers="x", value_serializer=str.encode).send("t", 1)  # E5
 '''
 
 
@@ -172,6 +192,6 @@ def test_mypy_catches_wrong_types(tmp_path: Path) -> None:
             tag = re.search(r"# (E\d+)", source[int(m.group(1)) - 1])
             assert tag, line  # no error on an unmarked line
             flagged[tag.group(1)] = m.group(2)
-    assert set(flagged) == {"E1", "E2", "E3"}, "\n".join(lines)
+    assert set(flagged) == {"E1", "E2", "E3", "E4", "E5"}, "\n".join(lines)
     assert "value_deserializer" in flagged["E1"]
     assert '"None" of "bytes | None" has no attribute "decode"' in flagged["E2"]
