@@ -60,8 +60,8 @@ class AsyncAdminClient:
     when no bootstrap server answers within the call's timeout).
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        self.config = AdminConfig.build(config, **kwargs)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        self.config = AdminConfig.from_arguments((config,), kwargs)[0]
         self._client = NetClient(self.config)
         self._dispatcher = Dispatcher(self._client, self.config)
         self._started = False

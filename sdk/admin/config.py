@@ -7,6 +7,8 @@ and/or a ``config`` mapping with Kafka's dotted names; unknown keys and bad valu
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from sdk.net.config import CommonConfig, PositiveInt
 
 __all__ = ["AdminConfig"]
@@ -18,6 +20,8 @@ class AdminConfig(CommonConfig):
     default_api_timeout_ms: PositiveInt = 60_000
     """How long one admin call may take in all (retries included) when the call does not
     give ``timeout_ms`` itself."""
+
+    _role: ClassVar[str] = "A"
 
     @classmethod
     def default_client_id(cls) -> str:

@@ -54,7 +54,7 @@ class AdminClient:
     ``with AdminClient(bootstrap_servers="host:9092") as admin: admin.list_topics()``
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._thread = LoopThread(name="kafka-sdk-admin")
         try:
             self._core: AsyncAdminClient = self._thread.run(self._make(config, kwargs),

@@ -10,43 +10,14 @@ and the building rules come from :class:`sdk.net.config.CommonConfig`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, ValidationError, model_validator
 
 from sdk.consumer.assignors import ASSIGNORS, JAVA_CLASS_NAMES, Assignor
 from sdk.errors import ConfigError
 from sdk.net.config import CommonConfig, NonNegativeInt, PositiveInt
-
-Deserializer = Callable[[bytes | None], Any]
-
-
-def _string_deserializer(data: bytes | None) -> str | None:
-    return None if data is None else bytes(data).decode("utf-8")
-
-
-def _int_deserializer(size: int) -> Deserializer:
-    def deserialize(data: bytes | None) -> int | None:
-        if data is None:
-            return None
-        if len(data) != size:
-            raise ValueError(f"expected {size} bytes for an int, got {len(data)}")
-        return int.from_bytes(data, "big", signed=True)
-
-    return deserialize
-
-
-# Names a properties file may give for a deserializer; None means "leave the bytes as they are".
-_NAMED_DESERIALIZERS: dict[str, Deserializer | None] = {
-    "org.apache.kafka.common.serialization.StringDeserializer": _string_deserializer,
-    "org.apache.kafka.common.serialization.ByteArrayDeserializer": None,
-    "org.apache.kafka.common.serialization.BytesDeserializer": None,
-    "org.apache.kafka.common.serialization.IntegerDeserializer": _int_deserializer(4),
-    "org.apache.kafka.common.serialization.LongDeserializer": _int_deserializer(8),
-    "string": _string_deserializer,
-    "bytes": None,
-}
+from sdk.net.serde import Deserializer, deserializer_named
 
 _RESET_ALIASES = {  # librdkafka spellings of auto.offset.reset
     "smallest": "earliest", "beginning": "earliest",
@@ -56,10 +27,8 @@ _RESET_ALIASES = {  # librdkafka spellings of auto.offset.reset
 
 
 def _to_deserializer(value: Any) -> Any:
-    if isinstance(value, str):
-        if value not in _NAMED_DESERIALIZERS:
-            raise ValueError(f"unknown deserializer name {value!r}")
-        return _NAMED_DESERIALIZERS[value]
+    if isinstance(value, str):  # a Java class name or a short name (sdk.net.serde)
+        return deserializer_named(value)
     if value is not None and not callable(value):
         raise ValueError("a deserializer must be a callable taking bytes (or None)")
     return value
@@ -158,6 +127,8 @@ class ConsumerConfig(CommonConfig):
             )
         return self
 
+    _role: ClassVar[str] = "C"
+
     @classmethod
     def default_client_id(cls) -> str:
         return "kafka-sdk-consumer-" + super().default_client_id().rsplit("-", 1)[-1]
@@ -181,8 +152,8 @@ class ConsumerConfig(CommonConfig):
 
 _ALLOWED: dict[str, str | list[object]] = {
     "partition_assignment_strategy": [*ASSIGNORS, *JAVA_CLASS_NAMES, "an Assignor instance"],
-    "key_deserializer": "a callable taking bytes or None, or one of " + ", ".join(_NAMED_DESERIALIZERS),
-    "value_deserializer": "a callable taking bytes or None, or one of " + ", ".join(_NAMED_DESERIALIZERS),
+    "key_deserializer": "a callable taking bytes or None, or a built-in deserializer's name",
+    "value_deserializer": "a callable taking bytes or None, or a built-in deserializer's name",
     "group_id": "a non-empty string, or unset for no group",
     "group_instance_id": "a string (needs group.id)",
 }

@@ -86,22 +86,24 @@ class AsyncConsumer(Generic[K, V]):
                  **settings: Any) -> None: ...
 
     @overload
-    def __init__(self: AsyncConsumer[Any, Any], *topics: str,
+    def __init__(self: AsyncConsumer[Any, Any], *topics: str | Mapping[str, Any],
                  config: Mapping[str, Any] | None = None,
                  key_deserializer: str | Callable[[bytes | None], Any] | None = None,
                  value_deserializer: str | Callable[[bytes | None], Any] | None = None,
                  **settings: Any) -> None: ...
 
-    def __init__(self, *topics: str, config: Mapping[str, Any] | None = None,
-                 **settings: Any) -> None:
-        self.config = ConsumerConfig.build(config, **settings)
+    def __init__(self, *topics: str | Mapping[str, Any],
+                 config: Mapping[str, Any] | None = None, **settings: Any) -> None:
+        # A mapping among the topics is settings (confluent-kafka's Consumer({...})).
+        self.config, names = ConsumerConfig.from_arguments(
+            topics, {**settings, "config": config}, topics=True)
         cfg = self.config
         self._subs = SubscriptionState(cfg.auto_offset_reset, cfg.isolation_level)
         self._client = NetClient(cfg, allow_auto_topic_creation=cfg.allow_auto_create_topics)
         self._group_client: NetClient | None = NetClient(cfg) if cfg.group_id else None
         self._fetcher = Fetcher(self._client, self._subs, cfg)
         self._coordinator: ConsumerCoordinator | None = None
-        self._initial_topics = list(topics)
+        self._initial_topics = names
         self._initial_listener: ConsumerRebalanceListener | None = None
         self._pending = PendingRecords()  # fetched, not yet handed out
         self._background: set[asyncio.Task[Any]] = set()
@@ -114,11 +116,8 @@ class AsyncConsumer(Generic[K, V]):
         self._closed = False
         self._read_committed = cfg.isolation_level == IsolationLevel.READ_COMMITTED.value
         self._timeout_s = cfg.default_api_timeout_ms / 1000
-        if topics:
-            for topic in topics:
-                if not isinstance(topic, str):
-                    raise TypeError(f"topics are names (str), not {topic!r}")
-            self._subs.subscribe(topics)
+        if names:
+            self._subs.subscribe(names)
 
     # ================================================================ lifecycle
 
@@ -178,6 +177,7 @@ class AsyncConsumer(Generic[K, V]):
             raise ConsumerClosedError("the consumer is closed")
         if not self._started:
             raise IllegalStateError("start the consumer first (await start() or async with)")
+
     def _state(self) -> str:
         return ("closed" if self._closed else "closing" if self._closing
                 else "started" if self._started else "new")
@@ -185,7 +185,6 @@ class AsyncConsumer(Generic[K, V]):
     def __repr__(self) -> str:
         return describe_client(type(self).__name__, self.config, self._state(),
                                group_id=self.config.group_id)
-
 
     # ================================================================ subscription
 

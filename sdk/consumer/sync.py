@@ -94,14 +94,14 @@ class Consumer(Generic[K, V]):
                  **settings: Any) -> None: ...
 
     @overload
-    def __init__(self: Consumer[Any, Any], *topics: str,
+    def __init__(self: Consumer[Any, Any], *topics: str | Mapping[str, Any],
                  config: Mapping[str, Any] | None = None,
                  key_deserializer: str | Callable[[bytes | None], Any] | None = None,
                  value_deserializer: str | Callable[[bytes | None], Any] | None = None,
                  **settings: Any) -> None: ...
 
-    def __init__(self, *topics: str, config: Mapping[str, Any] | None = None,
-                 **settings: Any) -> None:
+    def __init__(self, *topics: str | Mapping[str, Any],
+                 config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         self._core: AsyncConsumer[K, V] = AsyncConsumer(*topics, config=config,
                                                         **settings)  # validates first
         self._thread = LoopThread(name="kafka-sdk-consumer")

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypeVar
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from sdk.errors import ConfigError
+from sdk.net.config_names import VALUES, Alias, Entry, Ignored, Refused, lookup
 
 __all__ = [
     "CommonConfig",
@@ -43,6 +45,7 @@ __all__ = [
 C = TypeVar("C", bound="CommonConfig")
 
 _client_ids = itertools.count(1)
+log = logging.getLogger(__name__)
 
 
 def _reject_bool(value: Any) -> Any:
@@ -103,6 +106,8 @@ class CommonConfig(BaseModel):
     """Settings of the shared network layer. All durations are milliseconds, as in Kafka."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    _role: ClassVar[str] = ""
+    """``P``, ``C`` or ``A``: the role whose entries of :mod:`sdk.net.config_names` apply."""
 
     bootstrap_servers: list[tuple[str, int]]
     """Brokers to ask for the cluster's metadata first: ``"host:port,host:port"`` or a list."""
@@ -153,26 +158,84 @@ class CommonConfig(BaseModel):
     @classmethod
     def build(cls: type[C], config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> C:
         """Validate keyword arguments and/or a dotted-name mapping into a config object."""
+        return cls._build([] if config is None else [config], kwargs)
+
+    @classmethod
+    def from_arguments(cls: type[C], positional: Sequence[Any], settings: Mapping[str, Any],
+                       *, topics: bool = False) -> tuple[C, list[str]]:
+        """A client constructor's arguments -> (config, topic names): the one way all read them.
+
+        Settings come in three forms, alone or together: keyword arguments
+        (``linger_ms=5``), ``config={"linger.ms": 5}`` (a ``"config"`` entry of
+        ``settings``) and a mapping as a positional argument (``Producer({...})``, the
+        confluent-kafka habit). With ``topics`` (the consumer) the other positional
+        arguments are topic names, and a mapping among them must hold setting names.
+        """
+        rest = dict(settings)
+        keyword_config = rest.pop("config", None)
+        mappings: list[Mapping[str, Any]] = []
+        names: list[str] = []
+        for arg in positional:
+            if isinstance(arg, Mapping):
+                if topics and not cls._holds_settings(arg):
+                    raise ConfigError(
+                        f"a mapping among the topics holds no {cls._role_noun()} setting names; "
+                        f"topics are names (str), settings are keyword arguments, "
+                        f"config={{...}} or a mapping of Kafka's setting names",
+                        key="topics", value=arg)
+                mappings.append(arg)
+            elif topics and isinstance(arg, str):
+                names.append(arg)
+            elif topics:
+                raise TypeError(f"topics are names (str), not {arg!r}")
+            elif arg is not None:
+                hint = (f" (did you mean bootstrap_servers={arg!r}?)"
+                        if isinstance(arg, str) and ":" in arg else "")
+                raise ConfigError(
+                    f"the {cls._role_noun()} takes its settings as keyword arguments, "
+                    f"config={{...}} or a mapping as the first argument{hint}",
+                    key="config", value=arg)
+        if keyword_config is not None:
+            mappings.append(keyword_config)
+        return cls._build(mappings, rest), names
+
+    @classmethod
+    def _role_noun(cls) -> str:
+        return _ROLE_NOUNS.get(cls._role, "client")
+
+    @classmethod
+    def _holds_settings(cls, mapping: Mapping[Any, Any]) -> bool:
+        """True if every key is a string and at least one names a setting (ours or the
+        table's), so a misplaced mapping is not silently read as settings."""
+        keys = list(mapping)
+        return all(isinstance(k, str) for k in keys) and any(
+            _field_name(k) in cls.model_fields or _table_entry(k, cls._role)[0] is not None
+            for k in keys)
+
+    @classmethod
+    def _build(cls: type[C], mappings: Sequence[Any], kwargs: Mapping[str, Any]) -> C:
         merged: dict[str, Any] = {}
         given_as: dict[str, str] = {}
-        known = set(cls.model_fields)
-        sources: list[tuple[str, Mapping[str, Any]]] = []
-        if config is not None:
-            if not isinstance(config, Mapping):
+        ignored: dict[str, str] = {}  # key as given -> why it has no effect (one warning)
+        sources: list[Mapping[str, Any]] = []
+        for mapping in mappings:
+            if not isinstance(mapping, Mapping):
                 raise ConfigError("config must be a mapping of setting names to values",
-                                  key="config", value=config)
-            sources.append(("config", config))
-        sources.append(("keyword", kwargs))
-        for _source, mapping in sources:
-            for raw_key, value in mapping.items():
+                                  key="config", value=mapping)
+            sources.append(mapping)
+        sources.append(kwargs)
+        for mapping in sources:
+            for raw_key, raw_value in mapping.items():
                 if not isinstance(raw_key, str):
                     raise ConfigError("setting names must be strings", key=repr(raw_key))
-                name = raw_key.strip().replace(".", "_").replace("-", "_")
-                if name not in known:
-                    raise cls._unknown_key(raw_key, name)
-                if name in merged and merged[name] != value:
+                resolved = cls._resolve(raw_key.strip(), raw_value, ignored)
+                if resolved is None:
+                    continue
+                name, value = resolved
+                if name in merged and not _same_value(merged[name], value):
                     raise ConfigError(
-                        f"given twice with different values ({given_as[name]!r}={merged[name]!r})",
+                        f"given twice with different values: {given_as[name]!r}="
+                        f"{merged[name]!r} and {raw_key!r}={value!r}",
                         key=raw_key, value=value,
                     )
                 merged[name] = value
@@ -183,11 +246,50 @@ class CommonConfig(BaseModel):
             raise cls._config_error(exc, merged, given_as) from None
         if not obj.client_id:
             obj.client_id = cls.default_client_id()
+        if ignored:
+            log.warning(
+                "%s %s: %d setting(s) have no effect here and are ignored: %s",
+                cls._role_noun(), obj.client_id, len(ignored),
+                "; ".join(f"{key} ({why})" for key, why in ignored.items()))
         return obj
 
     @classmethod
-    def _unknown_key(cls, raw_key: str, name: str) -> ConfigError:
+    def _resolve(cls, key: str, value: Any, ignored: dict[str, str]) -> tuple[str, Any] | None:
+        """``key`` as given -> (our field name, value), or None for a setting ignored here.
+
+        Our own names (dotted or with underscores) first, then the alias table of
+        :mod:`sdk.net.config_names`; anything else is refused."""
+        name = _field_name(key)
+        if name in cls.model_fields:
+            return name, _spelled(VALUES.get(name.replace("_", ".")), key, value)
+        entry, roles = _table_entry(key, cls._role)
+        if isinstance(entry, Alias):
+            target = _field_name(entry.target)
+            if target in cls.model_fields:
+                value = _spelled(entry.values, key, value)
+                if entry.scale != 1:
+                    value = _scaled(key, value, entry.scale)
+                return target, value
+        elif isinstance(entry, Ignored):
+            text = _text(value)
+            if text in entry.quiet:
+                return None
+            if entry.otherwise == "refuse":
+                raise ConfigError(f"not supported: {entry.reason}", key=key, value=value,
+                                  allowed=entry.quiet)
+            ignored[key] = entry.reason
+            return None
+        elif isinstance(entry, Refused):
+            raise ConfigError(f"not supported: {entry.reason}", key=key, value=value)
+        raise cls._unknown_key(key, name, roles)
+
+    @classmethod
+    def _unknown_key(cls, raw_key: str, name: str, roles: str = "") -> ConfigError:
         names = sorted(cls.model_fields)
+        if roles:  # in the alias table for another role: say whose setting it is
+            whose = " or ".join(_ROLE_NOUNS[r] for r in roles)
+            return ConfigError(f"unknown setting for {cls.__name__} (a {whose} setting)",
+                               key=raw_key, allowed=names)
         if "." in raw_key:  # suggest in the form the user wrote: linger.msx -> linger.ms
             names = [n.replace("_", ".") for n in names]
             name = raw_key.strip().replace("-", ".")
@@ -204,6 +306,9 @@ class CommonConfig(BaseModel):
         ctx = err.get("ctx") or {}
         original = ctx.get("error")
         if isinstance(original, ConfigError):  # raised by a model validator: already precise
+            given = given_as.get(_field_name(original.key or ""))
+            if given is not None and _field_name(given) != _field_name(original.key or ""):
+                original.key = given  # set through an alias: name the key the user wrote
             return original
         if err["type"] == "missing":
             return ConfigError("is required", key=name, allowed=_allowed_phrase(cls, name, err))
@@ -213,6 +318,62 @@ class CommonConfig(BaseModel):
             value=merged.get(name),
             allowed=_allowed_phrase(cls, name, err),
         )
+
+
+_ROLE_NOUNS = {"P": "producer", "C": "consumer", "A": "admin client"}
+
+
+def _field_name(key: str) -> str:
+    return key.strip().replace(".", "_").replace("-", "_")
+
+
+def _table_entry(key: str, role: str) -> tuple[Entry | None, str]:
+    """The alias-table entry for ``key`` as given (``error_cb``, ``queue.buffering.max.ms``)
+    or with underscores read as dots (``queue_buffering_max_ms``)."""
+    entry, roles = lookup(key.strip(), role)
+    if entry is None and not roles and "_" in key:
+        entry, roles = lookup(key.strip().replace("_", "."), role)
+    return entry, roles
+
+
+def _text(value: Any) -> str:
+    """A value as a properties file would spell it, lower-cased: True -> "true", None -> ""."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)
+    return str(value).strip().lower()
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    # "5" from a properties file and 5 from a keyword argument are the same setting.
+    if a is b or a == b:
+        return True
+    simple = (str, int, float, bool)
+    return isinstance(a, simple) and isinstance(b, simple) and _text(a) == _text(b)
+
+
+def _spelled(values: Mapping[str, object] | None, key: str, value: Any) -> Any:
+    """Another client's spelling of a value -> ours (``murmur2_random`` -> ``default``)."""
+    if not values or not isinstance(value, (str, int)) or isinstance(value, bool):
+        return value
+    ours = values.get(_text(value), value)
+    if isinstance(ours, Refused):
+        raise ConfigError(f"not supported: {ours.reason}", key=key, value=value)
+    return ours
+
+
+def _scaled(key: str, value: Any, scale: int) -> int:
+    """An integer in the alias's unit -> ours (librdkafka's kilobytes -> bytes)."""
+    number: int | None = None
+    if not isinstance(value, (bool, float)):
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            pass
+    if number is None:
+        raise ConfigError("an integer is required", key=key, value=value, allowed="an integer")
+    return number * scale
 
 
 def _describe(err: Any) -> str:

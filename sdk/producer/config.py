@@ -19,7 +19,7 @@ max_in_flight_requests_per_connection  5           unanswered Produce requests p
 enable_idempotence                     True        exactly-once per partition; needs acks=all
 partitioner                            "default"   name, Partitioner object or callable
 partitioner_ignore_keys                False       send keyed records through the sticky path
-key_serializer / value_serializer      None        callables object -> bytes
+key_serializer / value_serializer      None        callables object -> bytes, or a name
 ====================================== =========== =========================================
 
 Cross-field rules, as Java applies them (KIP-679): idempotence needs ``acks=all``,
@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, field_validator, model_validator
 
 from sdk.errors import ConfigError
 from sdk.net.config import CommonConfig, NonNegativeInt, PositiveInt
+from sdk.net.serde import serializer_named
 from sdk.producer.partitioner import Partitioner, make_partitioner
 
 __all__ = ["ProducerConfig"]
@@ -81,6 +82,8 @@ class ProducerConfig(CommonConfig):
     key_serializer: Serializer | None = None
     value_serializer: Serializer | None = None
 
+    _role: ClassVar[str] = "P"
+
     @classmethod
     def default_client_id(cls) -> str:
         return f"kafka-sdk-producer-{next(_producer_ids)}"
@@ -100,8 +103,11 @@ class ProducerConfig(CommonConfig):
     @field_validator("key_serializer", "value_serializer", mode="before")
     @classmethod
     def _check_serializer(cls, value: Any) -> Any:
+        if isinstance(value, str):  # a Java class name or a short name (sdk.net.serde)
+            return serializer_named(value)
         if value is not None and not callable(value):
-            raise ValueError("expected a callable taking the object and returning bytes")
+            raise ValueError("expected a callable taking the object and returning bytes, "
+                             "or a built-in serializer's name")
         return value
 
     @property

@@ -113,7 +113,7 @@ class AsyncProducer(Generic[KS, VS]):
                  **kwargs: Any) -> None: ...
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
-        cfg = self.config = ProducerConfig.build(config, **kwargs)
+        cfg = self.config = ProducerConfig.from_arguments((config,), kwargs)[0]
         self._partitioner = make_partitioner(cfg.partitioner, batch_size=max(cfg.batch_size, 1),
                                              ignore_keys=cfg.partitioner_ignore_keys)
         # buffer_memory covers staged records too: their share is kept out of the pool.
