@@ -44,7 +44,7 @@ def test_java_producer_properties_work_as_is(caplog: pytest.LogCaptureFixture) -
     assert cfg.bootstrap_servers == [("localhost", 9092), ("localhost", 9093)]
     assert (cfg.acks, cfg.linger_ms, cfg.batch_size, cfg.buffer_memory) == (-1, 20, 65536, 64 << 20)
     assert cfg.compression_type == "lz4" and cfg.enable_idempotence
-    assert cfg.partitioner == "default"  # partitioner.class= (empty): Java's default
+    assert cfg.partitioner == "round_robin"  # Java's RoundRobinPartitioner
     assert cfg.key_serializer is not None and cfg.key_serializer("é") == "é".encode()
     assert cfg.value_serializer is None  # ByteArraySerializer: bytes as given (raw fast path)
     # One warning for the client, naming every setting without effect and why.
