@@ -16,10 +16,37 @@ from sdk.errors import MalformedDataError, UnsupportedVersionError
 T = TypeVar("T", bound="Versioned")
 
 
+# The default of a list or struct field in a generated ``__init__``: a fresh one per object.
+_FRESH: Any = object()
+
+
 class Struct:
-    """A struct nested inside a message (no version table of its own)."""
+    """A struct nested inside a message (no version table of its own).
+
+    Generated classes list their fields in ``__slots__`` (in schema order, ``unknown_tags``
+    last in flexible ones) and write their ``__init__`` out; equality and repr are the
+    dataclass ones, built here from ``__slots__`` (repr leaves ``unknown_tags`` out).
+    """
 
     __slots__ = ()
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The fields, in schema order."""
+        names: tuple[str, ...] = cls.__slots__
+        return names
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.field_names())
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.field_names()
+                          if n != "unknown_tags")
+        return f"{type(self).__qualname__}({shown})"
 
 
 class Versioned(Struct):

@@ -38,7 +38,7 @@ def can_build_error_response(api_key: int) -> bool:
         cls = response_class(api_key)
     except Exception:
         return False
-    return "error_code" in cls.__dataclass_fields__  # type: ignore[attr-defined]
+    return "error_code" in cls.field_names()
 
 
 def error_response(api_key: int, version: int, request: Any, code: int,
@@ -48,7 +48,7 @@ def error_response(api_key: int, version: int, request: Any, code: int,
     builder = _BUILDERS.get(api_key)
     if builder is not None:
         return builder(cls, version, request, code, message)
-    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    fields = cls.field_names()
     if "error_code" not in fields:
         raise LookupError(f"API {api_key} has no error field to answer with")
     response = cls()
@@ -69,7 +69,7 @@ def _topics_partitions(topics: Any, topic_cls: type, part_cls: type[Any], *, top
         parts = []
         for p in getattr(topic, req_parts) or []:
             result = part_cls(**{"partition_index" if "partition_index" in
-                                 part_cls.__dataclass_fields__ else "partition": index_of(p)})
+                                 part_cls.field_names() else "partition": index_of(p)})
             setattr(result, code_field, code)
             for key, value in (extra or {}).items():
                 setattr(result, key, value)

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_ih = struct.Struct(">ih")
 _S_qh = struct.Struct(">qh")
 
 
-@dataclass(slots=True)
 class AddOffsetsToTxnRequest(Message):
     API_KEY: ClassVar[int] = 25
     MIN_VERSION: ClassVar[int] = 0
@@ -33,14 +31,28 @@ class AddOffsetsToTxnRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    transactional_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    group_id: str = ''
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id', 'unknown_tags',)
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        transactional_id: str = '',
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        group_id: str = '',
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AddOffsetsToTxnResponse(Message):
     API_KEY: ClassVar[int] = 25
     MIN_VERSION: ClassVar[int] = 0
@@ -48,9 +60,20 @@ class AddOffsetsToTxnResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tags = unknown_tags
 
 
 

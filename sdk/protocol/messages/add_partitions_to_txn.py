@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_qh = struct.Struct(">qh")
 _S_qho = struct.Struct(">qh?")
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnRequest(Message):
     API_KEY: ClassVar[int] = 24
     MIN_VERSION: ClassVar[int] = 0
@@ -35,30 +33,72 @@ class AddPartitionsToTxnRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class AddPartitionsToTxnTopic(Struct):
-        name: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class AddPartitionsToTxnTransaction(Struct):
-        transactional_id: str = ''
-        producer_id: int = 0
-        producer_epoch: int = 0
-        verify_only: bool = False
-        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', 'unknown_tags',)
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = field(default_factory=list)
-    v3_and_below_transactional_id: str = ''
-    v3_and_below_producer_id: int = 0
-    v3_and_below_producer_epoch: int = 0
-    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            transactional_id: str = '',
+            producer_id: int = 0,
+            producer_epoch: int = 0,
+            verify_only: bool = False,
+            topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.verify_only = verify_only
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics', 'unknown_tags',)
+    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = _FRESH,
+        v3_and_below_transactional_id: str = '',
+        v3_and_below_producer_id: int = 0,
+        v3_and_below_producer_epoch: int = 0,
+        v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.transactions = [] if transactions is _FRESH else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is _FRESH else v3_and_below_topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnResponse(Message):
     API_KEY: ClassVar[int] = 24
     MIN_VERSION: ClassVar[int] = 0
@@ -66,29 +106,74 @@ class AddPartitionsToTxnResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class AddPartitionsToTxnTopicResult(Struct):
-        name: str = ''
-        results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'results_by_partition', 'unknown_tags',)
+        name: str
+        results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.results_by_partition = [] if results_by_partition is _FRESH else results_by_partition
+            self.unknown_tags = unknown_tags
+
     class AddPartitionsToTxnPartitionResult(Struct):
-        partition_index: int = 0
-        partition_error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'partition_error_code', 'unknown_tags',)
+        partition_index: int
+        partition_error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            partition_error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.partition_error_code = partition_error_code
+            self.unknown_tags = unknown_tags
+
     class AddPartitionsToTxnResult(Struct):
-        transactional_id: str = ''
-        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('transactional_id', 'topic_results', 'unknown_tags',)
+        transactional_id: str
+        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = field(default_factory=list)
-    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            transactional_id: str = '',
+            topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.transactional_id = transactional_id
+            self.topic_results = [] if topic_results is _FRESH else topic_results
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = _FRESH,
+        results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is _FRESH else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is _FRESH else results_by_topic_v3_and_below
+        self.unknown_tags = unknown_tags
 
 
 

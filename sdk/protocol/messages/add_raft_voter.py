@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_ih = struct.Struct(">ih")
 _S_ii = struct.Struct(">ii")
 
 
-@dataclass(slots=True)
 class AddRaftVoterRequest(Message):
     API_KEY: ClassVar[int] = 80
     MIN_VERSION: ClassVar[int] = 0
@@ -34,22 +32,50 @@ class AddRaftVoterRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class Listener(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = ''
-    timeout_ms: int = 0
-    voter_id: int = 0
-    voter_directory_id: uuid.UUID = ZERO_UUID
-    listeners: list[AddRaftVoterRequest.Listener] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'unknown_tags',)
+    cluster_id: str | None
+    timeout_ms: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: list[AddRaftVoterRequest.Listener]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = '',
+        timeout_ms: int = 0,
+        voter_id: int = 0,
+        voter_directory_id: uuid.UUID = ZERO_UUID,
+        listeners: list[AddRaftVoterRequest.Listener] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.timeout_ms = timeout_ms
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AddRaftVoterResponse(Message):
     API_KEY: ClassVar[int] = 80
     MIN_VERSION: ClassVar[int] = 0
@@ -57,10 +83,23 @@ class AddRaftVoterResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tags = unknown_tags
 
 
 

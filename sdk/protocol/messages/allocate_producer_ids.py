@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_ihqi = struct.Struct(">ihqi")
 _S_iq = struct.Struct(">iq")
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsRequest(Message):
     API_KEY: ClassVar[int] = 67
     MIN_VERSION: ClassVar[int] = 0
@@ -33,12 +31,22 @@ class AllocateProducerIdsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tags',)
+    broker_id: int
+    broker_epoch: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsResponse(Message):
     API_KEY: ClassVar[int] = 67
     MIN_VERSION: ClassVar[int] = 0
@@ -46,11 +54,26 @@ class AllocateProducerIdsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id_start: int = 0
-    producer_id_len: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    producer_id_start: int
+    producer_id_len: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        producer_id_start: int = 0,
+        producer_id_len: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id_start = producer_id_start
+        self.producer_id_len = producer_id_len
+        self.unknown_tags = unknown_tags
 
 
 

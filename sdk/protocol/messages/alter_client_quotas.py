@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_i = struct.Struct(">i")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class AlterClientQuotasRequest(Message):
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
@@ -35,31 +33,73 @@ class AlterClientQuotasRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class EntityData(Struct):
-        entity_type: str = ''
-        entity_name: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('entity_type', 'entity_name', 'unknown_tags',)
+        entity_type: str
+        entity_name: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            entity_type: str = '',
+            entity_name: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.entity_type = entity_type
+            self.entity_name = entity_name
+            self.unknown_tags = unknown_tags
+
     class OpData(Struct):
-        key: str = ''
-        value: float = 0.0
-        remove: bool = False
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('key', 'value', 'remove', 'unknown_tags',)
+        key: str
+        value: float
+        remove: bool
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            key: str = '',
+            value: float = 0.0,
+            remove: bool = False,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.key = key
+            self.value = value
+            self.remove = remove
+            self.unknown_tags = unknown_tags
+
     class EntryData(Struct):
-        entity: list[AlterClientQuotasRequest.EntityData] = field(default_factory=list)
-        ops: list[AlterClientQuotasRequest.OpData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('entity', 'ops', 'unknown_tags',)
+        entity: list[AlterClientQuotasRequest.EntityData]
+        ops: list[AlterClientQuotasRequest.OpData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    entries: list[AlterClientQuotasRequest.EntryData] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            entity: list[AlterClientQuotasRequest.EntityData] = _FRESH,
+            ops: list[AlterClientQuotasRequest.OpData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.entity = [] if entity is _FRESH else entity
+            self.ops = [] if ops is _FRESH else ops
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('entries', 'validate_only', 'unknown_tags',)
+    entries: list[AlterClientQuotasRequest.EntryData]
+    validate_only: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        entries: list[AlterClientQuotasRequest.EntryData] = _FRESH,
+        validate_only: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.entries = [] if entries is _FRESH else entries
+        self.validate_only = validate_only
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AlterClientQuotasResponse(Message):
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
@@ -67,22 +107,55 @@ class AlterClientQuotasResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class EntityData(Struct):
-        entity_type: str = ''
-        entity_name: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('entity_type', 'entity_name', 'unknown_tags',)
+        entity_type: str
+        entity_name: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            entity_type: str = '',
+            entity_name: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.entity_type = entity_type
+            self.entity_name = entity_name
+            self.unknown_tags = unknown_tags
+
     class EntryData(Struct):
-        error_code: int = 0
-        error_message: str | None = ''
-        entity: list[AlterClientQuotasResponse.EntityData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'entity', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        entity: list[AlterClientQuotasResponse.EntityData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    entries: list[AlterClientQuotasResponse.EntryData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = '',
+            entity: list[AlterClientQuotasResponse.EntityData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.entity = [] if entity is _FRESH else entity
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'entries', 'unknown_tags',)
+    throttle_time_ms: int
+    entries: list[AlterClientQuotasResponse.EntryData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        entries: list[AlterClientQuotasResponse.EntryData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.entries = [] if entries is _FRESH else entries
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_ii = struct.Struct(">ii")
 _S_iq = struct.Struct(">iq")
 
 
-@dataclass(slots=True)
 class AlterPartitionRequest(Message):
     API_KEY: ClassVar[int] = 56
     MIN_VERSION: ClassVar[int] = 0
@@ -37,36 +35,88 @@ class AlterPartitionRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class BrokerState(Struct):
-        broker_id: int = 0
-        broker_epoch: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('broker_id', 'broker_epoch', 'unknown_tags',)
+        broker_id: int
+        broker_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            broker_id: int = 0,
+            broker_epoch: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.broker_id = broker_id
+            self.broker_epoch = broker_epoch
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition_index: int = 0
-        leader_epoch: int = 0
-        new_isr: list[int] = field(default_factory=list)
-        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = field(default_factory=list)
-        leader_recovery_state: int = 0
-        partition_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', 'unknown_tags',)
+        partition_index: int
+        leader_epoch: int
+        new_isr: list[int]
+        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
+        leader_recovery_state: int
+        partition_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            leader_epoch: int = 0,
+            new_isr: list[int] = _FRESH,
+            new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = _FRESH,
+            leader_recovery_state: int = 0,
+            partition_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.leader_epoch = leader_epoch
+            self.new_isr = [] if new_isr is _FRESH else new_isr
+            self.new_isr_with_epochs = [] if new_isr_with_epochs is _FRESH else new_isr_with_epochs
+            self.leader_recovery_state = leader_recovery_state
+            self.partition_epoch = partition_epoch
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[AlterPartitionRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tags',)
+        topic_name: str
+        topic_id: uuid.UUID
+        partitions: list[AlterPartitionRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    topics: list[AlterPartitionRequest.TopicData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[AlterPartitionRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('broker_id', 'broker_epoch', 'topics', 'unknown_tags',)
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterPartitionRequest.TopicData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        topics: list[AlterPartitionRequest.TopicData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AlterPartitionResponse(Message):
     API_KEY: ClassVar[int] = 56
     MIN_VERSION: ClassVar[int] = 0
@@ -74,28 +124,73 @@ class AlterPartitionResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        isr: list[int] = field(default_factory=list)
-        leader_recovery_state: int = 0
-        partition_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        isr: list[int]
+        leader_recovery_state: int
+        partition_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            isr: list[int] = _FRESH,
+            leader_recovery_state: int = 0,
+            partition_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.isr = [] if isr is _FRESH else isr
+            self.leader_recovery_state = leader_recovery_state
+            self.partition_epoch = partition_epoch
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[AlterPartitionResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tags',)
+        topic_name: str
+        topic_id: uuid.UUID
+        partitions: list[AlterPartitionResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    topics: list[AlterPartitionResponse.TopicData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[AlterPartitionResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    topics: list[AlterPartitionResponse.TopicData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        topics: list[AlterPartitionResponse.TopicData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsRequest(Message):
     API_KEY: ClassVar[int] = 34
     MIN_VERSION: ClassVar[int] = 0
@@ -33,23 +31,51 @@ class AlterReplicaLogDirsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AlterReplicaLogDirTopic(Struct):
-        name: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class AlterReplicaLogDir(Struct):
-        path: str = ''
-        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('path', 'topics', 'unknown_tags',)
+        path: str
+        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            path: str = '',
+            topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.path = path
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('dirs', 'unknown_tags',)
+    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.dirs = [] if dirs is _FRESH else dirs
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsResponse(Message):
     API_KEY: ClassVar[int] = 34
     MIN_VERSION: ClassVar[int] = 0
@@ -57,21 +83,52 @@ class AlterReplicaLogDirsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AlterReplicaLogDirPartitionResult(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class AlterReplicaLogDirTopicResult(Struct):
-        topic_name: str = ''
-        partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

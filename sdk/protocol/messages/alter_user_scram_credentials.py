@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class AlterUserScramCredentialsRequest(Message):
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
@@ -35,27 +33,63 @@ class AlterUserScramCredentialsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ScramCredentialDeletion(Struct):
-        name: str = ''
-        mechanism: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'mechanism', 'unknown_tags',)
+        name: str
+        mechanism: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            mechanism: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.mechanism = mechanism
+            self.unknown_tags = unknown_tags
+
     class ScramCredentialUpsertion(Struct):
-        name: str = ''
-        mechanism: int = 0
-        iterations: int = 0
-        salt: bytes = b""
-        salted_password: bytes = b""
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', 'unknown_tags',)
+        name: str
+        mechanism: int
+        iterations: int
+        salt: bytes
+        salted_password: bytes
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = field(default_factory=list)
-    upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            mechanism: int = 0,
+            iterations: int = 0,
+            salt: bytes = b"",
+            salted_password: bytes = b"",
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.mechanism = mechanism
+            self.iterations = iterations
+            self.salt = salt
+            self.salted_password = salted_password
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('deletions', 'upsertions', 'unknown_tags',)
+    deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
+    upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = _FRESH,
+        upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.deletions = [] if deletions is _FRESH else deletions
+        self.upsertions = [] if upsertions is _FRESH else upsertions
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AlterUserScramCredentialsResponse(Message):
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
@@ -63,16 +97,39 @@ class AlterUserScramCredentialsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class AlterUserScramCredentialsResult(Struct):
-        user: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('user', 'error_code', 'error_message', 'unknown_tags',)
+        user: str
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            user: str = '',
+            error_code: int = 0,
+            error_message: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.user = user
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

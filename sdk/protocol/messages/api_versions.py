@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_hhh = struct.Struct(">hhh")
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class ApiVersionsRequest(Message):
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
@@ -35,12 +33,22 @@ class ApiVersionsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    client_software_name: str = ''
-    client_software_version: str = ''
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('client_software_name', 'client_software_version', 'unknown_tags',)
+    client_software_name: str
+    client_software_version: str
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        client_software_name: str = '',
+        client_software_version: str = '',
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ApiVersionsResponse(Message):
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
@@ -48,35 +56,92 @@ class ApiVersionsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class ApiVersion(Struct):
-        api_key: int = 0
-        min_version: int = 0
-        max_version: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('api_key', 'min_version', 'max_version', 'unknown_tags',)
+        api_key: int
+        min_version: int
+        max_version: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            api_key: int = 0,
+            min_version: int = 0,
+            max_version: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.api_key = api_key
+            self.min_version = min_version
+            self.max_version = max_version
+            self.unknown_tags = unknown_tags
+
     class SupportedFeatureKey(Struct):
-        name: str = ''
-        min_version: int = 0
-        max_version: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'min_version', 'max_version', 'unknown_tags',)
+        name: str
+        min_version: int
+        max_version: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            min_version: int = 0,
+            max_version: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.min_version = min_version
+            self.max_version = max_version
+            self.unknown_tags = unknown_tags
+
     class FinalizedFeatureKey(Struct):
-        name: str = ''
-        max_version_level: int = 0
-        min_version_level: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'max_version_level', 'min_version_level', 'unknown_tags',)
+        name: str
+        max_version_level: int
+        min_version_level: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    api_keys: list[ApiVersionsResponse.ApiVersion] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    supported_features: list[ApiVersionsResponse.SupportedFeatureKey] = field(default_factory=list)
-    finalized_features_epoch: int = -1
-    finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = field(default_factory=list)
-    zk_migration_ready: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            max_version_level: int = 0,
+            min_version_level: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.max_version_level = max_version_level
+            self.min_version_level = min_version_level
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tags',)
+    error_code: int
+    api_keys: list[ApiVersionsResponse.ApiVersion]
+    throttle_time_ms: int
+    supported_features: list[ApiVersionsResponse.SupportedFeatureKey]
+    finalized_features_epoch: int
+    finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
+    zk_migration_ready: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        api_keys: list[ApiVersionsResponse.ApiVersion] = _FRESH,
+        throttle_time_ms: int = 0,
+        supported_features: list[ApiVersionsResponse.SupportedFeatureKey] = _FRESH,
+        finalized_features_epoch: int = -1,
+        finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = _FRESH,
+        zk_migration_ready: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is _FRESH else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is _FRESH else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is _FRESH else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_ih = struct.Struct(">ih")
 _S_iq = struct.Struct(">iq")
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsRequest(Message):
     API_KEY: ClassVar[int] = 73
     MIN_VERSION: ClassVar[int] = 0
@@ -34,30 +32,70 @@ class AssignReplicasToDirsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'unknown_tags',)
+        partition_index: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[AssignReplicasToDirsRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[AssignReplicasToDirsRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[AssignReplicasToDirsRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class DirectoryData(Struct):
-        id: uuid.UUID = ZERO_UUID
-        topics: list[AssignReplicasToDirsRequest.TopicData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('id', 'topics', 'unknown_tags',)
+        id: uuid.UUID
+        topics: list[AssignReplicasToDirsRequest.TopicData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    directories: list[AssignReplicasToDirsRequest.DirectoryData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            id: uuid.UUID = ZERO_UUID,
+            topics: list[AssignReplicasToDirsRequest.TopicData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.id = id
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('broker_id', 'broker_epoch', 'directories', 'unknown_tags',)
+    broker_id: int
+    broker_epoch: int
+    directories: list[AssignReplicasToDirsRequest.DirectoryData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        directories: list[AssignReplicasToDirsRequest.DirectoryData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.directories = [] if directories is _FRESH else directories
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsResponse(Message):
     API_KEY: ClassVar[int] = 73
     MIN_VERSION: ClassVar[int] = 0
@@ -65,28 +103,71 @@ class AssignReplicasToDirsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[AssignReplicasToDirsResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[AssignReplicasToDirsResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[AssignReplicasToDirsResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class DirectoryData(Struct):
-        id: uuid.UUID = ZERO_UUID
-        topics: list[AssignReplicasToDirsResponse.TopicData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('id', 'topics', 'unknown_tags',)
+        id: uuid.UUID
+        topics: list[AssignReplicasToDirsResponse.TopicData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    directories: list[AssignReplicasToDirsResponse.DirectoryData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            id: uuid.UUID = ZERO_UUID,
+            topics: list[AssignReplicasToDirsResponse.TopicData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.id = id
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'directories', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    directories: list[AssignReplicasToDirsResponse.DirectoryData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        directories: list[AssignReplicasToDirsResponse.DirectoryData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.directories = [] if directories is _FRESH else directories
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_ii = struct.Struct(">ii")
 _S_iii = struct.Struct(">iii")
 
 
-@dataclass(slots=True)
 class BeginQuorumEpochRequest(Message):
     API_KEY: ClassVar[int] = 53
     MIN_VERSION: ClassVar[int] = 0
@@ -37,35 +35,85 @@ class BeginQuorumEpochRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        voter_directory_id: uuid.UUID = ZERO_UUID
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'voter_directory_id', 'leader_id', 'leader_epoch', 'unknown_tags',)
+        partition_index: int
+        voter_directory_id: uuid.UUID
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            voter_directory_id: uuid.UUID = ZERO_UUID,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.voter_directory_id = voter_directory_id
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[BeginQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[BeginQuorumEpochRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[BeginQuorumEpochRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class LeaderEndpoint(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = None
-    voter_id: int = -1
-    topics: list[BeginQuorumEpochRequest.TopicData] = field(default_factory=list)
-    leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'leader_endpoints', 'unknown_tags',)
+    cluster_id: str | None
+    voter_id: int
+    topics: list[BeginQuorumEpochRequest.TopicData]
+    leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        voter_id: int = -1,
+        topics: list[BeginQuorumEpochRequest.TopicData] = _FRESH,
+        leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is _FRESH else topics
+        self.leader_endpoints = [] if leader_endpoints is _FRESH else leader_endpoints
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class BeginQuorumEpochResponse(Message):
     API_KEY: ClassVar[int] = 53
     MIN_VERSION: ClassVar[int] = 0
@@ -73,31 +121,80 @@ class BeginQuorumEpochResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[BeginQuorumEpochResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[BeginQuorumEpochResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[BeginQuorumEpochResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    topics: list[BeginQuorumEpochResponse.TopicData] = field(default_factory=list)
-    node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tags',)
+    error_code: int
+    topics: list[BeginQuorumEpochResponse.TopicData]
+    node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        topics: list[BeginQuorumEpochResponse.TopicData] = _FRESH,
+        node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_o = struct.Struct(">?")
 _S_q = struct.Struct(">q")
 
 
-@dataclass(slots=True)
 class BrokerRegistrationRequest(Message):
     API_KEY: ClassVar[int] = 62
     MIN_VERSION: ClassVar[int] = 0
@@ -37,34 +35,84 @@ class BrokerRegistrationRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class Listener(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        security_protocol: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            security_protocol: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.security_protocol = security_protocol
+            self.unknown_tags = unknown_tags
+
     class Feature(Struct):
-        name: str = ''
-        min_supported_version: int = 0
-        max_supported_version: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tags',)
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    broker_id: int = 0
-    cluster_id: str = ''
-    incarnation_id: uuid.UUID = ZERO_UUID
-    listeners: list[BrokerRegistrationRequest.Listener] = field(default_factory=list)
-    features: list[BrokerRegistrationRequest.Feature] = field(default_factory=list)
-    rack: str | None = ''
-    is_migrating_zk_broker: bool = False
-    log_dirs: list[uuid.UUID] = field(default_factory=list)
-    previous_broker_epoch: int = -1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            min_supported_version: int = 0,
+            max_supported_version: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.min_supported_version = min_supported_version
+            self.max_supported_version = max_supported_version
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', 'unknown_tags',)
+    broker_id: int
+    cluster_id: str
+    incarnation_id: uuid.UUID
+    listeners: list[BrokerRegistrationRequest.Listener]
+    features: list[BrokerRegistrationRequest.Feature]
+    rack: str | None
+    is_migrating_zk_broker: bool
+    log_dirs: list[uuid.UUID]
+    previous_broker_epoch: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        cluster_id: str = '',
+        incarnation_id: uuid.UUID = ZERO_UUID,
+        listeners: list[BrokerRegistrationRequest.Listener] = _FRESH,
+        features: list[BrokerRegistrationRequest.Feature] = _FRESH,
+        rack: str | None = '',
+        is_migrating_zk_broker: bool = False,
+        log_dirs: list[uuid.UUID] = _FRESH,
+        previous_broker_epoch: int = -1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.features = [] if features is _FRESH else features
+        self.rack = rack
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.log_dirs = [] if log_dirs is _FRESH else log_dirs
+        self.previous_broker_epoch = previous_broker_epoch
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class BrokerRegistrationResponse(Message):
     API_KEY: ClassVar[int] = 62
     MIN_VERSION: ClassVar[int] = 0
@@ -72,10 +120,23 @@ class BrokerRegistrationResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    broker_epoch: int = -1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'broker_epoch', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    broker_epoch: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        broker_epoch: int = -1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.broker_epoch = broker_epoch
+        self.unknown_tags = unknown_tags
 
 
 

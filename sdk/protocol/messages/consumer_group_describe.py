@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_ii = struct.Struct(">ii")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeRequest(Message):
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
@@ -35,12 +33,22 @@ class ConsumerGroupDescribeRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tags',)
+    group_ids: list[str]
+    include_authorized_operations: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_ids: list[str] = _FRESH,
+        include_authorized_operations: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_ids = [] if group_ids is _FRESH else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeResponse(Message):
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
@@ -48,48 +56,129 @@ class ConsumerGroupDescribeResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicPartitions(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        topic_name: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        topic_name: str
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            topic_name: str = '',
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class Assignment(Struct):
-        topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_partitions', 'unknown_tags',)
+        topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
+            self.unknown_tags = unknown_tags
+
     class Member(Struct):
-        member_id: str = ''
-        instance_id: str | None = None
-        rack_id: str | None = None
-        member_epoch: int = 0
-        client_id: str = ''
-        client_host: str = ''
-        subscribed_topic_names: list[str] = field(default_factory=list)
-        subscribed_topic_regex: str | None = None
-        assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
-        target_assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'unknown_tags',)
+        member_id: str
+        instance_id: str | None
+        rack_id: str | None
+        member_epoch: int
+        client_id: str
+        client_host: str
+        subscribed_topic_names: list[str]
+        subscribed_topic_regex: str | None
+        assignment: ConsumerGroupDescribeResponse.Assignment
+        target_assignment: ConsumerGroupDescribeResponse.Assignment
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            member_id: str = '',
+            instance_id: str | None = None,
+            rack_id: str | None = None,
+            member_epoch: int = 0,
+            client_id: str = '',
+            client_host: str = '',
+            subscribed_topic_names: list[str] = _FRESH,
+            subscribed_topic_regex: str | None = None,
+            assignment: ConsumerGroupDescribeResponse.Assignment = _FRESH,
+            target_assignment: ConsumerGroupDescribeResponse.Assignment = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.member_id = member_id
+            self.instance_id = instance_id
+            self.rack_id = rack_id
+            self.member_epoch = member_epoch
+            self.client_id = client_id
+            self.client_host = client_host
+            self.subscribed_topic_names = [] if subscribed_topic_names is _FRESH else subscribed_topic_names
+            self.subscribed_topic_regex = subscribed_topic_regex
+            self.assignment = ConsumerGroupDescribeResponse.Assignment() if assignment is _FRESH else assignment
+            self.target_assignment = ConsumerGroupDescribeResponse.Assignment() if target_assignment is _FRESH else target_assignment
+            self.unknown_tags = unknown_tags
+
     class DescribedGroup(Struct):
-        error_code: int = 0
-        error_message: str | None = None
-        group_id: str = ''
-        group_state: str = ''
-        group_epoch: int = 0
-        assignment_epoch: int = 0
-        assignor_name: str = ''
-        members: list[ConsumerGroupDescribeResponse.Member] = field(default_factory=list)
-        authorized_operations: int = -2147483648
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[ConsumerGroupDescribeResponse.Member]
+        authorized_operations: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = None,
+            group_id: str = '',
+            group_state: str = '',
+            group_epoch: int = 0,
+            assignment_epoch: int = 0,
+            assignor_name: str = '',
+            members: list[ConsumerGroupDescribeResponse.Member] = _FRESH,
+            authorized_operations: int = -2147483648,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.group_id = group_id
+            self.group_state = group_state
+            self.group_epoch = group_epoch
+            self.assignment_epoch = assignment_epoch
+            self.assignor_name = assignor_name
+            self.members = [] if members is _FRESH else members
+            self.authorized_operations = authorized_operations
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tags',)
+    throttle_time_ms: int
+    groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -24,39 +23,77 @@ from sdk.protocol.primitives import (
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class ConsumerProtocolAssignment(Versioned):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = -1
 
-    @dataclass(slots=True)
     class TopicPartition(Struct):
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic', 'partitions',)
+        topic: str
+        partitions: list[int]
 
-    assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] = field(default_factory=list)
-    user_data: bytes | None = None
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[int] = _FRESH,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+
+    __slots__ = ('assigned_partitions', 'user_data',)
+    assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition]
+    user_data: bytes | None
+
+    def __init__(
+        self,
+        assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] = _FRESH,
+        user_data: bytes | None = None,
+    ) -> None:
+        self.assigned_partitions = [] if assigned_partitions is _FRESH else assigned_partitions
+        self.user_data = user_data
 
 
-@dataclass(slots=True)
 class ConsumerProtocolSubscription(Versioned):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = -1
 
-    @dataclass(slots=True)
     class TopicPartition(Struct):
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic', 'partitions',)
+        topic: str
+        partitions: list[int]
 
-    topics: list[str] = field(default_factory=list)
-    user_data: bytes | None = None
-    owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] = field(default_factory=list)
-    generation_id: int = -1
-    rack_id: str | None = None
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[int] = _FRESH,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+
+    __slots__ = ('topics', 'user_data', 'owned_partitions', 'generation_id', 'rack_id',)
+    topics: list[str]
+    user_data: bytes | None
+    owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
+    generation_id: int
+    rack_id: str | None
+
+    def __init__(
+        self,
+        topics: list[str] = _FRESH,
+        user_data: bytes | None = None,
+        owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] = _FRESH,
+        generation_id: int = -1,
+        rack_id: str | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.user_data = user_data
+        self.owned_partitions = [] if owned_partitions is _FRESH else owned_partitions
+        self.generation_id = generation_id
+        self.rack_id = rack_id
 
 
 

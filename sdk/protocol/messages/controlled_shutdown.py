@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_iq = struct.Struct(">iq")
 
 
-@dataclass(slots=True)
 class ControlledShutdownRequest(Message):
     API_KEY: ClassVar[int] = 7
     MIN_VERSION: ClassVar[int] = 0
@@ -34,12 +32,22 @@ class ControlledShutdownRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    broker_id: int = 0
-    broker_epoch: int = -1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tags',)
+    broker_id: int
+    broker_epoch: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ControlledShutdownResponse(Message):
     API_KEY: ClassVar[int] = 7
     MIN_VERSION: ClassVar[int] = 0
@@ -47,15 +55,36 @@ class ControlledShutdownResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class RemainingPartition(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'remaining_partitions', 'unknown_tags',)
+    error_code: int
+    remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.remaining_partitions = [] if remaining_partitions is _FRESH else remaining_partitions
+        self.unknown_tags = unknown_tags
 
 
 

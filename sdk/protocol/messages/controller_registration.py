@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_ih = struct.Struct(">ih")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class ControllerRegistrationRequest(Message):
     API_KEY: ClassVar[int] = 70
     MIN_VERSION: ClassVar[int] = 0
@@ -36,30 +34,72 @@ class ControllerRegistrationRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class Listener(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        security_protocol: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            security_protocol: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.security_protocol = security_protocol
+            self.unknown_tags = unknown_tags
+
     class Feature(Struct):
-        name: str = ''
-        min_supported_version: int = 0
-        max_supported_version: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tags',)
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    controller_id: int = 0
-    incarnation_id: uuid.UUID = ZERO_UUID
-    zk_migration_ready: bool = False
-    listeners: list[ControllerRegistrationRequest.Listener] = field(default_factory=list)
-    features: list[ControllerRegistrationRequest.Feature] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            min_supported_version: int = 0,
+            max_supported_version: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.min_supported_version = min_supported_version
+            self.max_supported_version = max_supported_version
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'listeners', 'features', 'unknown_tags',)
+    controller_id: int
+    incarnation_id: uuid.UUID
+    zk_migration_ready: bool
+    listeners: list[ControllerRegistrationRequest.Listener]
+    features: list[ControllerRegistrationRequest.Feature]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        controller_id: int = 0,
+        incarnation_id: uuid.UUID = ZERO_UUID,
+        zk_migration_ready: bool = False,
+        listeners: list[ControllerRegistrationRequest.Listener] = _FRESH,
+        features: list[ControllerRegistrationRequest.Feature] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self.incarnation_id = incarnation_id
+        self.zk_migration_ready = zk_migration_ready
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.features = [] if features is _FRESH else features
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ControllerRegistrationResponse(Message):
     API_KEY: ClassVar[int] = 70
     MIN_VERSION: ClassVar[int] = 0
@@ -67,10 +107,23 @@ class ControllerRegistrationResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class CreateAclsRequest(Message):
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 0
@@ -35,22 +33,50 @@ class CreateAclsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AclCreation(Struct):
-        resource_type: int = 0
-        resource_name: str = ''
-        resource_pattern_type: int = 3
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tags',)
+        resource_type: int
+        resource_name: str
+        resource_pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    creations: list[CreateAclsRequest.AclCreation] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            resource_type: int = 0,
+            resource_name: str = '',
+            resource_pattern_type: int = 3,
+            principal: str = '',
+            host: str = '',
+            operation: int = 0,
+            permission_type: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.resource_pattern_type = resource_pattern_type
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('creations', 'unknown_tags',)
+    creations: list[CreateAclsRequest.AclCreation]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        creations: list[CreateAclsRequest.AclCreation] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.creations = [] if creations is _FRESH else creations
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class CreateAclsResponse(Message):
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 0
@@ -58,15 +84,36 @@ class CreateAclsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AclCreationResult(Struct):
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    results: list[CreateAclsResponse.AclCreationResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    results: list[CreateAclsResponse.AclCreationResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[CreateAclsResponse.AclCreationResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

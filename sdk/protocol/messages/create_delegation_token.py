@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_q = struct.Struct(">q")
 _S_qqq = struct.Struct(">qqq")
 
 
-@dataclass(slots=True)
 class CreateDelegationTokenRequest(Message):
     API_KEY: ClassVar[int] = 38
     MIN_VERSION: ClassVar[int] = 0
@@ -35,20 +33,44 @@ class CreateDelegationTokenRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class CreatableRenewers(Struct):
-        principal_type: str = ''
-        principal_name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('principal_type', 'principal_name', 'unknown_tags',)
+        principal_type: str
+        principal_name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    owner_principal_type: str | None = ''
-    owner_principal_name: str | None = ''
-    renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = field(default_factory=list)
-    max_lifetime_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            principal_type: str = '',
+            principal_name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('owner_principal_type', 'owner_principal_name', 'renewers', 'max_lifetime_ms', 'unknown_tags',)
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
+    max_lifetime_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        owner_principal_type: str | None = '',
+        owner_principal_name: str | None = '',
+        renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = _FRESH,
+        max_lifetime_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.owner_principal_type = owner_principal_type
+        self.owner_principal_name = owner_principal_name
+        self.renewers = [] if renewers is _FRESH else renewers
+        self.max_lifetime_ms = max_lifetime_ms
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class CreateDelegationTokenResponse(Message):
     API_KEY: ClassVar[int] = 38
     MIN_VERSION: ClassVar[int] = 0
@@ -56,18 +78,47 @@ class CreateDelegationTokenResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    error_code: int = 0
-    principal_type: str = ''
-    principal_name: str = ''
-    token_requester_principal_type: str = ''
-    token_requester_principal_name: str = ''
-    issue_timestamp_ms: int = 0
-    expiry_timestamp_ms: int = 0
-    max_timestamp_ms: int = 0
-    token_id: str = ''
-    hmac: bytes = b""
-    throttle_time_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms', 'unknown_tags',)
+    error_code: int
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp_ms: int
+    expiry_timestamp_ms: int
+    max_timestamp_ms: int
+    token_id: str
+    hmac: bytes
+    throttle_time_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        principal_type: str = '',
+        principal_name: str = '',
+        token_requester_principal_type: str = '',
+        token_requester_principal_name: str = '',
+        issue_timestamp_ms: int = 0,
+        expiry_timestamp_ms: int = 0,
+        max_timestamp_ms: int = 0,
+        token_id: str = '',
+        hmac: bytes = b"",
+        throttle_time_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp_ms = issue_timestamp_ms
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.max_timestamp_ms = max_timestamp_ms
+        self.token_id = token_id
+        self.hmac = hmac
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_io = struct.Struct(">i?")
 
 
-@dataclass(slots=True)
 class CreatePartitionsRequest(Message):
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
@@ -34,25 +32,57 @@ class CreatePartitionsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class CreatePartitionsAssignment(Struct):
-        broker_ids: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('broker_ids', 'unknown_tags',)
+        broker_ids: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            broker_ids: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.broker_ids = [] if broker_ids is _FRESH else broker_ids
+            self.unknown_tags = unknown_tags
+
     class CreatePartitionsTopic(Struct):
-        name: str = ''
-        count: int = 0
-        assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'count', 'assignments', 'unknown_tags',)
+        name: str
+        count: int
+        assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
-    validate_only: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            count: int = 0,
+            assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.count = count
+            self.assignments = [] if assignments is _FRESH else assignments
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tags',)
+    topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = _FRESH,
+        timeout_ms: int = 0,
+        validate_only: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class CreatePartitionsResponse(Message):
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
@@ -60,16 +90,39 @@ class CreatePartitionsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class CreatePartitionsTopicResult(Struct):
-        name: str = ''
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'error_code', 'error_message', 'unknown_tags',)
+        name: str
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            error_code: int = 0,
+            error_message: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

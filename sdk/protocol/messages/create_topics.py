@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_io = struct.Struct(">i?")
 _S_obo = struct.Struct(">?b?")
 
 
-@dataclass(slots=True)
 class CreateTopicsRequest(Message):
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 0
@@ -36,34 +34,82 @@ class CreateTopicsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 7
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 5
 
-    @dataclass(slots=True)
     class CreatableReplicaAssignment(Struct):
-        partition_index: int = 0
-        broker_ids: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'broker_ids', 'unknown_tags',)
+        partition_index: int
+        broker_ids: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            broker_ids: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.broker_ids = [] if broker_ids is _FRESH else broker_ids
+            self.unknown_tags = unknown_tags
+
     class CreatableTopicConfig(Struct):
-        name: str = ''
-        value: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'value', 'unknown_tags',)
+        name: str
+        value: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            value: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.value = value
+            self.unknown_tags = unknown_tags
+
     class CreatableTopic(Struct):
-        name: str = ''
-        num_partitions: int = 0
-        replication_factor: int = 0
-        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = field(default_factory=list)
-        configs: list[CreateTopicsRequest.CreatableTopicConfig] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', 'unknown_tags',)
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
+        configs: list[CreateTopicsRequest.CreatableTopicConfig]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[CreateTopicsRequest.CreatableTopic] = field(default_factory=list)
-    timeout_ms: int = 60000
-    validate_only: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            num_partitions: int = 0,
+            replication_factor: int = 0,
+            assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = _FRESH,
+            configs: list[CreateTopicsRequest.CreatableTopicConfig] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.num_partitions = num_partitions
+            self.replication_factor = replication_factor
+            self.assignments = [] if assignments is _FRESH else assignments
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tags',)
+    topics: list[CreateTopicsRequest.CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[CreateTopicsRequest.CreatableTopic] = _FRESH,
+        timeout_ms: int = 60000,
+        validate_only: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class CreateTopicsResponse(Message):
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 0
@@ -71,30 +117,79 @@ class CreateTopicsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 7
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 5
 
-    @dataclass(slots=True)
     class CreatableTopicConfigs(Struct):
-        name: str = ''
-        value: str | None = ''
-        read_only: bool = False
-        config_source: int = -1
-        is_sensitive: bool = False
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'unknown_tags',)
+        name: str
+        value: str | None
+        read_only: bool
+        config_source: int
+        is_sensitive: bool
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            value: str | None = '',
+            read_only: bool = False,
+            config_source: int = -1,
+            is_sensitive: bool = False,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.value = value
+            self.read_only = read_only
+            self.config_source = config_source
+            self.is_sensitive = is_sensitive
+            self.unknown_tags = unknown_tags
+
     class CreatableTopicResult(Struct):
-        name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = ''
-        topic_config_error_code: int = 0
-        num_partitions: int = -1
-        replication_factor: int = -1
-        configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', 'unknown_tags',)
+        name: str
+        topic_id: uuid.UUID
+        error_code: int
+        error_message: str | None
+        topic_config_error_code: int
+        num_partitions: int
+        replication_factor: int
+        configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[CreateTopicsResponse.CreatableTopicResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            error_code: int = 0,
+            error_message: str | None = '',
+            topic_config_error_code: int = 0,
+            num_partitions: int = -1,
+            replication_factor: int = -1,
+            configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.topic_config_error_code = topic_config_error_code
+            self.num_partitions = num_partitions
+            self.replication_factor = replication_factor
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[CreateTopicsResponse.CreatableTopicResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[CreateTopicsResponse.CreatableTopicResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class DeleteAclsRequest(Message):
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 0
@@ -35,22 +33,50 @@ class DeleteAclsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeleteAclsFilter(Struct):
-        resource_type_filter: int = 0
-        resource_name_filter: str | None = ''
-        pattern_type_filter: int = 3
-        principal_filter: str | None = ''
-        host_filter: str | None = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tags',)
+        resource_type_filter: int
+        resource_name_filter: str | None
+        pattern_type_filter: int
+        principal_filter: str | None
+        host_filter: str | None
+        operation: int
+        permission_type: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    filters: list[DeleteAclsRequest.DeleteAclsFilter] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            resource_type_filter: int = 0,
+            resource_name_filter: str | None = '',
+            pattern_type_filter: int = 3,
+            principal_filter: str | None = '',
+            host_filter: str | None = '',
+            operation: int = 0,
+            permission_type: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.resource_type_filter = resource_type_filter
+            self.resource_name_filter = resource_name_filter
+            self.pattern_type_filter = pattern_type_filter
+            self.principal_filter = principal_filter
+            self.host_filter = host_filter
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('filters', 'unknown_tags',)
+    filters: list[DeleteAclsRequest.DeleteAclsFilter]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        filters: list[DeleteAclsRequest.DeleteAclsFilter] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.filters = [] if filters is _FRESH else filters
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DeleteAclsResponse(Message):
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 0
@@ -58,29 +84,76 @@ class DeleteAclsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeleteAclsMatchingAcl(Struct):
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        pattern_type: int = 3
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = '',
+            resource_type: int = 0,
+            resource_name: str = '',
+            pattern_type: int = 3,
+            principal: str = '',
+            host: str = '',
+            operation: int = 0,
+            permission_type: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.pattern_type = pattern_type
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tags = unknown_tags
+
     class DeleteAclsFilterResult(Struct):
-        error_code: int = 0
-        error_message: str | None = ''
-        matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'matching_acls', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = '',
+            matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.matching_acls = [] if matching_acls is _FRESH else matching_acls
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'filter_results', 'unknown_tags',)
+    throttle_time_ms: int
+    filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = [] if filter_results is _FRESH else filter_results
+        self.unknown_tags = unknown_tags
 
 
 

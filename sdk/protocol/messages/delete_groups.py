@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class DeleteGroupsRequest(Message):
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
@@ -33,11 +31,19 @@ class DeleteGroupsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    groups_names: list[str] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('groups_names', 'unknown_tags',)
+    groups_names: list[str]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        groups_names: list[str] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.groups_names = [] if groups_names is _FRESH else groups_names
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DeleteGroupsResponse(Message):
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
@@ -45,15 +51,36 @@ class DeleteGroupsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeletableGroupResult(Struct):
-        group_id: str = ''
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('group_id', 'error_code', 'unknown_tags',)
+        group_id: str
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    results: list[DeleteGroupsResponse.DeletableGroupResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            group_id: str = '',
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.group_id = group_id
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    results: list[DeleteGroupsResponse.DeletableGroupResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[DeleteGroupsResponse.DeletableGroupResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

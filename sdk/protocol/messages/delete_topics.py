@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 
 
-@dataclass(slots=True)
 class DeleteTopicsRequest(Message):
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 0
@@ -33,19 +31,41 @@ class DeleteTopicsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DeleteTopicState(Struct):
-        name: str | None = None
-        topic_id: uuid.UUID = ZERO_UUID
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'topic_id', 'unknown_tags',)
+        name: str | None
+        topic_id: uuid.UUID
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[DeleteTopicsRequest.DeleteTopicState] = field(default_factory=list)
-    topic_names: list[str] = field(default_factory=list)
-    timeout_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str | None = None,
+            topic_id: uuid.UUID = ZERO_UUID,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'topic_names', 'timeout_ms', 'unknown_tags',)
+    topics: list[DeleteTopicsRequest.DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[DeleteTopicsRequest.DeleteTopicState] = _FRESH,
+        topic_names: list[str] = _FRESH,
+        timeout_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.topic_names = [] if topic_names is _FRESH else topic_names
+        self.timeout_ms = timeout_ms
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DeleteTopicsResponse(Message):
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 0
@@ -53,17 +73,42 @@ class DeleteTopicsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DeletableTopicResult(Struct):
-        name: str | None = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'unknown_tags',)
+        name: str | None
+        topic_id: uuid.UUID
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    responses: list[DeleteTopicsResponse.DeletableTopicResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str | None = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            error_code: int = 0,
+            error_message: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tags',)
+    throttle_time_ms: int
+    responses: list[DeleteTopicsResponse.DeletableTopicResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        responses: list[DeleteTopicsResponse.DeletableTopicResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is _FRESH else responses
+        self.unknown_tags = unknown_tags
 
 
 

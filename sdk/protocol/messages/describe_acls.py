@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_bb = struct.Struct(">bb")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class DescribeAclsRequest(Message):
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 0
@@ -34,17 +32,37 @@ class DescribeAclsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    resource_type_filter: int = 0
-    resource_name_filter: str | None = ''
-    pattern_type_filter: int = 3
-    principal_filter: str | None = ''
-    host_filter: str | None = ''
-    operation: int = 0
-    permission_type: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tags',)
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        resource_type_filter: int = 0,
+        resource_name_filter: str | None = '',
+        pattern_type_filter: int = 3,
+        principal_filter: str | None = '',
+        host_filter: str | None = '',
+        operation: int = 0,
+        permission_type: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeAclsResponse(Message):
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 0
@@ -52,27 +70,70 @@ class DescribeAclsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AclDescription(Struct):
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('principal', 'host', 'operation', 'permission_type', 'unknown_tags',)
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            principal: str = '',
+            host: str = '',
+            operation: int = 0,
+            permission_type: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+            self.unknown_tags = unknown_tags
+
     class DescribeAclsResource(Struct):
-        resource_type: int = 0
-        resource_name: str = ''
-        pattern_type: int = 3
-        acls: list[DescribeAclsResponse.AclDescription] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', 'unknown_tags',)
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        acls: list[DescribeAclsResponse.AclDescription]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    resources: list[DescribeAclsResponse.DescribeAclsResource] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            resource_type: int = 0,
+            resource_name: str = '',
+            pattern_type: int = 3,
+            acls: list[DescribeAclsResponse.AclDescription] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.pattern_type = pattern_type
+            self.acls = [] if acls is _FRESH else acls
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResponse.DescribeAclsResource]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        resources: list[DescribeAclsResponse.DescribeAclsResource] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is _FRESH else resources
+        self.unknown_tags = unknown_tags
 
 
 

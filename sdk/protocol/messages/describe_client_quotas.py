@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_ih = struct.Struct(">ih")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasRequest(Message):
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
@@ -35,19 +33,41 @@ class DescribeClientQuotasRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class ComponentData(Struct):
-        entity_type: str = ''
-        match_type: int = 0
-        match: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('entity_type', 'match_type', 'match', 'unknown_tags',)
+        entity_type: str
+        match_type: int
+        match: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    components: list[DescribeClientQuotasRequest.ComponentData] = field(default_factory=list)
-    strict: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            entity_type: str = '',
+            match_type: int = 0,
+            match: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.entity_type = entity_type
+            self.match_type = match_type
+            self.match = match
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('components', 'strict', 'unknown_tags',)
+    components: list[DescribeClientQuotasRequest.ComponentData]
+    strict: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        components: list[DescribeClientQuotasRequest.ComponentData] = _FRESH,
+        strict: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.components = [] if components is _FRESH else components
+        self.strict = strict
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasResponse(Message):
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
@@ -55,29 +75,74 @@ class DescribeClientQuotasResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class EntityData(Struct):
-        entity_type: str = ''
-        entity_name: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('entity_type', 'entity_name', 'unknown_tags',)
+        entity_type: str
+        entity_name: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            entity_type: str = '',
+            entity_name: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.entity_type = entity_type
+            self.entity_name = entity_name
+            self.unknown_tags = unknown_tags
+
     class ValueData(Struct):
-        key: str = ''
-        value: float = 0.0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('key', 'value', 'unknown_tags',)
+        key: str
+        value: float
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            key: str = '',
+            value: float = 0.0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.key = key
+            self.value = value
+            self.unknown_tags = unknown_tags
+
     class EntryData(Struct):
-        entity: list[DescribeClientQuotasResponse.EntityData] = field(default_factory=list)
-        values: list[DescribeClientQuotasResponse.ValueData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('entity', 'values', 'unknown_tags',)
+        entity: list[DescribeClientQuotasResponse.EntityData]
+        values: list[DescribeClientQuotasResponse.ValueData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    entries: list[DescribeClientQuotasResponse.EntryData] | None = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            entity: list[DescribeClientQuotasResponse.EntityData] = _FRESH,
+            values: list[DescribeClientQuotasResponse.ValueData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.entity = [] if entity is _FRESH else entity
+            self.values = [] if values is _FRESH else values
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    entries: list[DescribeClientQuotasResponse.EntryData] | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        entries: list[DescribeClientQuotasResponse.EntryData] | None = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entries = [] if entries is _FRESH else entries
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_o = struct.Struct(">?")
 _S_ob = struct.Struct(">?b")
 
 
-@dataclass(slots=True)
 class DescribeClusterRequest(Message):
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
@@ -36,12 +34,22 @@ class DescribeClusterRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    include_cluster_authorized_operations: bool = False
-    endpoint_type: int = 1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'unknown_tags',)
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        include_cluster_authorized_operations: bool = False,
+        endpoint_type: int = 1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeClusterResponse(Message):
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
@@ -49,23 +57,60 @@ class DescribeClusterResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class DescribeClusterBroker(Struct):
-        broker_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('broker_id', 'host', 'port', 'rack', 'unknown_tags',)
+        broker_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    endpoint_type: int = 1
-    cluster_id: str = ''
-    controller_id: int = -1
-    brokers: list[DescribeClusterResponse.DescribeClusterBroker] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            broker_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            rack: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.broker_id = broker_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    endpoint_type: int
+    cluster_id: str
+    controller_id: int
+    brokers: list[DescribeClusterResponse.DescribeClusterBroker]
+    cluster_authorized_operations: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        endpoint_type: int = 1,
+        cluster_id: str = '',
+        controller_id: int = -1,
+        brokers: list[DescribeClusterResponse.DescribeClusterBroker] = _FRESH,
+        cluster_authorized_operations: int = -2147483648,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is _FRESH else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -30,7 +29,6 @@ _S_oo = struct.Struct(">??")
 _S_ooo = struct.Struct(">???")
 
 
-@dataclass(slots=True)
 class DescribeConfigsRequest(Message):
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 0
@@ -38,20 +36,44 @@ class DescribeConfigsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DescribeConfigsResource(Struct):
-        resource_type: int = 0
-        resource_name: str = ''
-        configuration_keys: list[str] | None = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('resource_type', 'resource_name', 'configuration_keys', 'unknown_tags',)
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    resources: list[DescribeConfigsRequest.DescribeConfigsResource] = field(default_factory=list)
-    include_synonyms: bool = False
-    include_documentation: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            resource_type: int = 0,
+            resource_name: str = '',
+            configuration_keys: list[str] | None = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configuration_keys = [] if configuration_keys is _FRESH else configuration_keys
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation', 'unknown_tags',)
+    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        resources: list[DescribeConfigsRequest.DescribeConfigsResource] = _FRESH,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.resources = [] if resources is _FRESH else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeConfigsResponse(Message):
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 0
@@ -59,38 +81,101 @@ class DescribeConfigsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DescribeConfigsSynonym(Struct):
-        name: str = ''
-        value: str | None = ''
-        source: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'value', 'source', 'unknown_tags',)
+        name: str
+        value: str | None
+        source: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            value: str | None = '',
+            source: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.value = value
+            self.source = source
+            self.unknown_tags = unknown_tags
+
     class DescribeConfigsResourceResult(Struct):
-        name: str = ''
-        value: str | None = ''
-        read_only: bool = False
-        is_default: bool = False
-        config_source: int = -1
-        is_sensitive: bool = False
-        synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] = field(default_factory=list)
-        config_type: int = 0
-        documentation: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'value', 'read_only', 'is_default', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation', 'unknown_tags',)
+        name: str
+        value: str | None
+        read_only: bool
+        is_default: bool
+        config_source: int
+        is_sensitive: bool
+        synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym]
+        config_type: int
+        documentation: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            value: str | None = '',
+            read_only: bool = False,
+            is_default: bool = False,
+            config_source: int = -1,
+            is_sensitive: bool = False,
+            synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] = _FRESH,
+            config_type: int = 0,
+            documentation: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.value = value
+            self.read_only = read_only
+            self.is_default = is_default
+            self.config_source = config_source
+            self.is_sensitive = is_sensitive
+            self.synonyms = [] if synonyms is _FRESH else synonyms
+            self.config_type = config_type
+            self.documentation = documentation
+            self.unknown_tags = unknown_tags
+
     class DescribeConfigsResult(Struct):
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    results: list[DescribeConfigsResponse.DescribeConfigsResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = '',
+            resource_type: int = 0,
+            resource_name: str = '',
+            configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    results: list[DescribeConfigsResponse.DescribeConfigsResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[DescribeConfigsResponse.DescribeConfigsResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_qqq = struct.Struct(">qqq")
 
 
-@dataclass(slots=True)
 class DescribeDelegationTokenRequest(Message):
     API_KEY: ClassVar[int] = 41
     MIN_VERSION: ClassVar[int] = 0
@@ -34,17 +32,35 @@ class DescribeDelegationTokenRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribeDelegationTokenOwner(Struct):
-        principal_type: str = ''
-        principal_name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('principal_type', 'principal_name', 'unknown_tags',)
+        principal_type: str
+        principal_name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            principal_type: str = '',
+            principal_name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('owners', 'unknown_tags',)
+    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.owners = [] if owners is _FRESH else owners
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeDelegationTokenResponse(Message):
     API_KEY: ClassVar[int] = 41
     MIN_VERSION: ClassVar[int] = 0
@@ -52,30 +68,79 @@ class DescribeDelegationTokenResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribedDelegationTokenRenewer(Struct):
-        principal_type: str = ''
-        principal_name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('principal_type', 'principal_name', 'unknown_tags',)
+        principal_type: str
+        principal_name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            principal_type: str = '',
+            principal_name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.unknown_tags = unknown_tags
+
     class DescribedDelegationToken(Struct):
-        principal_type: str = ''
-        principal_name: str = ''
-        token_requester_principal_type: str = ''
-        token_requester_principal_name: str = ''
-        issue_timestamp: int = 0
-        expiry_timestamp: int = 0
-        max_timestamp: int = 0
-        token_id: str = ''
-        hmac: bytes = b""
-        renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp', 'expiry_timestamp', 'max_timestamp', 'token_id', 'hmac', 'renewers', 'unknown_tags',)
+        principal_type: str
+        principal_name: str
+        token_requester_principal_type: str
+        token_requester_principal_name: str
+        issue_timestamp: int
+        expiry_timestamp: int
+        max_timestamp: int
+        token_id: str
+        hmac: bytes
+        renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            principal_type: str = '',
+            principal_name: str = '',
+            token_requester_principal_type: str = '',
+            token_requester_principal_name: str = '',
+            issue_timestamp: int = 0,
+            expiry_timestamp: int = 0,
+            max_timestamp: int = 0,
+            token_id: str = '',
+            hmac: bytes = b"",
+            renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.principal_type = principal_type
+            self.principal_name = principal_name
+            self.token_requester_principal_type = token_requester_principal_type
+            self.token_requester_principal_name = token_requester_principal_name
+            self.issue_timestamp = issue_timestamp
+            self.expiry_timestamp = expiry_timestamp
+            self.max_timestamp = max_timestamp
+            self.token_id = token_id
+            self.hmac = hmac
+            self.renewers = [] if renewers is _FRESH else renewers
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'tokens', 'throttle_time_ms', 'unknown_tags',)
+    error_code: int
+    tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
+    throttle_time_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = _FRESH,
+        throttle_time_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.tokens = [] if tokens is _FRESH else tokens
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tags = unknown_tags
 
 
 

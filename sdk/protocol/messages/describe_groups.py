@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class DescribeGroupsRequest(Message):
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
@@ -34,12 +32,22 @@ class DescribeGroupsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 5
 
-    groups: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('groups', 'include_authorized_operations', 'unknown_tags',)
+    groups: list[str]
+    include_authorized_operations: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        groups: list[str] = _FRESH,
+        include_authorized_operations: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.groups = [] if groups is _FRESH else groups
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeGroupsResponse(Message):
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
@@ -47,30 +55,79 @@ class DescribeGroupsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 5
 
-    @dataclass(slots=True)
     class DescribedGroupMember(Struct):
-        member_id: str = ''
-        group_instance_id: str | None = None
-        client_id: str = ''
-        client_host: str = ''
-        member_metadata: bytes = b""
-        member_assignment: bytes = b""
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', 'unknown_tags',)
+        member_id: str
+        group_instance_id: str | None
+        client_id: str
+        client_host: str
+        member_metadata: bytes
+        member_assignment: bytes
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            member_id: str = '',
+            group_instance_id: str | None = None,
+            client_id: str = '',
+            client_host: str = '',
+            member_metadata: bytes = b"",
+            member_assignment: bytes = b"",
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.client_id = client_id
+            self.client_host = client_host
+            self.member_metadata = member_metadata
+            self.member_assignment = member_assignment
+            self.unknown_tags = unknown_tags
+
     class DescribedGroup(Struct):
-        error_code: int = 0
-        group_id: str = ''
-        group_state: str = ''
-        protocol_type: str = ''
-        protocol_data: str = ''
-        members: list[DescribeGroupsResponse.DescribedGroupMember] = field(default_factory=list)
-        authorized_operations: int = -2147483648
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tags',)
+        error_code: int
+        group_id: str
+        group_state: str
+        protocol_type: str
+        protocol_data: str
+        members: list[DescribeGroupsResponse.DescribedGroupMember]
+        authorized_operations: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    groups: list[DescribeGroupsResponse.DescribedGroup] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            group_id: str = '',
+            group_state: str = '',
+            protocol_type: str = '',
+            protocol_data: str = '',
+            members: list[DescribeGroupsResponse.DescribedGroupMember] = _FRESH,
+            authorized_operations: int = -2147483648,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.group_id = group_id
+            self.group_state = group_state
+            self.protocol_type = protocol_type
+            self.protocol_data = protocol_data
+            self.members = [] if members is _FRESH else members
+            self.authorized_operations = authorized_operations
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tags',)
+    throttle_time_ms: int
+    groups: list[DescribeGroupsResponse.DescribedGroup]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        groups: list[DescribeGroupsResponse.DescribedGroup] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_iqqo = struct.Struct(">iqq?")
 _S_qq = struct.Struct(">qq")
 
 
-@dataclass(slots=True)
 class DescribeLogDirsRequest(Message):
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 0
@@ -36,17 +34,35 @@ class DescribeLogDirsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribableLogDirTopic(Struct):
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'partitions', 'unknown_tags',)
+        topic: str
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'unknown_tags',)
+    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeLogDirsResponse(Message):
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 0
@@ -54,33 +70,86 @@ class DescribeLogDirsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribeLogDirsPartition(Struct):
-        partition_index: int = 0
-        partition_size: int = 0
-        offset_lag: int = 0
-        is_future_key: bool = False
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', 'unknown_tags',)
+        partition_index: int
+        partition_size: int
+        offset_lag: int
+        is_future_key: bool
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            partition_size: int = 0,
+            offset_lag: int = 0,
+            is_future_key: bool = False,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.partition_size = partition_size
+            self.offset_lag = offset_lag
+            self.is_future_key = is_future_key
+            self.unknown_tags = unknown_tags
+
     class DescribeLogDirsTopic(Struct):
-        name: str = ''
-        partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class DescribeLogDirsResult(Struct):
-        error_code: int = 0
-        log_dir: str = ''
-        topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = field(default_factory=list)
-        total_bytes: int = -1
-        usable_bytes: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'unknown_tags',)
+        error_code: int
+        log_dir: str
+        topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
+        total_bytes: int
+        usable_bytes: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            log_dir: str = '',
+            topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _FRESH,
+            total_bytes: int = -1,
+            usable_bytes: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.log_dir = log_dir
+            self.topics = [] if topics is _FRESH else topics
+            self.total_bytes = total_bytes
+            self.usable_bytes = usable_bytes
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

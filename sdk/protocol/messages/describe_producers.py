@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_ih = struct.Struct(">ih")
 _S_qiiqiq = struct.Struct(">qiiqiq")
 
 
-@dataclass(slots=True)
 class DescribeProducersRequest(Message):
     API_KEY: ClassVar[int] = 61
     MIN_VERSION: ClassVar[int] = 0
@@ -34,17 +32,35 @@ class DescribeProducersRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicRequest(Struct):
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        name: str
+        partition_indexes: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[DescribeProducersRequest.TopicRequest] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partition_indexes: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'unknown_tags',)
+    topics: list[DescribeProducersRequest.TopicRequest]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[DescribeProducersRequest.TopicRequest] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeProducersResponse(Message):
     API_KEY: ClassVar[int] = 61
     MIN_VERSION: ClassVar[int] = 0
@@ -52,33 +68,86 @@ class DescribeProducersResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ProducerState(Struct):
-        producer_id: int = 0
-        producer_epoch: int = 0
-        last_sequence: int = -1
-        last_timestamp: int = -1
-        coordinator_epoch: int = 0
-        current_txn_start_offset: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', 'unknown_tags',)
+        producer_id: int
+        producer_epoch: int
+        last_sequence: int
+        last_timestamp: int
+        coordinator_epoch: int
+        current_txn_start_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            producer_id: int = 0,
+            producer_epoch: int = 0,
+            last_sequence: int = -1,
+            last_timestamp: int = -1,
+            coordinator_epoch: int = 0,
+            current_txn_start_offset: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.last_sequence = last_sequence
+            self.last_timestamp = last_timestamp
+            self.coordinator_epoch = coordinator_epoch
+            self.current_txn_start_offset = current_txn_start_offset
+            self.unknown_tags = unknown_tags
+
     class PartitionResponse(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        active_producers: list[DescribeProducersResponse.ProducerState] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        active_producers: list[DescribeProducersResponse.ProducerState]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            error_message: str | None = None,
+            active_producers: list[DescribeProducersResponse.ProducerState] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.active_producers = [] if active_producers is _FRESH else active_producers
+            self.unknown_tags = unknown_tags
+
     class TopicResponse(Struct):
-        name: str = ''
-        partitions: list[DescribeProducersResponse.PartitionResponse] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[DescribeProducersResponse.PartitionResponse]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[DescribeProducersResponse.TopicResponse] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[DescribeProducersResponse.PartitionResponse] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[DescribeProducersResponse.TopicResponse]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[DescribeProducersResponse.TopicResponse] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -32,7 +31,6 @@ _S_iqqq = struct.Struct(">iqqq")
 _S_qqq = struct.Struct(">qqq")
 
 
-@dataclass(slots=True)
 class DescribeQuorumRequest(Message):
     API_KEY: ClassVar[int] = 55
     MIN_VERSION: ClassVar[int] = 0
@@ -40,22 +38,48 @@ class DescribeQuorumRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'unknown_tags',)
+        partition_index: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[DescribeQuorumRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[DescribeQuorumRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[DescribeQuorumRequest.TopicData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[DescribeQuorumRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'unknown_tags',)
+    topics: list[DescribeQuorumRequest.TopicData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[DescribeQuorumRequest.TopicData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeQuorumResponse(Message):
     API_KEY: ClassVar[int] = 55
     MIN_VERSION: ClassVar[int] = 0
@@ -63,51 +87,136 @@ class DescribeQuorumResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ReplicaState(Struct):
-        replica_id: int = 0
-        replica_directory_id: uuid.UUID = ZERO_UUID
-        log_end_offset: int = 0
-        last_fetch_timestamp: int = -1
-        last_caught_up_timestamp: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', 'unknown_tags',)
+        replica_id: int
+        replica_directory_id: uuid.UUID
+        log_end_offset: int
+        last_fetch_timestamp: int
+        last_caught_up_timestamp: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            replica_id: int = 0,
+            replica_directory_id: uuid.UUID = ZERO_UUID,
+            log_end_offset: int = 0,
+            last_fetch_timestamp: int = -1,
+            last_caught_up_timestamp: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.replica_id = replica_id
+            self.replica_directory_id = replica_directory_id
+            self.log_end_offset = log_end_offset
+            self.last_fetch_timestamp = last_fetch_timestamp
+            self.last_caught_up_timestamp = last_caught_up_timestamp
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        leader_id: int = 0
-        leader_epoch: int = 0
-        high_watermark: int = 0
-        current_voters: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
-        observers: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        leader_id: int
+        leader_epoch: int
+        high_watermark: int
+        current_voters: list[DescribeQuorumResponse.ReplicaState]
+        observers: list[DescribeQuorumResponse.ReplicaState]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            error_message: str | None = '',
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            high_watermark: int = 0,
+            current_voters: list[DescribeQuorumResponse.ReplicaState] = _FRESH,
+            observers: list[DescribeQuorumResponse.ReplicaState] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.high_watermark = high_watermark
+            self.current_voters = [] if current_voters is _FRESH else current_voters
+            self.observers = [] if observers is _FRESH else observers
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[DescribeQuorumResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[DescribeQuorumResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[DescribeQuorumResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class Listener(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
     class Node(Struct):
-        node_id: int = 0
-        listeners: list[DescribeQuorumResponse.Listener] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'listeners', 'unknown_tags',)
+        node_id: int
+        listeners: list[DescribeQuorumResponse.Listener]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    error_message: str | None = ''
-    topics: list[DescribeQuorumResponse.TopicData] = field(default_factory=list)
-    nodes: list[DescribeQuorumResponse.Node] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            listeners: list[DescribeQuorumResponse.Listener] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.listeners = [] if listeners is _FRESH else listeners
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'error_message', 'topics', 'nodes', 'unknown_tags',)
+    error_code: int
+    error_message: str | None
+    topics: list[DescribeQuorumResponse.TopicData]
+    nodes: list[DescribeQuorumResponse.Node]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        error_message: str | None = '',
+        topics: list[DescribeQuorumResponse.TopicData] = _FRESH,
+        nodes: list[DescribeQuorumResponse.Node] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is _FRESH else topics
+        self.nodes = [] if nodes is _FRESH else nodes
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_i = struct.Struct(">i")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class DescribeTopicPartitionsRequest(Message):
     API_KEY: ClassVar[int] = 75
     MIN_VERSION: ClassVar[int] = 0
@@ -35,24 +33,54 @@ class DescribeTopicPartitionsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicRequest(Struct):
-        name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'unknown_tags',)
+        name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.unknown_tags = unknown_tags
+
     class Cursor(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[DescribeTopicPartitionsRequest.TopicRequest] = field(default_factory=list)
-    response_partition_limit: int = 2000
-    cursor: DescribeTopicPartitionsRequest.Cursor | None = None
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'response_partition_limit', 'cursor', 'unknown_tags',)
+    topics: list[DescribeTopicPartitionsRequest.TopicRequest]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequest.Cursor | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[DescribeTopicPartitionsRequest.TopicRequest] = _FRESH,
+        response_partition_limit: int = 2000,
+        cursor: DescribeTopicPartitionsRequest.Cursor | None = None,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.response_partition_limit = response_partition_limit
+        self.cursor = cursor
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeTopicPartitionsResponse(Message):
     API_KEY: ClassVar[int] = 75
     MIN_VERSION: ClassVar[int] = 0
@@ -60,39 +88,104 @@ class DescribeTopicPartitionsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class DescribeTopicPartitionsResponsePartition(Struct):
-        error_code: int = 0
-        partition_index: int = 0
-        leader_id: int = 0
-        leader_epoch: int = -1
-        replica_nodes: list[int] = field(default_factory=list)
-        isr_nodes: list[int] = field(default_factory=list)
-        eligible_leader_replicas: list[int] | None = None
-        last_known_elr: list[int] | None = None
-        offline_replicas: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', 'unknown_tags',)
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        eligible_leader_replicas: list[int] | None
+        last_known_elr: list[int] | None
+        offline_replicas: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            error_code: int = 0,
+            partition_index: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = -1,
+            replica_nodes: list[int] = _FRESH,
+            isr_nodes: list[int] = _FRESH,
+            eligible_leader_replicas: list[int] | None = None,
+            last_known_elr: list[int] | None = None,
+            offline_replicas: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.partition_index = partition_index
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.replica_nodes = [] if replica_nodes is _FRESH else replica_nodes
+            self.isr_nodes = [] if isr_nodes is _FRESH else isr_nodes
+            self.eligible_leader_replicas = eligible_leader_replicas
+            self.last_known_elr = last_known_elr
+            self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+            self.unknown_tags = unknown_tags
+
     class DescribeTopicPartitionsResponseTopic(Struct):
-        error_code: int = 0
-        name: str | None = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        is_internal: bool = False
-        partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
-        topic_authorized_operations: int = -2147483648
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tags',)
+        error_code: int
+        name: str | None
+        topic_id: uuid.UUID
+        is_internal: bool
+        partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition]
+        topic_authorized_operations: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            error_code: int = 0,
+            name: str | None = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            is_internal: bool = False,
+            partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = _FRESH,
+            topic_authorized_operations: int = -2147483648,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.name = name
+            self.topic_id = topic_id
+            self.is_internal = is_internal
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.topic_authorized_operations = topic_authorized_operations
+            self.unknown_tags = unknown_tags
+
     class Cursor(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
-    next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'next_cursor', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
+    next_cursor: DescribeTopicPartitionsResponse.Cursor | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = _FRESH,
+        next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.next_cursor = next_cursor
+        self.unknown_tags = unknown_tags
 
 
 

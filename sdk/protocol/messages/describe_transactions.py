@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_iqqh = struct.Struct(">iqqh")
 
 
-@dataclass(slots=True)
 class DescribeTransactionsRequest(Message):
     API_KEY: ClassVar[int] = 65
     MIN_VERSION: ClassVar[int] = 0
@@ -34,11 +32,19 @@ class DescribeTransactionsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    transactional_ids: list[str] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('transactional_ids', 'unknown_tags',)
+    transactional_ids: list[str]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        transactional_ids: list[str] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.transactional_ids = [] if transactional_ids is _FRESH else transactional_ids
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeTransactionsResponse(Message):
     API_KEY: ClassVar[int] = 65
     MIN_VERSION: ClassVar[int] = 0
@@ -46,27 +52,70 @@ class DescribeTransactionsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicData(Struct):
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'partitions', 'unknown_tags',)
+        topic: str
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class TransactionState(Struct):
-        error_code: int = 0
-        transactional_id: str = ''
-        transaction_state: str = ''
-        transaction_timeout_ms: int = 0
-        transaction_start_time_ms: int = 0
-        producer_id: int = 0
-        producer_epoch: int = 0
-        topics: list[DescribeTransactionsResponse.TopicData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', 'unknown_tags',)
+        error_code: int
+        transactional_id: str
+        transaction_state: str
+        transaction_timeout_ms: int
+        transaction_start_time_ms: int
+        producer_id: int
+        producer_epoch: int
+        topics: list[DescribeTransactionsResponse.TopicData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    transaction_states: list[DescribeTransactionsResponse.TransactionState] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            transactional_id: str = '',
+            transaction_state: str = '',
+            transaction_timeout_ms: int = 0,
+            transaction_start_time_ms: int = 0,
+            producer_id: int = 0,
+            producer_epoch: int = 0,
+            topics: list[DescribeTransactionsResponse.TopicData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.transactional_id = transactional_id
+            self.transaction_state = transaction_state
+            self.transaction_timeout_ms = transaction_timeout_ms
+            self.transaction_start_time_ms = transaction_start_time_ms
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'transaction_states', 'unknown_tags',)
+    throttle_time_ms: int
+    transaction_states: list[DescribeTransactionsResponse.TransactionState]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        transaction_states: list[DescribeTransactionsResponse.TransactionState] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.transaction_states = [] if transaction_states is _FRESH else transaction_states
+        self.unknown_tags = unknown_tags
 
 
 

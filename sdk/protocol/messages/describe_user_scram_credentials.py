@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_h = struct.Struct(">h")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsRequest(Message):
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
@@ -34,16 +32,32 @@ class DescribeUserScramCredentialsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class UserName(Struct):
-        name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'unknown_tags',)
+        name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    users: list[DescribeUserScramCredentialsRequest.UserName] | None = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('users', 'unknown_tags',)
+    users: list[DescribeUserScramCredentialsRequest.UserName] | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        users: list[DescribeUserScramCredentialsRequest.UserName] | None = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.users = [] if users is _FRESH else users
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsResponse(Message):
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
@@ -51,25 +65,64 @@ class DescribeUserScramCredentialsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class CredentialInfo(Struct):
-        mechanism: int = 0
-        iterations: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('mechanism', 'iterations', 'unknown_tags',)
+        mechanism: int
+        iterations: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            mechanism: int = 0,
+            iterations: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.mechanism = mechanism
+            self.iterations = iterations
+            self.unknown_tags = unknown_tags
+
     class DescribeUserScramCredentialsResult(Struct):
-        user: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', 'unknown_tags',)
+        user: str
+        error_code: int
+        error_message: str | None
+        credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            user: str = '',
+            error_code: int = 0,
+            error_message: str | None = '',
+            credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.user = user
+            self.error_code = error_code
+            self.error_message = error_message
+            self.credential_infos = [] if credential_infos is _FRESH else credential_infos
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class ElectLeadersRequest(Message):
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
@@ -34,19 +32,41 @@ class ElectLeadersRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class TopicPartitions(Struct):
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'partitions', 'unknown_tags',)
+        topic: str
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    election_type: int = 0
-    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = field(default_factory=list)
-    timeout_ms: int = 60000
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', 'unknown_tags',)
+    election_type: int
+    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
+    timeout_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        election_type: int = 0,
+        topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = _FRESH,
+        timeout_ms: int = 60000,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
+        self.timeout_ms = timeout_ms
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ElectLeadersResponse(Message):
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
@@ -54,23 +74,58 @@ class ElectLeadersResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class PartitionResult(Struct):
-        partition_id: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_id', 'error_code', 'error_message', 'unknown_tags',)
+        partition_id: int
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_id: int = 0,
+            error_code: int = 0,
+            error_message: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_id = partition_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
     class ReplicaElectionResult(Struct):
-        topic: str = ''
-        partition_result: list[ElectLeadersResponse.PartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'partition_result', 'unknown_tags',)
+        topic: str
+        partition_result: list[ElectLeadersResponse.PartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic: str = '',
+            partition_result: list[ElectLeadersResponse.PartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.partition_result = [] if partition_result is _FRESH else partition_result
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is _FRESH else replica_election_results
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_ihii = struct.Struct(">ihii")
 _S_iii = struct.Struct(">iii")
 
 
-@dataclass(slots=True)
 class EndQuorumEpochRequest(Message):
     API_KEY: ClassVar[int] = 54
     MIN_VERSION: ClassVar[int] = 0
@@ -36,41 +34,101 @@ class EndQuorumEpochRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class ReplicaInfo(Struct):
-        candidate_id: int = 0
-        candidate_directory_id: uuid.UUID = ZERO_UUID
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('candidate_id', 'candidate_directory_id', 'unknown_tags',)
+        candidate_id: int
+        candidate_directory_id: uuid.UUID
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            candidate_id: int = 0,
+            candidate_directory_id: uuid.UUID = ZERO_UUID,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.candidate_id = candidate_id
+            self.candidate_directory_id = candidate_directory_id
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition_index: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        preferred_successors: list[int] = field(default_factory=list)
-        preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', 'unknown_tags',)
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        preferred_successors: list[int]
+        preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            preferred_successors: list[int] = _FRESH,
+            preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.preferred_successors = [] if preferred_successors is _FRESH else preferred_successors
+            self.preferred_candidates = [] if preferred_candidates is _FRESH else preferred_candidates
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[EndQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[EndQuorumEpochRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[EndQuorumEpochRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class LeaderEndpoint(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = None
-    topics: list[EndQuorumEpochRequest.TopicData] = field(default_factory=list)
-    leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'topics', 'leader_endpoints', 'unknown_tags',)
+    cluster_id: str | None
+    topics: list[EndQuorumEpochRequest.TopicData]
+    leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        topics: list[EndQuorumEpochRequest.TopicData] = _FRESH,
+        leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.topics = [] if topics is _FRESH else topics
+        self.leader_endpoints = [] if leader_endpoints is _FRESH else leader_endpoints
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class EndQuorumEpochResponse(Message):
     API_KEY: ClassVar[int] = 54
     MIN_VERSION: ClassVar[int] = 0
@@ -78,31 +136,80 @@ class EndQuorumEpochResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[EndQuorumEpochResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[EndQuorumEpochResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[EndQuorumEpochResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    topics: list[EndQuorumEpochResponse.TopicData] = field(default_factory=list)
-    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tags',)
+    error_code: int
+    topics: list[EndQuorumEpochResponse.TopicData]
+    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        topics: list[EndQuorumEpochResponse.TopicData] = _FRESH,
+        node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_ihqh = struct.Struct(">ihqh")
 _S_qho = struct.Struct(">qh?")
 
 
-@dataclass(slots=True)
 class EndTxnRequest(Message):
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
@@ -34,14 +32,28 @@ class EndTxnRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    transactional_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    committed: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', 'unknown_tags',)
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        transactional_id: str = '',
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        committed: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class EndTxnResponse(Message):
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
@@ -49,11 +61,26 @@ class EndTxnResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -24,7 +23,6 @@ from sdk.protocol.primitives import (
 _S_h = struct.Struct(">h")
 
 
-@dataclass(slots=True)
 class EnvelopeRequest(Message):
     API_KEY: ClassVar[int] = 58
     MIN_VERSION: ClassVar[int] = 0
@@ -32,13 +30,25 @@ class EnvelopeRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    request_data: bytes = b""
-    request_principal: bytes | None = b""
-    client_host_address: bytes = b""
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('request_data', 'request_principal', 'client_host_address', 'unknown_tags',)
+    request_data: bytes
+    request_principal: bytes | None
+    client_host_address: bytes
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        request_data: bytes = b"",
+        request_principal: bytes | None = b"",
+        client_host_address: bytes = b"",
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.request_data = request_data
+        self.request_principal = request_principal
+        self.client_host_address = client_host_address
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class EnvelopeResponse(Message):
     API_KEY: ClassVar[int] = 58
     MIN_VERSION: ClassVar[int] = 0
@@ -46,9 +56,20 @@ class EnvelopeResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    response_data: bytes | None = None
-    error_code: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('response_data', 'error_code', 'unknown_tags',)
+    response_data: bytes | None
+    error_code: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        response_data: bytes | None = None,
+        error_code: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.response_data = response_data
+        self.error_code = error_code
+        self.unknown_tags = unknown_tags
 
 
 

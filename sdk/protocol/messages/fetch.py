@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -41,7 +40,6 @@ _S_qi = struct.Struct(">qi")
 _S_qq = struct.Struct(">qq")
 
 
-@dataclass(slots=True)
 class FetchRequest(Message):
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
@@ -49,53 +47,137 @@ class FetchRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 17
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 12
 
-    @dataclass(slots=True)
     class ReplicaState(Struct):
-        replica_id: int = -1
-        replica_epoch: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('replica_id', 'replica_epoch', 'unknown_tags',)
+        replica_id: int
+        replica_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            replica_id: int = -1,
+            replica_epoch: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.replica_id = replica_id
+            self.replica_epoch = replica_epoch
+            self.unknown_tags = unknown_tags
+
     class FetchPartition(Struct):
-        partition: int = 0
-        current_leader_epoch: int = -1
-        fetch_offset: int = 0
-        last_fetched_epoch: int = -1
-        log_start_offset: int = -1
-        partition_max_bytes: int = 0
-        replica_directory_id: uuid.UUID = ZERO_UUID
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'unknown_tags',)
+        partition: int
+        current_leader_epoch: int
+        fetch_offset: int
+        last_fetched_epoch: int
+        log_start_offset: int
+        partition_max_bytes: int
+        replica_directory_id: uuid.UUID
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            current_leader_epoch: int = -1,
+            fetch_offset: int = 0,
+            last_fetched_epoch: int = -1,
+            log_start_offset: int = -1,
+            partition_max_bytes: int = 0,
+            replica_directory_id: uuid.UUID = ZERO_UUID,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.current_leader_epoch = current_leader_epoch
+            self.fetch_offset = fetch_offset
+            self.last_fetched_epoch = last_fetched_epoch
+            self.log_start_offset = log_start_offset
+            self.partition_max_bytes = partition_max_bytes
+            self.replica_directory_id = replica_directory_id
+            self.unknown_tags = unknown_tags
+
     class FetchTopic(Struct):
-        topic: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[FetchRequest.FetchPartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tags',)
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[FetchRequest.FetchPartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[FetchRequest.FetchPartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class ForgottenTopic(Struct):
-        topic: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tags',)
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = None
-    replica_id: int = -1
-    replica_state: FetchRequest.ReplicaState = field(default_factory=lambda: FetchRequest.ReplicaState())
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    isolation_level: int = 0
-    session_id: int = 0
-    session_epoch: int = -1
-    topics: list[FetchRequest.FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[FetchRequest.ForgottenTopic] = field(default_factory=list)
-    rack_id: str = ''
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tags',)
+    cluster_id: str | None
+    replica_id: int
+    replica_state: FetchRequest.ReplicaState
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchRequest.FetchTopic]
+    forgotten_topics_data: list[FetchRequest.ForgottenTopic]
+    rack_id: str
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        replica_id: int = -1,
+        replica_state: FetchRequest.ReplicaState = _FRESH,
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 2147483647,
+        isolation_level: int = 0,
+        session_id: int = 0,
+        session_epoch: int = -1,
+        topics: list[FetchRequest.FetchTopic] = _FRESH,
+        forgotten_topics_data: list[FetchRequest.ForgottenTopic] = _FRESH,
+        rack_id: str = '',
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = FetchRequest.ReplicaState() if replica_state is _FRESH else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is _FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
+        self.rack_id = rack_id
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class FetchResponse(Message):
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
@@ -103,66 +185,177 @@ class FetchResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 17
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 12
 
-    @dataclass(slots=True)
     class EpochEndOffset(Struct):
-        epoch: int = -1
-        end_offset: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('epoch', 'end_offset', 'unknown_tags',)
+        epoch: int
+        end_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            epoch: int = -1,
+            end_offset: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.epoch = epoch
+            self.end_offset = end_offset
+            self.unknown_tags = unknown_tags
+
     class LeaderIdAndEpoch(Struct):
-        leader_id: int = -1
-        leader_epoch: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tags',)
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            leader_id: int = -1,
+            leader_epoch: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class SnapshotId(Struct):
-        end_offset: int = -1
-        epoch: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('end_offset', 'epoch', 'unknown_tags',)
+        end_offset: int
+        epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            end_offset: int = -1,
+            epoch: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.end_offset = end_offset
+            self.epoch = epoch
+            self.unknown_tags = unknown_tags
+
     class AbortedTransaction(Struct):
-        producer_id: int = 0
-        first_offset: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('producer_id', 'first_offset', 'unknown_tags',)
+        producer_id: int
+        first_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            producer_id: int = 0,
+            first_offset: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.producer_id = producer_id
+            self.first_offset = first_offset
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        high_watermark: int = 0
-        last_stable_offset: int = -1
-        log_start_offset: int = -1
-        diverging_epoch: FetchResponse.EpochEndOffset = field(default_factory=lambda: FetchResponse.EpochEndOffset())
-        current_leader: FetchResponse.LeaderIdAndEpoch = field(default_factory=lambda: FetchResponse.LeaderIdAndEpoch())
-        snapshot_id: FetchResponse.SnapshotId = field(default_factory=lambda: FetchResponse.SnapshotId())
-        aborted_transactions: list[FetchResponse.AbortedTransaction] | None = field(default_factory=list)
-        preferred_read_replica: int = -1
-        records: bytes | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        high_watermark: int
+        last_stable_offset: int
+        log_start_offset: int
+        diverging_epoch: FetchResponse.EpochEndOffset
+        current_leader: FetchResponse.LeaderIdAndEpoch
+        snapshot_id: FetchResponse.SnapshotId
+        aborted_transactions: list[FetchResponse.AbortedTransaction] | None
+        preferred_read_replica: int
+        records: bytes | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            high_watermark: int = 0,
+            last_stable_offset: int = -1,
+            log_start_offset: int = -1,
+            diverging_epoch: FetchResponse.EpochEndOffset = _FRESH,
+            current_leader: FetchResponse.LeaderIdAndEpoch = _FRESH,
+            snapshot_id: FetchResponse.SnapshotId = _FRESH,
+            aborted_transactions: list[FetchResponse.AbortedTransaction] | None = _FRESH,
+            preferred_read_replica: int = -1,
+            records: bytes | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.high_watermark = high_watermark
+            self.last_stable_offset = last_stable_offset
+            self.log_start_offset = log_start_offset
+            self.diverging_epoch = FetchResponse.EpochEndOffset() if diverging_epoch is _FRESH else diverging_epoch
+            self.current_leader = FetchResponse.LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.snapshot_id = FetchResponse.SnapshotId() if snapshot_id is _FRESH else snapshot_id
+            self.aborted_transactions = [] if aborted_transactions is _FRESH else aborted_transactions
+            self.preferred_read_replica = preferred_read_replica
+            self.records = records
+            self.unknown_tags = unknown_tags
+
     class FetchableTopicResponse(Struct):
-        topic: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[FetchResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tags',)
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[FetchResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[FetchResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    session_id: int = 0
-    responses: list[FetchResponse.FetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[FetchResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            rack: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    responses: list[FetchResponse.FetchableTopicResponse]
+    node_endpoints: list[FetchResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        session_id: int = 0,
+        responses: list[FetchResponse.FetchableTopicResponse] = _FRESH,
+        node_endpoints: list[FetchResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -30,7 +29,6 @@ _S_qi = struct.Struct(">qi")
 _S_qq = struct.Struct(">qq")
 
 
-@dataclass(slots=True)
 class FetchSnapshotRequest(Message):
     API_KEY: ClassVar[int] = 59
     MIN_VERSION: ClassVar[int] = 0
@@ -38,35 +36,85 @@ class FetchSnapshotRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class SnapshotId(Struct):
-        end_offset: int = 0
-        epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('end_offset', 'epoch', 'unknown_tags',)
+        end_offset: int
+        epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            end_offset: int = 0,
+            epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.end_offset = end_offset
+            self.epoch = epoch
+            self.unknown_tags = unknown_tags
+
     class PartitionSnapshot(Struct):
-        partition: int = 0
-        current_leader_epoch: int = 0
-        snapshot_id: FetchSnapshotRequest.SnapshotId = field(default_factory=lambda: FetchSnapshotRequest.SnapshotId())
-        position: int = 0
-        replica_directory_id: uuid.UUID = ZERO_UUID
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', 'unknown_tags',)
+        partition: int
+        current_leader_epoch: int
+        snapshot_id: FetchSnapshotRequest.SnapshotId
+        position: int
+        replica_directory_id: uuid.UUID
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            current_leader_epoch: int = 0,
+            snapshot_id: FetchSnapshotRequest.SnapshotId = _FRESH,
+            position: int = 0,
+            replica_directory_id: uuid.UUID = ZERO_UUID,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.current_leader_epoch = current_leader_epoch
+            self.snapshot_id = FetchSnapshotRequest.SnapshotId() if snapshot_id is _FRESH else snapshot_id
+            self.position = position
+            self.replica_directory_id = replica_directory_id
+            self.unknown_tags = unknown_tags
+
     class TopicSnapshot(Struct):
-        name: str = ''
-        partitions: list[FetchSnapshotRequest.PartitionSnapshot] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[FetchSnapshotRequest.PartitionSnapshot]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = None
-    replica_id: int = -1
-    max_bytes: int = 2147483647
-    topics: list[FetchSnapshotRequest.TopicSnapshot] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[FetchSnapshotRequest.PartitionSnapshot] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', 'unknown_tags',)
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    topics: list[FetchSnapshotRequest.TopicSnapshot]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        replica_id: int = -1,
+        max_bytes: int = 2147483647,
+        topics: list[FetchSnapshotRequest.TopicSnapshot] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class FetchSnapshotResponse(Message):
     API_KEY: ClassVar[int] = 59
     MIN_VERSION: ClassVar[int] = 0
@@ -74,47 +122,124 @@ class FetchSnapshotResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class SnapshotId(Struct):
-        end_offset: int = 0
-        epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('end_offset', 'epoch', 'unknown_tags',)
+        end_offset: int
+        epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            end_offset: int = 0,
+            epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.end_offset = end_offset
+            self.epoch = epoch
+            self.unknown_tags = unknown_tags
+
     class LeaderIdAndEpoch(Struct):
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tags',)
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class PartitionSnapshot(Struct):
-        index: int = 0
-        error_code: int = 0
-        snapshot_id: FetchSnapshotResponse.SnapshotId = field(default_factory=lambda: FetchSnapshotResponse.SnapshotId())
-        current_leader: FetchSnapshotResponse.LeaderIdAndEpoch = field(default_factory=lambda: FetchSnapshotResponse.LeaderIdAndEpoch())
-        size: int = 0
-        position: int = 0
-        unaligned_records: bytes | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', 'unknown_tags',)
+        index: int
+        error_code: int
+        snapshot_id: FetchSnapshotResponse.SnapshotId
+        current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
+        size: int
+        position: int
+        unaligned_records: bytes | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            index: int = 0,
+            error_code: int = 0,
+            snapshot_id: FetchSnapshotResponse.SnapshotId = _FRESH,
+            current_leader: FetchSnapshotResponse.LeaderIdAndEpoch = _FRESH,
+            size: int = 0,
+            position: int = 0,
+            unaligned_records: bytes | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.index = index
+            self.error_code = error_code
+            self.snapshot_id = FetchSnapshotResponse.SnapshotId() if snapshot_id is _FRESH else snapshot_id
+            self.current_leader = FetchSnapshotResponse.LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.size = size
+            self.position = position
+            self.unaligned_records = unaligned_records
+            self.unknown_tags = unknown_tags
+
     class TopicSnapshot(Struct):
-        name: str = ''
-        partitions: list[FetchSnapshotResponse.PartitionSnapshot] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[FetchSnapshotResponse.PartitionSnapshot]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[FetchSnapshotResponse.PartitionSnapshot] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    topics: list[FetchSnapshotResponse.TopicSnapshot] = field(default_factory=list)
-    node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    topics: list[FetchSnapshotResponse.TopicSnapshot]
+    node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        topics: list[FetchSnapshotResponse.TopicSnapshot] = _FRESH,
+        node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class FindCoordinatorRequest(Message):
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
@@ -35,13 +33,25 @@ class FindCoordinatorRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    key: str = ''
-    key_type: int = 0
-    coordinator_keys: list[str] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('key', 'key_type', 'coordinator_keys', 'unknown_tags',)
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        key: str = '',
+        key_type: int = 0,
+        coordinator_keys: list[str] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is _FRESH else coordinator_keys
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class FindCoordinatorResponse(Message):
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
@@ -49,24 +59,63 @@ class FindCoordinatorResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class Coordinator(Struct):
-        key: str = ''
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', 'unknown_tags',)
+        key: str
+        node_id: int
+        host: str
+        port: int
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    node_id: int = 0
-    host: str = ''
-    port: int = 0
-    coordinators: list[FindCoordinatorResponse.Coordinator] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            key: str = '',
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            error_code: int = 0,
+            error_message: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.key = key
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+    coordinators: list[FindCoordinatorResponse.Coordinator]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        node_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        coordinators: list[FindCoordinatorResponse.Coordinator] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.coordinators = [] if coordinators is _FRESH else coordinators
+        self.unknown_tags = unknown_tags
 
 
 

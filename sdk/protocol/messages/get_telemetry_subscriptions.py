@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_ih = struct.Struct(">ih")
 _S_iio = struct.Struct(">ii?")
 
 
-@dataclass(slots=True)
 class GetTelemetrySubscriptionsRequest(Message):
     API_KEY: ClassVar[int] = 71
     MIN_VERSION: ClassVar[int] = 0
@@ -34,11 +32,19 @@ class GetTelemetrySubscriptionsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    client_instance_id: uuid.UUID = ZERO_UUID
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('client_instance_id', 'unknown_tags',)
+    client_instance_id: uuid.UUID
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        client_instance_id: uuid.UUID = ZERO_UUID,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.client_instance_id = client_instance_id
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class GetTelemetrySubscriptionsResponse(Message):
     API_KEY: ClassVar[int] = 71
     MIN_VERSION: ClassVar[int] = 0
@@ -46,16 +52,41 @@ class GetTelemetrySubscriptionsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    client_instance_id: uuid.UUID = ZERO_UUID
-    subscription_id: int = 0
-    accepted_compression_types: list[int] = field(default_factory=list)
-    push_interval_ms: int = 0
-    telemetry_max_bytes: int = 0
-    delta_temporality: bool = False
-    requested_metrics: list[str] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        client_instance_id: uuid.UUID = ZERO_UUID,
+        subscription_id: int = 0,
+        accepted_compression_types: list[int] = _FRESH,
+        push_interval_ms: int = 0,
+        telemetry_max_bytes: int = 0,
+        delta_temporality: bool = False,
+        requested_metrics: list[str] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.accepted_compression_types = [] if accepted_compression_types is _FRESH else accepted_compression_types
+        self.push_interval_ms = push_interval_ms
+        self.telemetry_max_bytes = telemetry_max_bytes
+        self.delta_temporality = delta_temporality
+        self.requested_metrics = [] if requested_metrics is _FRESH else requested_metrics
+        self.unknown_tags = unknown_tags
 
 
 

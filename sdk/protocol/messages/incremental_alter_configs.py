@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_i = struct.Struct(">i")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsRequest(Message):
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
@@ -35,26 +33,60 @@ class IncrementalAlterConfigsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class AlterableConfig(Struct):
-        name: str = ''
-        config_operation: int = 0
-        value: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'config_operation', 'value', 'unknown_tags',)
+        name: str
+        config_operation: int
+        value: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            config_operation: int = 0,
+            value: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.config_operation = config_operation
+            self.value = value
+            self.unknown_tags = unknown_tags
+
     class AlterConfigsResource(Struct):
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tags',)
+        resource_type: int
+        resource_name: str
+        configs: list[IncrementalAlterConfigsRequest.AlterableConfig]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            resource_type: int = 0,
+            resource_name: str = '',
+            configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = [] if configs is _FRESH else configs
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('resources', 'validate_only', 'unknown_tags',)
+    resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
+    validate_only: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = _FRESH,
+        validate_only: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.resources = [] if resources is _FRESH else resources
+        self.validate_only = validate_only
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsResponse(Message):
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
@@ -62,17 +94,42 @@ class IncrementalAlterConfigsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class AlterConfigsResourceResponse(Struct):
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tags',)
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = '',
+            resource_type: int = 0,
+            resource_name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tags',)
+    throttle_time_ms: int
+    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is _FRESH else responses
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_ih = struct.Struct(">ih")
 _S_iiq = struct.Struct(">iiq")
 
 
-@dataclass(slots=True)
 class InitializeShareGroupStateRequest(Message):
     API_KEY: ClassVar[int] = 83
     MIN_VERSION: ClassVar[int] = 0
@@ -33,25 +31,57 @@ class InitializeShareGroupStateRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = -1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition: int = 0
-        state_epoch: int = 0
-        start_offset: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'state_epoch', 'start_offset', 'unknown_tags',)
+        partition: int
+        state_epoch: int
+        start_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            state_epoch: int = 0,
+            start_offset: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.state_epoch = state_epoch
+            self.start_offset = start_offset
+            self.unknown_tags = unknown_tags
+
     class InitializeStateData(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[InitializeShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[InitializeShareGroupStateRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    topics: list[InitializeShareGroupStateRequest.InitializeStateData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[InitializeShareGroupStateRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'topics', 'unknown_tags',)
+    group_id: str
+    topics: list[InitializeShareGroupStateRequest.InitializeStateData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        topics: list[InitializeShareGroupStateRequest.InitializeStateData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class InitializeShareGroupStateResponse(Message):
     API_KEY: ClassVar[int] = 83
     MIN_VERSION: ClassVar[int] = 0
@@ -59,21 +89,52 @@ class InitializeShareGroupStateResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionResult(Struct):
-        partition: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'error_code', 'error_message', 'unknown_tags',)
+        partition: int
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            error_code: int = 0,
+            error_message: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
     class InitializeStateResult(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[InitializeShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[InitializeShareGroupStateResponse.PartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    results: list[InitializeShareGroupStateResponse.InitializeStateResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[InitializeShareGroupStateResponse.PartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('results', 'unknown_tags',)
+    results: list[InitializeShareGroupStateResponse.InitializeStateResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        results: list[InitializeShareGroupStateResponse.InitializeStateResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_ii = struct.Struct(">ii")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class JoinGroupRequest(Message):
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
@@ -36,24 +34,56 @@ class JoinGroupRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 9
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class JoinGroupRequestProtocol(Struct):
-        name: str = ''
-        metadata: bytes = b""
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'metadata', 'unknown_tags',)
+        name: str
+        metadata: bytes
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    session_timeout_ms: int = 0
-    rebalance_timeout_ms: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    protocol_type: str = ''
-    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = field(default_factory=list)
-    reason: str | None = None
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            metadata: bytes = b"",
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.metadata = metadata
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', 'unknown_tags',)
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
+    reason: str | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        session_timeout_ms: int = 0,
+        rebalance_timeout_ms: int = -1,
+        member_id: str = '',
+        group_instance_id: str | None = None,
+        protocol_type: str = '',
+        protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = _FRESH,
+        reason: str | None = None,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is _FRESH else protocols
+        self.reason = reason
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class JoinGroupResponse(Message):
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
@@ -61,23 +91,60 @@ class JoinGroupResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 9
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class JoinGroupResponseMember(Struct):
-        member_id: str = ''
-        group_instance_id: str | None = None
-        metadata: bytes = b""
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('member_id', 'group_instance_id', 'metadata', 'unknown_tags',)
+        member_id: str
+        group_instance_id: str | None
+        metadata: bytes
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = ''
-    leader: str = ''
-    skip_assignment: bool = False
-    member_id: str = ''
-    members: list[JoinGroupResponse.JoinGroupResponseMember] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            member_id: str = '',
+            group_instance_id: str | None = None,
+            metadata: bytes = b"",
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.metadata = metadata
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: list[JoinGroupResponse.JoinGroupResponseMember]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        generation_id: int = -1,
+        protocol_type: str | None = None,
+        protocol_name: str | None = '',
+        leader: str = '',
+        skip_assignment: bool = False,
+        member_id: str = '',
+        members: list[JoinGroupResponse.JoinGroupResponseMember] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is _FRESH else members
+        self.unknown_tags = unknown_tags
 
 
 

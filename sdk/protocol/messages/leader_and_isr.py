@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -33,7 +32,6 @@ _S_o = struct.Struct(">?")
 _S_ob = struct.Struct(">?b")
 
 
-@dataclass(slots=True)
 class LeaderAndIsrRequest(Message):
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
@@ -41,48 +39,124 @@ class LeaderAndIsrRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 7
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class LeaderAndIsrPartitionState(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        controller_epoch: int = 0
-        leader: int = 0
-        leader_epoch: int = 0
-        isr: list[int] = field(default_factory=list)
-        partition_epoch: int = 0
-        replicas: list[int] = field(default_factory=list)
-        adding_replicas: list[int] = field(default_factory=list)
-        removing_replicas: list[int] = field(default_factory=list)
-        is_new: bool = False
-        leader_recovery_state: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        partition_epoch: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        is_new: bool
+        leader_recovery_state: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            controller_epoch: int = 0,
+            leader: int = 0,
+            leader_epoch: int = 0,
+            isr: list[int] = _FRESH,
+            partition_epoch: int = 0,
+            replicas: list[int] = _FRESH,
+            adding_replicas: list[int] = _FRESH,
+            removing_replicas: list[int] = _FRESH,
+            is_new: bool = False,
+            leader_recovery_state: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.controller_epoch = controller_epoch
+            self.leader = leader
+            self.leader_epoch = leader_epoch
+            self.isr = [] if isr is _FRESH else isr
+            self.partition_epoch = partition_epoch
+            self.replicas = [] if replicas is _FRESH else replicas
+            self.adding_replicas = [] if adding_replicas is _FRESH else adding_replicas
+            self.removing_replicas = [] if removing_replicas is _FRESH else removing_replicas
+            self.is_new = is_new
+            self.leader_recovery_state = leader_recovery_state
+            self.unknown_tags = unknown_tags
+
     class LeaderAndIsrTopicState(Struct):
-        topic_name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tags',)
+        topic_name: str
+        topic_id: uuid.UUID
+        partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partition_states = [] if partition_states is _FRESH else partition_states
+            self.unknown_tags = unknown_tags
+
     class LeaderAndIsrLiveLeader(Struct):
-        broker_id: int = 0
-        host_name: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('broker_id', 'host_name', 'port', 'unknown_tags',)
+        broker_id: int
+        host_name: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    controller_id: int = 0
-    is_kraft_controller: bool = False
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    type: int = 0
-    ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
-    topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] = field(default_factory=list)
-    live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            broker_id: int = 0,
+            host_name: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.broker_id = broker_id
+            self.host_name = host_name
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('controller_id', 'is_kraft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', 'unknown_tags',)
+    controller_id: int
+    is_kraft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    type: int
+    ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
+    topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState]
+    live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        controller_id: int = 0,
+        is_kraft_controller: bool = False,
+        controller_epoch: int = 0,
+        broker_epoch: int = -1,
+        type: int = 0,
+        ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = _FRESH,
+        topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] = _FRESH,
+        live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self.is_kraft_controller = is_kraft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.type = type
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.live_leaders = [] if live_leaders is _FRESH else live_leaders
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class LeaderAndIsrResponse(Message):
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
@@ -90,23 +164,58 @@ class LeaderAndIsrResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 7
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class LeaderAndIsrPartitionError(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class LeaderAndIsrTopicError(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partition_errors', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
-    topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partition_errors = [] if partition_errors is _FRESH else partition_errors
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'partition_errors', 'topics', 'unknown_tags',)
+    error_code: int
+    partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
+    topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = _FRESH,
+        topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_h = struct.Struct(">h")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class LeaveGroupRequest(Message):
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
@@ -33,20 +31,44 @@ class LeaveGroupRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class MemberIdentity(Struct):
-        member_id: str = ''
-        group_instance_id: str | None = None
-        reason: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('member_id', 'group_instance_id', 'reason', 'unknown_tags',)
+        member_id: str
+        group_instance_id: str | None
+        reason: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    member_id: str = ''
-    members: list[LeaveGroupRequest.MemberIdentity] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            member_id: str = '',
+            group_instance_id: str | None = None,
+            reason: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.reason = reason
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'member_id', 'members', 'unknown_tags',)
+    group_id: str
+    member_id: str
+    members: list[LeaveGroupRequest.MemberIdentity]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        member_id: str = '',
+        members: list[LeaveGroupRequest.MemberIdentity] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.members = [] if members is _FRESH else members
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class LeaveGroupResponse(Message):
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
@@ -54,17 +76,42 @@ class LeaveGroupResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class MemberResponse(Struct):
-        member_id: str = ''
-        group_instance_id: str | None = ''
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('member_id', 'group_instance_id', 'error_code', 'unknown_tags',)
+        member_id: str
+        group_instance_id: str | None
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    members: list[LeaveGroupResponse.MemberResponse] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            member_id: str = '',
+            group_instance_id: str | None = '',
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'members', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    members: list[LeaveGroupResponse.MemberResponse]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        members: list[LeaveGroupResponse.MemberResponse] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = [] if members is _FRESH else members
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -24,7 +23,6 @@ from sdk.protocol.primitives import (
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class ListClientMetricsResourcesRequest(Message):
     API_KEY: ClassVar[int] = 74
     MIN_VERSION: ClassVar[int] = 0
@@ -32,10 +30,16 @@ class ListClientMetricsResourcesRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('unknown_tags',)
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ListClientMetricsResourcesResponse(Message):
     API_KEY: ClassVar[int] = 74
     MIN_VERSION: ClassVar[int] = 0
@@ -43,15 +47,36 @@ class ListClientMetricsResourcesResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ClientMetricsResource(Struct):
-        name: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'unknown_tags',)
+        name: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_metrics_resources = [] if client_metrics_resources is _FRESH else client_metrics_resources
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_h = struct.Struct(">h")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class ListGroupsRequest(Message):
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
@@ -33,12 +31,22 @@ class ListGroupsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    states_filter: list[str] = field(default_factory=list)
-    types_filter: list[str] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('states_filter', 'types_filter', 'unknown_tags',)
+    states_filter: list[str]
+    types_filter: list[str]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        states_filter: list[str] = _FRESH,
+        types_filter: list[str] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.states_filter = [] if states_filter is _FRESH else states_filter
+        self.types_filter = [] if types_filter is _FRESH else types_filter
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ListGroupsResponse(Message):
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
@@ -46,18 +54,45 @@ class ListGroupsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class ListedGroup(Struct):
-        group_id: str = ''
-        protocol_type: str = ''
-        group_state: str = ''
-        group_type: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', 'unknown_tags',)
+        group_id: str
+        protocol_type: str
+        group_state: str
+        group_type: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    groups: list[ListGroupsResponse.ListedGroup] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            group_id: str = '',
+            protocol_type: str = '',
+            group_state: str = '',
+            group_type: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.group_id = group_id
+            self.protocol_type = protocol_type
+            self.group_state = group_state
+            self.group_type = group_type
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'groups', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    groups: list[ListGroupsResponse.ListedGroup]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        groups: list[ListGroupsResponse.ListedGroup] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tags = unknown_tags
 
 
 

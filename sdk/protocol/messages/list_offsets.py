@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -31,7 +30,6 @@ _S_iq = struct.Struct(">iq")
 _S_iqi = struct.Struct(">iqi")
 
 
-@dataclass(slots=True)
 class ListOffsetsRequest(Message):
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
@@ -39,28 +37,66 @@ class ListOffsetsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class ListOffsetsPartition(Struct):
-        partition_index: int = 0
-        current_leader_epoch: int = -1
-        timestamp: int = 0
-        max_num_offsets: int = 1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', 'unknown_tags',)
+        partition_index: int
+        current_leader_epoch: int
+        timestamp: int
+        max_num_offsets: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            current_leader_epoch: int = -1,
+            timestamp: int = 0,
+            max_num_offsets: int = 1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.current_leader_epoch = current_leader_epoch
+            self.timestamp = timestamp
+            self.max_num_offsets = max_num_offsets
+            self.unknown_tags = unknown_tags
+
     class ListOffsetsTopic(Struct):
-        name: str = ''
-        partitions: list[ListOffsetsRequest.ListOffsetsPartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    replica_id: int = 0
-    isolation_level: int = 0
-    topics: list[ListOffsetsRequest.ListOffsetsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[ListOffsetsRequest.ListOffsetsPartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms', 'unknown_tags',)
+    replica_id: int
+    isolation_level: int
+    topics: list[ListOffsetsRequest.ListOffsetsTopic]
+    timeout_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        replica_id: int = 0,
+        isolation_level: int = 0,
+        topics: list[ListOffsetsRequest.ListOffsetsTopic] = _FRESH,
+        timeout_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = [] if topics is _FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ListOffsetsResponse(Message):
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
@@ -68,25 +104,64 @@ class ListOffsetsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class ListOffsetsPartitionResponse(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        old_style_offsets: list[int] = field(default_factory=list)
-        timestamp: int = -1
-        offset: int = -1
-        leader_epoch: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        old_style_offsets: list[int]
+        timestamp: int
+        offset: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            old_style_offsets: list[int] = _FRESH,
+            timestamp: int = -1,
+            offset: int = -1,
+            leader_epoch: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.old_style_offsets = [] if old_style_offsets is _FRESH else old_style_offsets
+            self.timestamp = timestamp
+            self.offset = offset
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class ListOffsetsTopicResponse(Struct):
-        name: str = ''
-        partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

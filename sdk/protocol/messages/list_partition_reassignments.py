@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsRequest(Message):
     API_KEY: ClassVar[int] = 46
     MIN_VERSION: ClassVar[int] = 0
@@ -33,18 +31,38 @@ class ListPartitionReassignmentsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ListPartitionReassignmentsTopics(Struct):
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        name: str
+        partition_indexes: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    timeout_ms: int = 60000
-    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partition_indexes: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('timeout_ms', 'topics', 'unknown_tags',)
+    timeout_ms: int
+    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        timeout_ms: int = 60000,
+        topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsResponse(Message):
     API_KEY: ClassVar[int] = 46
     MIN_VERSION: ClassVar[int] = 0
@@ -52,25 +70,64 @@ class ListPartitionReassignmentsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class OngoingPartitionReassignment(Struct):
-        partition_index: int = 0
-        replicas: list[int] = field(default_factory=list)
-        adding_replicas: list[int] = field(default_factory=list)
-        removing_replicas: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', 'unknown_tags',)
+        partition_index: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            replicas: list[int] = _FRESH,
+            adding_replicas: list[int] = _FRESH,
+            removing_replicas: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.replicas = [] if replicas is _FRESH else replicas
+            self.adding_replicas = [] if adding_replicas is _FRESH else adding_replicas
+            self.removing_replicas = [] if removing_replicas is _FRESH else removing_replicas
+            self.unknown_tags = unknown_tags
+
     class OngoingTopicReassignment(Struct):
-        name: str = ''
-        partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_ih = struct.Struct(">ih")
 _S_q = struct.Struct(">q")
 
 
-@dataclass(slots=True)
 class ListTransactionsRequest(Message):
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
@@ -33,13 +31,25 @@ class ListTransactionsRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    state_filters: list[str] = field(default_factory=list)
-    producer_id_filters: list[int] = field(default_factory=list)
-    duration_filter: int = -1
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'unknown_tags',)
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        state_filters: list[str] = _FRESH,
+        producer_id_filters: list[int] = _FRESH,
+        duration_filter: int = -1,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.state_filters = [] if state_filters is _FRESH else state_filters
+        self.producer_id_filters = [] if producer_id_filters is _FRESH else producer_id_filters
+        self.duration_filter = duration_filter
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ListTransactionsResponse(Message):
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
@@ -47,18 +57,45 @@ class ListTransactionsResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TransactionState(Struct):
-        transactional_id: str = ''
-        producer_id: int = 0
-        transaction_state: str = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('transactional_id', 'producer_id', 'transaction_state', 'unknown_tags',)
+        transactional_id: str
+        producer_id: int
+        transaction_state: str
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_state_filters: list[str] = field(default_factory=list)
-    transaction_states: list[ListTransactionsResponse.TransactionState] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            transactional_id: str = '',
+            producer_id: int = 0,
+            transaction_state: str = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.transaction_state = transaction_state
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[ListTransactionsResponse.TransactionState]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        unknown_state_filters: list[str] = _FRESH,
+        transaction_states: list[ListTransactionsResponse.TransactionState] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = [] if unknown_state_filters is _FRESH else unknown_state_filters
+        self.transaction_states = [] if transaction_states is _FRESH else transaction_states
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -30,7 +29,6 @@ _S_oo = struct.Struct(">??")
 _S_ooo = struct.Struct(">???")
 
 
-@dataclass(slots=True)
 class MetadataRequest(Message):
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
@@ -38,20 +36,44 @@ class MetadataRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 12
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class MetadataRequestTopic(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        name: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'name', 'unknown_tags',)
+        topic_id: uuid.UUID
+        name: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    topics: list[MetadataRequest.MetadataRequestTopic] | None = field(default_factory=list)
-    allow_auto_topic_creation: bool = True
-    include_cluster_authorized_operations: bool = False
-    include_topic_authorized_operations: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            name: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.name = name
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tags',)
+    topics: list[MetadataRequest.MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        topics: list[MetadataRequest.MetadataRequestTopic] | None = _FRESH,
+        allow_auto_topic_creation: bool = True,
+        include_cluster_authorized_operations: bool = False,
+        include_topic_authorized_operations: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.topics = [] if topics is _FRESH else topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class MetadataResponse(Message):
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
@@ -59,42 +81,113 @@ class MetadataResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 12
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class MetadataResponseBroker(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            rack: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
     class MetadataResponsePartition(Struct):
-        error_code: int = 0
-        partition_index: int = 0
-        leader_id: int = 0
-        leader_epoch: int = -1
-        replica_nodes: list[int] = field(default_factory=list)
-        isr_nodes: list[int] = field(default_factory=list)
-        offline_replicas: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', 'unknown_tags',)
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        offline_replicas: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            error_code: int = 0,
+            partition_index: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = -1,
+            replica_nodes: list[int] = _FRESH,
+            isr_nodes: list[int] = _FRESH,
+            offline_replicas: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.partition_index = partition_index
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.replica_nodes = [] if replica_nodes is _FRESH else replica_nodes
+            self.isr_nodes = [] if isr_nodes is _FRESH else isr_nodes
+            self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+            self.unknown_tags = unknown_tags
+
     class MetadataResponseTopic(Struct):
-        error_code: int = 0
-        name: str | None = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        is_internal: bool = False
-        partitions: list[MetadataResponse.MetadataResponsePartition] = field(default_factory=list)
-        topic_authorized_operations: int = -2147483648
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tags',)
+        error_code: int
+        name: str | None
+        topic_id: uuid.UUID
+        is_internal: bool
+        partitions: list[MetadataResponse.MetadataResponsePartition]
+        topic_authorized_operations: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    brokers: list[MetadataResponse.MetadataResponseBroker] = field(default_factory=list)
-    cluster_id: str | None = None
-    controller_id: int = -1
-    topics: list[MetadataResponse.MetadataResponseTopic] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            error_code: int = 0,
+            name: str | None = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            is_internal: bool = False,
+            partitions: list[MetadataResponse.MetadataResponsePartition] = _FRESH,
+            topic_authorized_operations: int = -2147483648,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.name = name
+            self.topic_id = topic_id
+            self.is_internal = is_internal
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.topic_authorized_operations = topic_authorized_operations
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'unknown_tags',)
+    throttle_time_ms: int
+    brokers: list[MetadataResponse.MetadataResponseBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponse.MetadataResponseTopic]
+    cluster_authorized_operations: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        brokers: list[MetadataResponse.MetadataResponseBroker] = _FRESH,
+        cluster_id: str | None = None,
+        controller_id: int = -1,
+        topics: list[MetadataResponse.MetadataResponseTopic] = _FRESH,
+        cluster_authorized_operations: int = -2147483648,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is _FRESH else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is _FRESH else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class OffsetDeleteRequest(Message):
     API_KEY: ClassVar[int] = 47
     MIN_VERSION: ClassVar[int] = 0
@@ -34,20 +32,42 @@ class OffsetDeleteRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = -1
 
-    @dataclass(slots=True)
     class OffsetDeleteRequestPartition(Struct):
-        partition_index: int = 0
+        __slots__ = ('partition_index',)
+        partition_index: int
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+        ) -> None:
+            self.partition_index = partition_index
+
     class OffsetDeleteRequestTopic(Struct):
-        name: str = ''
-        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = field(default_factory=list)
+        __slots__ = ('name', 'partitions',)
+        name: str
+        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
 
-    group_id: str = ''
-    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = field(default_factory=list)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = _FRESH,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+
+    __slots__ = ('group_id', 'topics',)
+    group_id: str
+    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
+
+    def __init__(
+        self,
+        group_id: str = '',
+        topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = _FRESH,
+    ) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
 
 
-@dataclass(slots=True)
 class OffsetDeleteResponse(Message):
     API_KEY: ClassVar[int] = 47
     MIN_VERSION: ClassVar[int] = 0
@@ -55,19 +75,46 @@ class OffsetDeleteResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = -1
 
-    @dataclass(slots=True)
     class OffsetDeleteResponsePartition(Struct):
-        partition_index: int = 0
-        error_code: int = 0
+        __slots__ = ('partition_index', 'error_code',)
+        partition_index: int
+        error_code: int
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+
     class OffsetDeleteResponseTopic(Struct):
-        name: str = ''
-        partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = field(default_factory=list)
+        __slots__ = ('name', 'partitions',)
+        name: str
+        partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition]
 
-    error_code: int = 0
-    throttle_time_ms: int = 0
-    topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = field(default_factory=list)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = _FRESH,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics',)
+    error_code: int
+    throttle_time_ms: int
+    topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        throttle_time_ms: int = 0,
+        topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = _FRESH,
+    ) -> None:
+        self.error_code = error_code
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_iqi = struct.Struct(">iqi")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class OffsetFetchRequest(Message):
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
@@ -36,34 +34,82 @@ class OffsetFetchRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 9
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class OffsetFetchRequestTopic(Struct):
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        name: str
+        partition_indexes: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partition_indexes: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tags = unknown_tags
+
     class OffsetFetchRequestTopics(Struct):
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        name: str
+        partition_indexes: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partition_indexes: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tags = unknown_tags
+
     class OffsetFetchRequestGroup(Struct):
-        group_id: str = ''
-        member_id: str | None = None
-        member_epoch: int = -1
-        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', 'unknown_tags',)
+        group_id: str
+        member_id: str | None
+        member_epoch: int
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = field(default_factory=list)
-    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = field(default_factory=list)
-    require_stable: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            group_id: str = '',
+            member_id: str | None = None,
+            member_epoch: int = -1,
+            topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.group_id = group_id
+            self.member_id = member_id
+            self.member_epoch = member_epoch
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'topics', 'groups', 'require_stable', 'unknown_tags',)
+    group_id: str
+    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
+    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
+    require_stable: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = _FRESH,
+        groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = _FRESH,
+        require_stable: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.groups = [] if groups is _FRESH else groups
+        self.require_stable = require_stable
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class OffsetFetchResponse(Message):
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
@@ -71,48 +117,127 @@ class OffsetFetchResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 9
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class OffsetFetchResponsePartition(Struct):
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        metadata: str | None = ''
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tags',)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        metadata: str | None
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            committed_offset: int = 0,
+            committed_leader_epoch: int = -1,
+            metadata: str | None = '',
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.metadata = metadata
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class OffsetFetchResponseTopic(Struct):
-        name: str = ''
-        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class OffsetFetchResponsePartitions(Struct):
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        metadata: str | None = ''
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tags',)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        metadata: str | None
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            committed_offset: int = 0,
+            committed_leader_epoch: int = -1,
+            metadata: str | None = '',
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.metadata = metadata
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class OffsetFetchResponseTopics(Struct):
-        name: str = ''
-        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class OffsetFetchResponseGroup(Struct):
-        group_id: str = ''
-        topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = field(default_factory=list)
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('group_id', 'topics', 'error_code', 'unknown_tags',)
+        group_id: str
+        topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = field(default_factory=list)
-    error_code: int = 0
-    groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            group_id: str = '',
+            topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = _FRESH,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.group_id = group_id
+            self.topics = [] if topics is _FRESH else topics
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
+    error_code: int
+    groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = _FRESH,
+        error_code: int = 0,
+        groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.error_code = error_code
+        self.groups = [] if groups is _FRESH else groups
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_ii = struct.Struct(">ii")
 _S_iii = struct.Struct(">iii")
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochRequest(Message):
     API_KEY: ClassVar[int] = 23
     MIN_VERSION: ClassVar[int] = 0
@@ -36,25 +34,57 @@ class OffsetForLeaderEpochRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class OffsetForLeaderPartition(Struct):
-        partition: int = 0
-        current_leader_epoch: int = -1
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch', 'unknown_tags',)
+        partition: int
+        current_leader_epoch: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            current_leader_epoch: int = -1,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.current_leader_epoch = current_leader_epoch
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class OffsetForLeaderTopic(Struct):
-        topic: str = ''
-        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'partitions', 'unknown_tags',)
+        topic: str
+        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    replica_id: int = -2
-    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('replica_id', 'topics', 'unknown_tags',)
+    replica_id: int
+    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        replica_id: int = -2,
+        topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.replica_id = replica_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochResponse(Message):
     API_KEY: ClassVar[int] = 23
     MIN_VERSION: ClassVar[int] = 0
@@ -62,23 +92,58 @@ class OffsetForLeaderEpochResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class EpochEndOffset(Struct):
-        error_code: int = 0
-        partition: int = 0
-        leader_epoch: int = -1
-        end_offset: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', 'unknown_tags',)
+        error_code: int
+        partition: int
+        leader_epoch: int
+        end_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            error_code: int = 0,
+            partition: int = 0,
+            leader_epoch: int = -1,
+            end_offset: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.error_code = error_code
+            self.partition = partition
+            self.leader_epoch = leader_epoch
+            self.end_offset = end_offset
+            self.unknown_tags = unknown_tags
+
     class OffsetForLeaderTopicResult(Struct):
-        topic: str = ''
-        partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic', 'partitions', 'unknown_tags',)
+        topic: str
+        partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic: str = '',
+            partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic = topic
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

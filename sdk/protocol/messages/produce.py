@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_ihqqq = struct.Struct(">ihqqq")
 _S_ii = struct.Struct(">ii")
 
 
-@dataclass(slots=True)
 class ProduceRequest(Message):
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
@@ -37,26 +35,60 @@ class ProduceRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 11
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class PartitionProduceData(Struct):
-        index: int = 0
-        records: bytes | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('index', 'records', 'unknown_tags',)
+        index: int
+        records: bytes | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            index: int = 0,
+            records: bytes | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.index = index
+            self.records = records
+            self.unknown_tags = unknown_tags
+
     class TopicProduceData(Struct):
-        name: str = ''
-        partition_data: list[ProduceRequest.PartitionProduceData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_data', 'unknown_tags',)
+        name: str
+        partition_data: list[ProduceRequest.PartitionProduceData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    transactional_id: str | None = None
-    acks: int = 0
-    timeout_ms: int = 0
-    topic_data: list[ProduceRequest.TopicProduceData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partition_data: list[ProduceRequest.PartitionProduceData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_data = [] if partition_data is _FRESH else partition_data
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', 'unknown_tags',)
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[ProduceRequest.TopicProduceData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        transactional_id: str | None = None,
+        acks: int = 0,
+        timeout_ms: int = 0,
+        topic_data: list[ProduceRequest.TopicProduceData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = [] if topic_data is _FRESH else topic_data
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ProduceResponse(Message):
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
@@ -64,48 +96,127 @@ class ProduceResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 11
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class BatchIndexAndErrorMessage(Struct):
-        batch_index: int = 0
-        batch_index_error_message: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('batch_index', 'batch_index_error_message', 'unknown_tags',)
+        batch_index: int
+        batch_index_error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            batch_index: int = 0,
+            batch_index_error_message: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.batch_index = batch_index
+            self.batch_index_error_message = batch_index_error_message
+            self.unknown_tags = unknown_tags
+
     class LeaderIdAndEpoch(Struct):
-        leader_id: int = -1
-        leader_epoch: int = -1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tags',)
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            leader_id: int = -1,
+            leader_epoch: int = -1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class PartitionProduceResponse(Struct):
-        index: int = 0
-        error_code: int = 0
-        base_offset: int = 0
-        log_append_time_ms: int = -1
-        log_start_offset: int = -1
-        record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] = field(default_factory=list)
-        error_message: str | None = None
-        current_leader: ProduceResponse.LeaderIdAndEpoch = field(default_factory=lambda: ProduceResponse.LeaderIdAndEpoch())
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', 'unknown_tags',)
+        index: int
+        error_code: int
+        base_offset: int
+        log_append_time_ms: int
+        log_start_offset: int
+        record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
+        error_message: str | None
+        current_leader: ProduceResponse.LeaderIdAndEpoch
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            index: int = 0,
+            error_code: int = 0,
+            base_offset: int = 0,
+            log_append_time_ms: int = -1,
+            log_start_offset: int = -1,
+            record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] = _FRESH,
+            error_message: str | None = None,
+            current_leader: ProduceResponse.LeaderIdAndEpoch = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.index = index
+            self.error_code = error_code
+            self.base_offset = base_offset
+            self.log_append_time_ms = log_append_time_ms
+            self.log_start_offset = log_start_offset
+            self.record_errors = [] if record_errors is _FRESH else record_errors
+            self.error_message = error_message
+            self.current_leader = ProduceResponse.LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.unknown_tags = unknown_tags
+
     class TopicProduceResponse(Struct):
-        name: str = ''
-        partition_responses: list[ProduceResponse.PartitionProduceResponse] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_responses', 'unknown_tags',)
+        name: str
+        partition_responses: list[ProduceResponse.PartitionProduceResponse]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partition_responses: list[ProduceResponse.PartitionProduceResponse] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_responses = [] if partition_responses is _FRESH else partition_responses
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    responses: list[ProduceResponse.TopicProduceResponse] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    node_endpoints: list[ProduceResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            rack: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', 'unknown_tags',)
+    responses: list[ProduceResponse.TopicProduceResponse]
+    throttle_time_ms: int
+    node_endpoints: list[ProduceResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        responses: list[ProduceResponse.TopicProduceResponse] = _FRESH,
+        throttle_time_ms: int = 0,
+        node_endpoints: list[ProduceResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.responses = [] if responses is _FRESH else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_ih = struct.Struct(">ih")
 _S_iob = struct.Struct(">i?b")
 
 
-@dataclass(slots=True)
 class PushTelemetryRequest(Message):
     API_KEY: ClassVar[int] = 72
     MIN_VERSION: ClassVar[int] = 0
@@ -33,15 +31,31 @@ class PushTelemetryRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    client_instance_id: uuid.UUID = ZERO_UUID
-    subscription_id: int = 0
-    terminating: bool = False
-    compression_type: int = 0
-    metrics: bytes = b""
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics', 'unknown_tags',)
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        client_instance_id: uuid.UUID = ZERO_UUID,
+        subscription_id: int = 0,
+        terminating: bool = False,
+        compression_type: int = 0,
+        metrics: bytes = b"",
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.terminating = terminating
+        self.compression_type = compression_type
+        self.metrics = metrics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class PushTelemetryResponse(Message):
     API_KEY: ClassVar[int] = 72
     MIN_VERSION: ClassVar[int] = 0
@@ -49,9 +63,20 @@ class PushTelemetryResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tags = unknown_tags
 
 
 

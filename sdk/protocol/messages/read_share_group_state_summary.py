@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_ii = struct.Struct(">ii")
 _S_iq = struct.Struct(">iq")
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateSummaryRequest(Message):
     API_KEY: ClassVar[int] = 87
     MIN_VERSION: ClassVar[int] = 0
@@ -34,24 +32,54 @@ class ReadShareGroupStateSummaryRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = -1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'leader_epoch', 'unknown_tags',)
+        partition: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class ReadStateSummaryData(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[ReadShareGroupStateSummaryRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'topics', 'unknown_tags',)
+    group_id: str
+    topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateSummaryResponse(Message):
     API_KEY: ClassVar[int] = 87
     MIN_VERSION: ClassVar[int] = 0
@@ -59,23 +87,58 @@ class ReadShareGroupStateSummaryResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionResult(Struct):
-        partition: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        state_epoch: int = 0
-        start_offset: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'unknown_tags',)
+        partition: int
+        error_code: int
+        error_message: str | None
+        state_epoch: int
+        start_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            error_code: int = 0,
+            error_message: str | None = None,
+            state_epoch: int = 0,
+            start_offset: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.error_code = error_code
+            self.error_message = error_message
+            self.state_epoch = state_epoch
+            self.start_offset = start_offset
+            self.unknown_tags = unknown_tags
+
     class ReadStateSummaryResult(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('results', 'unknown_tags',)
+    results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

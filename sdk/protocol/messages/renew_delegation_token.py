@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_hqi = struct.Struct(">hqi")
 _S_q = struct.Struct(">q")
 
 
-@dataclass(slots=True)
 class RenewDelegationTokenRequest(Message):
     API_KEY: ClassVar[int] = 39
     MIN_VERSION: ClassVar[int] = 0
@@ -33,12 +31,22 @@ class RenewDelegationTokenRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    hmac: bytes = b""
-    renew_period_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('hmac', 'renew_period_ms', 'unknown_tags',)
+    hmac: bytes
+    renew_period_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        hmac: bytes = b"",
+        renew_period_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.hmac = hmac
+        self.renew_period_ms = renew_period_ms
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class RenewDelegationTokenResponse(Message):
     API_KEY: ClassVar[int] = 39
     MIN_VERSION: ClassVar[int] = 0
@@ -46,10 +54,23 @@ class RenewDelegationTokenResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    error_code: int = 0
-    expiry_timestamp_ms: int = 0
-    throttle_time_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms', 'unknown_tags',)
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        expiry_timestamp_ms: int = 0,
+        throttle_time_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tags = unknown_tags
 
 
 

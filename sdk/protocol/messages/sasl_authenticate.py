@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -25,7 +24,6 @@ _S_h = struct.Struct(">h")
 _S_q = struct.Struct(">q")
 
 
-@dataclass(slots=True)
 class SaslAuthenticateRequest(Message):
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
@@ -33,11 +31,19 @@ class SaslAuthenticateRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    auth_bytes: bytes = b""
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('auth_bytes', 'unknown_tags',)
+    auth_bytes: bytes
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        auth_bytes: bytes = b"",
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.auth_bytes = auth_bytes
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class SaslAuthenticateResponse(Message):
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
@@ -45,11 +51,26 @@ class SaslAuthenticateResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    error_code: int = 0
-    error_message: str | None = ''
-    auth_bytes: bytes = b""
-    session_lifetime_ms: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', 'unknown_tags',)
+    error_code: int
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime_ms: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        error_message: str | None = '',
+        auth_bytes: bytes = b"",
+        session_lifetime_ms: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+        self.unknown_tags = unknown_tags
 
 
 

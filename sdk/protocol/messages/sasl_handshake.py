@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -24,7 +23,6 @@ from sdk.protocol.primitives import (
 _S_h = struct.Struct(">h")
 
 
-@dataclass(slots=True)
 class SaslHandshakeRequest(Message):
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
@@ -32,10 +30,16 @@ class SaslHandshakeRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = -1
 
-    mechanism: str = ''
+    __slots__ = ('mechanism',)
+    mechanism: str
+
+    def __init__(
+        self,
+        mechanism: str = '',
+    ) -> None:
+        self.mechanism = mechanism
 
 
-@dataclass(slots=True)
 class SaslHandshakeResponse(Message):
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
@@ -43,8 +47,17 @@ class SaslHandshakeResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = -1
 
-    error_code: int = 0
-    mechanisms: list[str] = field(default_factory=list)
+    __slots__ = ('error_code', 'mechanisms',)
+    error_code: int
+    mechanisms: list[str]
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        mechanisms: list[str] = _FRESH,
+    ) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is _FRESH else mechanisms
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_ii = struct.Struct(">ii")
 _S_qq = struct.Struct(">qq")
 
 
-@dataclass(slots=True)
 class ShareAcknowledgeRequest(Message):
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
@@ -35,33 +33,79 @@ class ShareAcknowledgeRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = -1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class AcknowledgementBatch(Struct):
-        first_offset: int = 0
-        last_offset: int = 0
-        acknowledge_types: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', 'unknown_tags',)
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            first_offset: int = 0,
+            last_offset: int = 0,
+            acknowledge_types: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.acknowledge_types = [] if acknowledge_types is _FRESH else acknowledge_types
+            self.unknown_tags = unknown_tags
+
     class AcknowledgePartition(Struct):
-        partition_index: int = 0
-        acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'acknowledgement_batches', 'unknown_tags',)
+        partition_index: int
+        acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.acknowledgement_batches = [] if acknowledgement_batches is _FRESH else acknowledgement_batches
+            self.unknown_tags = unknown_tags
+
     class AcknowledgeTopic(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str | None = None
-    member_id: str | None = ''
-    share_session_epoch: int = 0
-    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics', 'unknown_tags',)
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str | None = None,
+        member_id: str | None = '',
+        share_session_epoch: int = 0,
+        topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ShareAcknowledgeResponse(Message):
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
@@ -69,40 +113,105 @@ class ShareAcknowledgeResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class LeaderIdAndEpoch(Struct):
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tags',)
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch = field(default_factory=lambda: ShareAcknowledgeResponse.LeaderIdAndEpoch())
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            error_message: str | None = None,
+            current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.current_leader = ShareAcknowledgeResponse.LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.unknown_tags = unknown_tags
+
     class ShareAcknowledgeTopicResponse(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[ShareAcknowledgeResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[ShareAcknowledgeResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[ShareAcknowledgeResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = field(default_factory=list)
-    node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            rack: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
+    node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _FRESH,
+        node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -30,7 +29,6 @@ _S_qq = struct.Struct(">qq")
 _S_qqh = struct.Struct(">qqh")
 
 
-@dataclass(slots=True)
 class ShareFetchRequest(Message):
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
@@ -38,44 +36,110 @@ class ShareFetchRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = -1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class AcknowledgementBatch(Struct):
-        first_offset: int = 0
-        last_offset: int = 0
-        acknowledge_types: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', 'unknown_tags',)
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            first_offset: int = 0,
+            last_offset: int = 0,
+            acknowledge_types: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.acknowledge_types = [] if acknowledge_types is _FRESH else acknowledge_types
+            self.unknown_tags = unknown_tags
+
     class FetchPartition(Struct):
-        partition_index: int = 0
-        partition_max_bytes: int = 0
-        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', 'unknown_tags',)
+        partition_index: int
+        partition_max_bytes: int
+        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            partition_max_bytes: int = 0,
+            acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.partition_max_bytes = partition_max_bytes
+            self.acknowledgement_batches = [] if acknowledgement_batches is _FRESH else acknowledgement_batches
+            self.unknown_tags = unknown_tags
+
     class FetchTopic(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[ShareFetchRequest.FetchPartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[ShareFetchRequest.FetchPartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[ShareFetchRequest.FetchPartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class ForgottenTopic(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str | None = None
-    member_id: str | None = ''
-    share_session_epoch: int = 0
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    topics: list[ShareFetchRequest.FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data', 'unknown_tags',)
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    topics: list[ShareFetchRequest.FetchTopic]
+    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str | None = None,
+        member_id: str | None = '',
+        share_session_epoch: int = 0,
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 2147483647,
+        topics: list[ShareFetchRequest.FetchTopic] = _FRESH,
+        forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is _FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class ShareFetchResponse(Message):
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
@@ -83,51 +147,136 @@ class ShareFetchResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class LeaderIdAndEpoch(Struct):
-        leader_id: int = 0
-        leader_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('leader_id', 'leader_epoch', 'unknown_tags',)
+        leader_id: int
+        leader_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.unknown_tags = unknown_tags
+
     class AcquiredRecords(Struct):
-        first_offset: int = 0
-        last_offset: int = 0
-        delivery_count: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('first_offset', 'last_offset', 'delivery_count', 'unknown_tags',)
+        first_offset: int
+        last_offset: int
+        delivery_count: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            first_offset: int = 0,
+            last_offset: int = 0,
+            delivery_count: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.delivery_count = delivery_count
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        acknowledge_error_code: int = 0
-        acknowledge_error_message: str | None = None
-        current_leader: ShareFetchResponse.LeaderIdAndEpoch = field(default_factory=lambda: ShareFetchResponse.LeaderIdAndEpoch())
-        records: bytes | None = None
-        acquired_records: list[ShareFetchResponse.AcquiredRecords] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        acknowledge_error_code: int
+        acknowledge_error_message: str | None
+        current_leader: ShareFetchResponse.LeaderIdAndEpoch
+        records: bytes | None
+        acquired_records: list[ShareFetchResponse.AcquiredRecords]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            error_message: str | None = None,
+            acknowledge_error_code: int = 0,
+            acknowledge_error_message: str | None = None,
+            current_leader: ShareFetchResponse.LeaderIdAndEpoch = _FRESH,
+            records: bytes | None = None,
+            acquired_records: list[ShareFetchResponse.AcquiredRecords] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.error_message = error_message
+            self.acknowledge_error_code = acknowledge_error_code
+            self.acknowledge_error_message = acknowledge_error_message
+            self.current_leader = ShareFetchResponse.LeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+            self.records = records
+            self.acquired_records = [] if acquired_records is _FRESH else acquired_records
+            self.unknown_tags = unknown_tags
+
     class ShareFetchableTopicResponse(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[ShareFetchResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[ShareFetchResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[ShareFetchResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[ShareFetchResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            rack: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _FRESH,
+        node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -30,7 +29,6 @@ _S_iiqo = struct.Struct(">iiq?")
 _S_ioiq = struct.Struct(">i?iq")
 
 
-@dataclass(slots=True)
 class StopReplicaRequest(Message):
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
@@ -38,43 +36,107 @@ class StopReplicaRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class StopReplicaPartitionV0(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.unknown_tags = unknown_tags
+
     class StopReplicaTopicV1(Struct):
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        name: str
+        partition_indexes: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partition_indexes: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tags = unknown_tags
+
     class StopReplicaPartitionState(Struct):
-        partition_index: int = 0
-        leader_epoch: int = -1
-        delete_partition: bool = False
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'leader_epoch', 'delete_partition', 'unknown_tags',)
+        partition_index: int
+        leader_epoch: int
+        delete_partition: bool
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            leader_epoch: int = -1,
+            delete_partition: bool = False,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.leader_epoch = leader_epoch
+            self.delete_partition = delete_partition
+            self.unknown_tags = unknown_tags
+
     class StopReplicaTopicState(Struct):
-        topic_name: str = ''
-        partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_states', 'unknown_tags',)
+        topic_name: str
+        partition_states: list[StopReplicaRequest.StopReplicaPartitionState]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    controller_id: int = 0
-    is_kraft_controller: bool = False
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    delete_partitions: bool = False
-    ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] = field(default_factory=list)
-    topics: list[StopReplicaRequest.StopReplicaTopicV1] = field(default_factory=list)
-    topic_states: list[StopReplicaRequest.StopReplicaTopicState] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_states = [] if partition_states is _FRESH else partition_states
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('controller_id', 'is_kraft_controller', 'controller_epoch', 'broker_epoch', 'delete_partitions', 'ungrouped_partitions', 'topics', 'topic_states', 'unknown_tags',)
+    controller_id: int
+    is_kraft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    delete_partitions: bool
+    ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0]
+    topics: list[StopReplicaRequest.StopReplicaTopicV1]
+    topic_states: list[StopReplicaRequest.StopReplicaTopicState]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        controller_id: int = 0,
+        is_kraft_controller: bool = False,
+        controller_epoch: int = 0,
+        broker_epoch: int = -1,
+        delete_partitions: bool = False,
+        ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] = _FRESH,
+        topics: list[StopReplicaRequest.StopReplicaTopicV1] = _FRESH,
+        topic_states: list[StopReplicaRequest.StopReplicaTopicState] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self.is_kraft_controller = is_kraft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.delete_partitions = delete_partitions
+        self.ungrouped_partitions = [] if ungrouped_partitions is _FRESH else ungrouped_partitions
+        self.topics = [] if topics is _FRESH else topics
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class StopReplicaResponse(Message):
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
@@ -82,16 +144,39 @@ class StopReplicaResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class StopReplicaPartitionError(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'partition_errors', 'unknown_tags',)
+    error_code: int
+    partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
+        self.unknown_tags = unknown_tags
 
 
 

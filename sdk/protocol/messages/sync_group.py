@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 
 
-@dataclass(slots=True)
 class SyncGroupRequest(Message):
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
@@ -34,23 +32,53 @@ class SyncGroupRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class SyncGroupRequestAssignment(Struct):
-        member_id: str = ''
-        assignment: bytes = b""
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('member_id', 'assignment', 'unknown_tags',)
+        member_id: str
+        assignment: bytes
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    generation_id: int = 0
-    member_id: str = ''
-    group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            member_id: str = '',
+            assignment: bytes = b"",
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.member_id = member_id
+            self.assignment = assignment
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', 'unknown_tags',)
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        generation_id: int = 0,
+        member_id: str = '',
+        group_instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = [] if assignments is _FRESH else assignments
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class SyncGroupResponse(Message):
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
@@ -58,12 +86,29 @@ class SyncGroupResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 4
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: bytes
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        assignment: bytes = b"",
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_qh = struct.Struct(">qh")
 _S_qhi = struct.Struct(">qhi")
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitRequest(Message):
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
@@ -37,32 +35,78 @@ class TxnOffsetCommitRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class TxnOffsetCommitRequestPartition(Struct):
-        partition_index: int = 0
-        committed_offset: int = 0
-        committed_leader_epoch: int = -1
-        committed_metadata: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', 'unknown_tags',)
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        committed_metadata: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            committed_offset: int = 0,
+            committed_leader_epoch: int = -1,
+            committed_metadata: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.committed_metadata = committed_metadata
+            self.unknown_tags = unknown_tags
+
     class TxnOffsetCommitRequestTopic(Struct):
-        name: str = ''
-        partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    transactional_id: str = ''
-    group_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    generation_id: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', 'unknown_tags',)
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        transactional_id: str = '',
+        group_id: str = '',
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        generation_id: int = -1,
+        member_id: str = '',
+        group_instance_id: str | None = None,
+        topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitResponse(Message):
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
@@ -70,21 +114,52 @@ class TxnOffsetCommitResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 4
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class TxnOffsetCommitResponsePartition(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class TxnOffsetCommitResponseTopic(Struct):
-        name: str = ''
-        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tags',)
+    throttle_time_ms: int
+    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
 

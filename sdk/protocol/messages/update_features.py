@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_ih = struct.Struct(">ih")
 _S_o = struct.Struct(">?")
 
 
-@dataclass(slots=True)
 class UpdateFeaturesRequest(Message):
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
@@ -37,21 +35,47 @@ class UpdateFeaturesRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class FeatureUpdateKey(Struct):
-        feature: str = ''
-        max_version_level: int = 0
-        allow_downgrade: bool = False
-        upgrade_type: int = 1
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', 'unknown_tags',)
+        feature: str
+        max_version_level: int
+        allow_downgrade: bool
+        upgrade_type: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    timeout_ms: int = 60000
-    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            feature: str = '',
+            max_version_level: int = 0,
+            allow_downgrade: bool = False,
+            upgrade_type: int = 1,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.feature = feature
+            self.max_version_level = max_version_level
+            self.allow_downgrade = allow_downgrade
+            self.upgrade_type = upgrade_type
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tags',)
+    timeout_ms: int
+    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
+    validate_only: bool
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        timeout_ms: int = 60000,
+        feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = _FRESH,
+        validate_only: bool = False,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.timeout_ms = timeout_ms
+        self.feature_updates = [] if feature_updates is _FRESH else feature_updates
+        self.validate_only = validate_only
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class UpdateFeaturesResponse(Message):
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
@@ -59,18 +83,45 @@ class UpdateFeaturesResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class UpdatableFeatureResult(Struct):
-        feature: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('feature', 'error_code', 'error_message', 'unknown_tags',)
+        feature: str
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            feature: str = '',
+            error_code: int = 0,
+            error_message: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.feature = feature
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[UpdateFeaturesResponse.UpdatableFeatureResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = '',
+        results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

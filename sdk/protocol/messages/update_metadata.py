@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -29,7 +28,6 @@ _S_iiq = struct.Struct(">iiq")
 _S_ioiq = struct.Struct(">i?iq")
 
 
-@dataclass(slots=True)
 class UpdateMetadataRequest(Message):
     API_KEY: ClassVar[int] = 6
     MIN_VERSION: ClassVar[int] = 0
@@ -37,55 +35,143 @@ class UpdateMetadataRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 8
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class UpdateMetadataPartitionState(Struct):
-        topic_name: str = ''
-        partition_index: int = 0
-        controller_epoch: int = 0
-        leader: int = 0
-        leader_epoch: int = 0
-        isr: list[int] = field(default_factory=list)
-        zk_version: int = 0
-        replicas: list[int] = field(default_factory=list)
-        offline_replicas: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', 'unknown_tags',)
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        zk_version: int
+        replicas: list[int]
+        offline_replicas: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partition_index: int = 0,
+            controller_epoch: int = 0,
+            leader: int = 0,
+            leader_epoch: int = 0,
+            isr: list[int] = _FRESH,
+            zk_version: int = 0,
+            replicas: list[int] = _FRESH,
+            offline_replicas: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.controller_epoch = controller_epoch
+            self.leader = leader
+            self.leader_epoch = leader_epoch
+            self.isr = [] if isr is _FRESH else isr
+            self.zk_version = zk_version
+            self.replicas = [] if replicas is _FRESH else replicas
+            self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+            self.unknown_tags = unknown_tags
+
     class UpdateMetadataTopicState(Struct):
-        topic_name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
-        partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tags',)
+        topic_name: str
+        topic_id: uuid.UUID
+        partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
+            partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partition_states = [] if partition_states is _FRESH else partition_states
+            self.unknown_tags = unknown_tags
+
     class UpdateMetadataEndpoint(Struct):
-        port: int = 0
-        host: str = ''
-        listener: str = ''
-        security_protocol: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('port', 'host', 'listener', 'security_protocol', 'unknown_tags',)
+        port: int
+        host: str
+        listener: str
+        security_protocol: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            port: int = 0,
+            host: str = '',
+            listener: str = '',
+            security_protocol: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.port = port
+            self.host = host
+            self.listener = listener
+            self.security_protocol = security_protocol
+            self.unknown_tags = unknown_tags
+
     class UpdateMetadataBroker(Struct):
-        id: int = 0
-        v0_host: str = ''
-        v0_port: int = 0
-        endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint] = field(default_factory=list)
-        rack: str | None = ''
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', 'unknown_tags',)
+        id: int
+        v0_host: str
+        v0_port: int
+        endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint]
+        rack: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    controller_id: int = 0
-    is_kraft_controller: bool = False
-    type: int = 0
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
-    topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = field(default_factory=list)
-    live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            id: int = 0,
+            v0_host: str = '',
+            v0_port: int = 0,
+            endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint] = _FRESH,
+            rack: str | None = '',
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.id = id
+            self.v0_host = v0_host
+            self.v0_port = v0_port
+            self.endpoints = [] if endpoints is _FRESH else endpoints
+            self.rack = rack
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('controller_id', 'is_kraft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', 'unknown_tags',)
+    controller_id: int
+    is_kraft_controller: bool
+    type: int
+    controller_epoch: int
+    broker_epoch: int
+    ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
+    topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState]
+    live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        controller_id: int = 0,
+        is_kraft_controller: bool = False,
+        type: int = 0,
+        controller_epoch: int = 0,
+        broker_epoch: int = -1,
+        ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = _FRESH,
+        topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = _FRESH,
+        live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self.is_kraft_controller = is_kraft_controller
+        self.type = type
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.live_brokers = [] if live_brokers is _FRESH else live_brokers
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class UpdateMetadataResponse(Message):
     API_KEY: ClassVar[int] = 6
     MIN_VERSION: ClassVar[int] = 0
@@ -93,8 +179,17 @@ class UpdateMetadataResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 8
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
-    error_code: int = 0
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    __slots__ = ('error_code', 'unknown_tags',)
+    error_code: int
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -28,7 +27,6 @@ _S_ih = struct.Struct(">ih")
 _S_ii = struct.Struct(">ii")
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterRequest(Message):
     API_KEY: ClassVar[int] = 82
     MIN_VERSION: ClassVar[int] = 0
@@ -36,29 +34,69 @@ class UpdateRaftVoterRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class Listener(Struct):
-        name: str = ''
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'host', 'port', 'unknown_tags',)
+        name: str
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
     class KRaftVersionFeature(Struct):
-        min_supported_version: int = 0
-        max_supported_version: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('min_supported_version', 'max_supported_version', 'unknown_tags',)
+        min_supported_version: int
+        max_supported_version: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = ''
-    current_leader_epoch: int = 0
-    voter_id: int = 0
-    voter_directory_id: uuid.UUID = ZERO_UUID
-    listeners: list[UpdateRaftVoterRequest.Listener] = field(default_factory=list)
-    kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = field(default_factory=lambda: UpdateRaftVoterRequest.KRaftVersionFeature())
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            min_supported_version: int = 0,
+            max_supported_version: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.min_supported_version = min_supported_version
+            self.max_supported_version = max_supported_version
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'current_leader_epoch', 'voter_id', 'voter_directory_id', 'listeners', 'kraft_version_feature', 'unknown_tags',)
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: list[UpdateRaftVoterRequest.Listener]
+    kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = '',
+        current_leader_epoch: int = 0,
+        voter_id: int = 0,
+        voter_directory_id: uuid.UUID = ZERO_UUID,
+        listeners: list[UpdateRaftVoterRequest.Listener] = _FRESH,
+        kraft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.current_leader_epoch = current_leader_epoch
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.kraft_version_feature = UpdateRaftVoterRequest.KRaftVersionFeature() if kraft_version_feature is _FRESH else kraft_version_feature
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterResponse(Message):
     API_KEY: ClassVar[int] = 82
     MIN_VERSION: ClassVar[int] = 0
@@ -66,18 +104,45 @@ class UpdateRaftVoterResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class CurrentLeader(Struct):
-        leader_id: int = -1
-        leader_epoch: int = -1
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('leader_id', 'leader_epoch', 'host', 'port', 'unknown_tags',)
+        leader_id: int
+        leader_epoch: int
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    current_leader: UpdateRaftVoterResponse.CurrentLeader = field(default_factory=lambda: UpdateRaftVoterResponse.CurrentLeader())
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            leader_id: int = -1,
+            leader_epoch: int = -1,
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('throttle_time_ms', 'error_code', 'current_leader', 'unknown_tags',)
+    throttle_time_ms: int
+    error_code: int
+    current_leader: UpdateRaftVoterResponse.CurrentLeader
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        current_leader: UpdateRaftVoterResponse.CurrentLeader = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.current_leader = UpdateRaftVoterResponse.CurrentLeader() if current_leader is _FRESH else current_leader
+        self.unknown_tags = unknown_tags
 
 
 

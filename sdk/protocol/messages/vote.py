@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -30,7 +29,6 @@ _S_iiiiq = struct.Struct(">iiiiq")
 _S_iq = struct.Struct(">iq")
 
 
-@dataclass(slots=True)
 class VoteRequest(Message):
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
@@ -38,30 +36,72 @@ class VoteRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        candidate_epoch: int = 0
-        candidate_id: int = 0
-        candidate_directory_id: uuid.UUID = ZERO_UUID
-        voter_directory_id: uuid.UUID = ZERO_UUID
-        last_offset_epoch: int = 0
-        last_offset: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'unknown_tags',)
+        partition_index: int
+        candidate_epoch: int
+        candidate_id: int
+        candidate_directory_id: uuid.UUID
+        voter_directory_id: uuid.UUID
+        last_offset_epoch: int
+        last_offset: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            candidate_epoch: int = 0,
+            candidate_id: int = 0,
+            candidate_directory_id: uuid.UUID = ZERO_UUID,
+            voter_directory_id: uuid.UUID = ZERO_UUID,
+            last_offset_epoch: int = 0,
+            last_offset: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.candidate_epoch = candidate_epoch
+            self.candidate_id = candidate_id
+            self.candidate_directory_id = candidate_directory_id
+            self.voter_directory_id = voter_directory_id
+            self.last_offset_epoch = last_offset_epoch
+            self.last_offset = last_offset
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[VoteRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[VoteRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    cluster_id: str | None = None
-    voter_id: int = -1
-    topics: list[VoteRequest.TopicData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[VoteRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'unknown_tags',)
+    cluster_id: str | None
+    voter_id: int
+    topics: list[VoteRequest.TopicData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        voter_id: int = -1,
+        topics: list[VoteRequest.TopicData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class VoteResponse(Message):
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
@@ -69,32 +109,83 @@ class VoteResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionData(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        leader_id: int = 0
-        leader_epoch: int = 0
-        vote_granted: bool = False
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        vote_granted: bool
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            vote_granted: bool = False,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.leader_id = leader_id
+            self.leader_epoch = leader_epoch
+            self.vote_granted = vote_granted
+            self.unknown_tags = unknown_tags
+
     class TopicData(Struct):
-        topic_name: str = ''
-        partitions: list[VoteResponse.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_name', 'partitions', 'unknown_tags',)
+        topic_name: str
+        partitions: list[VoteResponse.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            topic_name: str = '',
+            partitions: list[VoteResponse.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_name = topic_name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class NodeEndpoint(Struct):
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('node_id', 'host', 'port', 'unknown_tags',)
+        node_id: int
+        host: str
+        port: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    error_code: int = 0
-    topics: list[VoteResponse.TopicData] = field(default_factory=list)
-    node_endpoints: list[VoteResponse.NodeEndpoint] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            node_id: int = 0,
+            host: str = '',
+            port: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tags',)
+    error_code: int
+    topics: list[VoteResponse.TopicData]
+    node_endpoints: list[VoteResponse.NodeEndpoint]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        error_code: int = 0,
+        topics: list[VoteResponse.TopicData] = _FRESH,
+        node_endpoints: list[VoteResponse.NodeEndpoint] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -26,7 +25,6 @@ _S_iiiq = struct.Struct(">iiiq")
 _S_qqbh = struct.Struct(">qqbh")
 
 
-@dataclass(slots=True)
 class WriteShareGroupStateRequest(Message):
     API_KEY: ClassVar[int] = 85
     MIN_VERSION: ClassVar[int] = 0
@@ -34,35 +32,85 @@ class WriteShareGroupStateRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = -1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class StateBatch(Struct):
-        first_offset: int = 0
-        last_offset: int = 0
-        delivery_state: int = 0
-        delivery_count: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', 'unknown_tags',)
+        first_offset: int
+        last_offset: int
+        delivery_state: int
+        delivery_count: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            first_offset: int = 0,
+            last_offset: int = 0,
+            delivery_state: int = 0,
+            delivery_count: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.first_offset = first_offset
+            self.last_offset = last_offset
+            self.delivery_state = delivery_state
+            self.delivery_count = delivery_count
+            self.unknown_tags = unknown_tags
+
     class PartitionData(Struct):
-        partition: int = 0
-        state_epoch: int = 0
-        leader_epoch: int = 0
-        start_offset: int = 0
-        state_batches: list[WriteShareGroupStateRequest.StateBatch] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches', 'unknown_tags',)
+        partition: int
+        state_epoch: int
+        leader_epoch: int
+        start_offset: int
+        state_batches: list[WriteShareGroupStateRequest.StateBatch]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            state_epoch: int = 0,
+            leader_epoch: int = 0,
+            start_offset: int = 0,
+            state_batches: list[WriteShareGroupStateRequest.StateBatch] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.state_epoch = state_epoch
+            self.leader_epoch = leader_epoch
+            self.start_offset = start_offset
+            self.state_batches = [] if state_batches is _FRESH else state_batches
+            self.unknown_tags = unknown_tags
+
     class WriteStateData(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[WriteShareGroupStateRequest.PartitionData] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[WriteShareGroupStateRequest.PartitionData]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    group_id: str = ''
-    topics: list[WriteShareGroupStateRequest.WriteStateData] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[WriteShareGroupStateRequest.PartitionData] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('group_id', 'topics', 'unknown_tags',)
+    group_id: str
+    topics: list[WriteShareGroupStateRequest.WriteStateData]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        group_id: str = '',
+        topics: list[WriteShareGroupStateRequest.WriteStateData] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FRESH else topics
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class WriteShareGroupStateResponse(Message):
     API_KEY: ClassVar[int] = 85
     MIN_VERSION: ClassVar[int] = 0
@@ -70,21 +118,52 @@ class WriteShareGroupStateResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class PartitionResult(Struct):
-        partition: int = 0
-        error_code: int = 0
-        error_message: str | None = None
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition', 'error_code', 'error_message', 'unknown_tags',)
+        partition: int
+        error_code: int
+        error_message: str | None
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition: int = 0,
+            error_code: int = 0,
+            error_message: str | None = None,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition = partition
+            self.error_code = error_code
+            self.error_message = error_message
+            self.unknown_tags = unknown_tags
+
     class WriteStateResult(Struct):
-        topic_id: uuid.UUID = ZERO_UUID
-        partitions: list[WriteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+        topic_id: uuid.UUID
+        partitions: list[WriteShareGroupStateResponse.PartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    results: list[WriteShareGroupStateResponse.WriteStateResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            topic_id: uuid.UUID = ZERO_UUID,
+            partitions: list[WriteShareGroupStateResponse.PartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.topic_id = topic_id
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('results', 'unknown_tags',)
+    results: list[WriteShareGroupStateResponse.WriteStateResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        results: list[WriteShareGroupStateResponse.WriteStateResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.results = [] if results is _FRESH else results
+        self.unknown_tags = unknown_tags
 
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sdk.protocol.message import Message, Struct, Versioned
+from sdk.protocol.message import _FRESH, Message, Struct, Versioned
 from sdk.protocol.primitives import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
@@ -27,7 +26,6 @@ _S_q = struct.Struct(">q")
 _S_qho = struct.Struct(">qh?")
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersRequest(Message):
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 0
@@ -35,26 +33,60 @@ class WriteTxnMarkersRequest(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class WritableTxnMarkerTopic(Struct):
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        name: str
+        partition_indexes: list[int]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partition_indexes: list[int] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+            self.unknown_tags = unknown_tags
+
     class WritableTxnMarker(Struct):
-        producer_id: int = 0
-        producer_epoch: int = 0
-        transaction_result: bool = False
-        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = field(default_factory=list)
-        coordinator_epoch: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'unknown_tags',)
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
+        coordinator_epoch: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            producer_id: int = 0,
+            producer_epoch: int = 0,
+            transaction_result: bool = False,
+            topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = _FRESH,
+            coordinator_epoch: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.transaction_result = transaction_result
+            self.topics = [] if topics is _FRESH else topics
+            self.coordinator_epoch = coordinator_epoch
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('markers', 'unknown_tags',)
+    markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.markers = [] if markers is _FRESH else markers
+        self.unknown_tags = unknown_tags
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersResponse(Message):
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 0
@@ -62,26 +94,65 @@ class WriteTxnMarkersResponse(Message):
     MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class WritableTxnMarkerPartitionResult(Struct):
-        partition_index: int = 0
-        error_code: int = 0
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('partition_index', 'error_code', 'unknown_tags',)
+        partition_index: int
+        error_code: int
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.partition_index = partition_index
+            self.error_code = error_code
+            self.unknown_tags = unknown_tags
+
     class WritableTxnMarkerTopicResult(Struct):
-        name: str = ''
-        partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        name: str
+        partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    @dataclass(slots=True)
+        def __init__(
+            self,
+            name: str = '',
+            partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is _FRESH else partitions
+            self.unknown_tags = unknown_tags
+
     class WritableTxnMarkerResult(Struct):
-        producer_id: int = 0
-        topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = field(default_factory=list)
-        unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        __slots__ = ('producer_id', 'topics', 'unknown_tags',)
+        producer_id: int
+        topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
+        unknown_tags: list[tuple[int, bytes]] | None
 
-    markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = field(default_factory=list)
-    unknown_tags: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+        def __init__(
+            self,
+            producer_id: int = 0,
+            topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = _FRESH,
+            unknown_tags: list[tuple[int, bytes]] | None = None,
+        ) -> None:
+            self.producer_id = producer_id
+            self.topics = [] if topics is _FRESH else topics
+            self.unknown_tags = unknown_tags
+
+    __slots__ = ('markers', 'unknown_tags',)
+    markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
+    unknown_tags: list[tuple[int, bytes]] | None
+
+    def __init__(
+        self,
+        markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = _FRESH,
+        unknown_tags: list[tuple[int, bytes]] | None = None,
+    ) -> None:
+        self.markers = [] if markers is _FRESH else markers
+        self.unknown_tags = unknown_tags
 
 
 

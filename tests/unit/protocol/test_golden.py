@@ -16,7 +16,6 @@ versions above ours and are never filled.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import uuid
 from collections.abc import Iterator
@@ -103,7 +102,7 @@ def kp_class(cls: type[Message]) -> Any:
 
 def our_attr(obj_or_cls: Any, kp_name: str) -> str:
     if kp_name == "authorized_operations":
-        names = {f.name for f in dataclasses.fields(obj_or_cls)}
+        names = set(obj_or_cls.field_names())
         return next(n for n in AUTH_OPS_NAMES if n in names)
     return kp_name
 
@@ -274,7 +273,8 @@ def peer_decodable(msg: Message) -> Message:
     """Both kafka-python stacks read an ApiVersions response with an error as v0 (the broker's
     answer to an unsupported version), so their decoders get error_code 0."""
     if isinstance(msg, ApiVersionsResponse):
-        return dataclasses.replace(msg, error_code=0)
+        return ApiVersionsResponse(**{n: getattr(msg, n) for n in msg.field_names()
+                                      if n != "error_code"})
     return msg
 
 

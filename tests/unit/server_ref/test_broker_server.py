@@ -15,6 +15,7 @@ from broker_kit import Served, WireClient, make_batch
 
 from sdk import errors
 from sdk.protocol.api import ApiKey
+from sdk.protocol.message import Struct
 from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from sdk.protocol.messages.describe_acls import DescribeAclsRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -246,12 +247,12 @@ def _error_codes(message: object) -> list[int]:
         item = stack.pop()
         if isinstance(item, list):
             stack.extend(item)
-        elif hasattr(item, "__dataclass_fields__"):
-            for name in item.__dataclass_fields__:  # type: ignore[attr-defined]
+        elif isinstance(item, Struct):
+            for name in item.field_names():
                 value = getattr(item, name)
                 if name.endswith("error_code"):
                     found.append(value)
-                elif isinstance(value, list) or hasattr(value, "__dataclass_fields__"):
+                elif isinstance(value, (list, Struct)):
                     stack.append(value)
     return found
 
