@@ -14,8 +14,9 @@ module per family: ``topics.py``, ``configs.py``, ``groups.py``, ``offsets.py``,
 ``partitions.py`` (leader elections, replica reassignments).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from sdk.admin.client import AsyncAdminClient
-from sdk.admin.config import AdminConfig
 from sdk.admin.configs import ConfigChanges
 from sdk.admin.results import (
     AlterConfigOp,
@@ -55,6 +56,9 @@ from sdk.admin.results import (
 from sdk.admin.sync import AdminClient
 from sdk.admin.topics import NewPartitions
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from sdk.admin.config import AdminConfig
 
 __all__ = [
     "AdminClient",
@@ -99,3 +103,13 @@ __all__ = [
     "TopicPartition",
     "TopicResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The pydantic settings model loads on first use (a client's constructor builds it), so
+    # importing the clients does not pay for pydantic.
+    if name == "AdminConfig":
+        from sdk.admin.config import AdminConfig
+
+        return AdminConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,6 @@ from typing import Any
 
 from sdk.admin import configs, groups, offsets, topics
 from sdk.admin import partitions as partition_ops  # the name `partitions` is an argument
-from sdk.admin.config import AdminConfig
 from sdk.admin.configs import ConfigChanges
 from sdk.admin.dispatch import Deadline, Dispatcher
 from sdk.admin.results import (
@@ -61,6 +60,8 @@ class AsyncAdminClient:
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        from sdk.admin.config import AdminConfig  # pydantic: loaded on first use
+
         self.config = AdminConfig.from_arguments((config,), kwargs)[0]
         self._client = NetClient(self.config)
         self._dispatcher = Dispatcher(self._client, self.config)

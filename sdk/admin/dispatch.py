@@ -26,9 +26,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sdk.admin.config import AdminConfig
 from sdk.errors import (
     KafkaError,
     KafkaTimeoutError,
@@ -38,6 +37,9 @@ from sdk.errors import (
 )
 from sdk.net import ANY_NODE, Backoff, NetClient, Target
 from sdk.protocol.message import Message
+
+if TYPE_CHECKING:
+    from sdk.admin.config import AdminConfig
 
 __all__ = ["Deadline", "Dispatcher", "default_retry"]
 

@@ -7,6 +7,8 @@ bytes), ``partition_records.py`` (decoding fetched data), ``fetcher.py``, ``offs
 ``consumer.py`` (AsyncConsumer) and ``sync.py`` (Consumer).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from sdk.consumer.assignors import (
     Assignor,
     CooperativeStickyAssignor,
@@ -17,7 +19,6 @@ from sdk.consumer.assignors import (
     RoundRobinAssignor,
     StickyAssignor,
 )
-from sdk.consumer.config import ConsumerConfig
 from sdk.consumer.consumer import AsyncConsumer
 from sdk.consumer.coordinator import ConsumerRebalanceListener
 from sdk.consumer.errors import (
@@ -26,6 +27,9 @@ from sdk.consumer.errors import (
     RecordDeserializationError,
 )
 from sdk.consumer.sync import Consumer
+
+if TYPE_CHECKING:
+    from sdk.consumer.config import ConsumerConfig
 
 __all__ = [
     "Assignor",
@@ -44,3 +48,13 @@ __all__ = [
     "RoundRobinAssignor",
     "StickyAssignor",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The pydantic settings model loads on first use (a client's constructor builds it), so
+    # importing the clients does not pay for pydantic.
+    if name == "ConsumerConfig":
+        from sdk.consumer.config import ConsumerConfig
+
+        return ConsumerConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

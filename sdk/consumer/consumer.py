@@ -23,7 +23,6 @@ import re
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Generic, overload
 
-from sdk.consumer.config import ConsumerConfig
 from sdk.consumer.coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
 from sdk.consumer.errors import NoOffsetForPartitionError
 from sdk.consumer.fetcher import Fetcher
@@ -95,6 +94,8 @@ class AsyncConsumer(Generic[K, V]):
     def __init__(self, *topics: str | Mapping[str, Any],
                  config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         # A mapping among the topics is settings (confluent-kafka's Consumer({...})).
+        from sdk.consumer.config import ConsumerConfig  # pydantic: loaded on first use
+
         self.config, names = ConsumerConfig.from_arguments(
             topics, {**settings, "config": config}, topics=True)
         cfg = self.config

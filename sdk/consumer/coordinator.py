@@ -28,7 +28,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdk.consumer.assignors import (
     Assignor,
@@ -43,7 +43,6 @@ from sdk.consumer.assignors.wire import (
     encode_assignment,
     encode_subscription,
 )
-from sdk.consumer.config import ConsumerConfig
 from sdk.consumer.errors import CommitFailedError
 from sdk.consumer.fetcher import Fetcher
 from sdk.consumer.membership import GroupMembership
@@ -53,6 +52,9 @@ from sdk.errors import IllegalStateError, KafkaError, MalformedDataError
 from sdk.net import NetClient
 from sdk.protocol.messages.join_group import JoinGroupResponse
 from sdk.types import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from sdk.consumer.config import ConsumerConfig
 
 log = logging.getLogger(__name__)
 

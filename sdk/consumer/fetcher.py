@@ -31,9 +31,8 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sdk.consumer.config import ConsumerConfig
 from sdk.consumer.partition_records import PartitionRecords
 from sdk.consumer.subscription import IsolationLevel, OffsetResetStrategy, SubscriptionState
 from sdk.errors import (
@@ -48,6 +47,9 @@ from sdk.net.retry import Backoff
 from sdk.protocol.messages.fetch import FetchRequest, FetchResponse
 from sdk.records import iter_batches
 from sdk.types import ConsumerRecord, TopicPartition
+
+if TYPE_CHECKING:
+    from sdk.consumer.config import ConsumerConfig
 
 log = logging.getLogger(__name__)
 

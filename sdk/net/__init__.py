@@ -17,6 +17,8 @@ Role packages import from here, never from each other. Everything except LoopThr
 one asyncio event loop and is not thread-safe.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from sdk.errors import RequestTimeoutError  # re-exported: it was defined in sdk.net.connection
 from sdk.net.client import (
     ANY_NODE,
@@ -28,11 +30,13 @@ from sdk.net.client import (
     NodeRole,
     Target,
 )
-from sdk.net.config import CommonConfig, NonNegativeInt, PositiveInt, parse_bootstrap_servers
 from sdk.net.connection import BrokerConnection
 from sdk.net.loop_thread import LoopThread
 from sdk.net.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from sdk.net.retry import Backoff, RetryPolicy
+
+if TYPE_CHECKING:
+    from sdk.net.config import CommonConfig, NonNegativeInt, PositiveInt, parse_bootstrap_servers
 
 __all__ = [
     "ANY_NODE",
@@ -57,3 +61,14 @@ __all__ = [
     "TopicInfo",
     "parse_bootstrap_servers",
 ]
+
+_CONFIG_NAMES = ("CommonConfig", "NonNegativeInt", "PositiveInt", "parse_bootstrap_servers")
+
+
+def __getattr__(name: str) -> Any:
+    # sdk.net.config (pydantic) loads on first use: importing the clients does not pay for it.
+    if name in _CONFIG_NAMES:
+        from sdk.net import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -50,7 +50,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
     InvalidMetadataError,
@@ -62,13 +62,15 @@ from sdk.errors import (
     NotControllerError,
     for_code,
 )
-from sdk.net.config import CommonConfig
 from sdk.net.connection import BrokerConnection
 from sdk.net.metadata import BrokerInfo, ClusterMetadata, TopicInfo
 from sdk.net.retry import Backoff, RetryPolicy
 from sdk.protocol.message import Message
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+
+if TYPE_CHECKING:
+    from sdk.net.config import CommonConfig
 
 __all__ = [
     "ANY_NODE",

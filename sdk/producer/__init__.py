@@ -10,9 +10,23 @@ requests, retries), ``idempotence`` (producer id, and when a batch may fail),
 ``partitioner`` (murmur2 / sticky / round-robin).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from sdk.producer.batch import BulkFuture, RecordFuture
-from sdk.producer.config import ProducerConfig
 from sdk.producer.producer import AsyncProducer
 from sdk.producer.sync import Producer
 
+if TYPE_CHECKING:
+    from sdk.producer.config import ProducerConfig
+
 __all__ = ["AsyncProducer", "BulkFuture", "Producer", "ProducerConfig", "RecordFuture"]
+
+
+def __getattr__(name: str) -> Any:
+    # The pydantic settings model loads on first use (a client's constructor builds it), so
+    # importing the clients does not pay for pydantic.
+    if name == "ProducerConfig":
+        from sdk.producer.config import ProducerConfig
+
+        return ProducerConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,7 +51,6 @@ from sdk.producer.accumulator import (
     RecordAccumulator,
 )
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
-from sdk.producer.config import ProducerConfig
 from sdk.producer.idempotence import ProducerIdManager
 from sdk.producer.partitioner import make_partitioner
 from sdk.producer.sender import Sender
@@ -113,6 +112,8 @@ class AsyncProducer(Generic[KS, VS]):
                  **kwargs: Any) -> None: ...
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        from sdk.producer.config import ProducerConfig  # pydantic: loaded on first use
+
         cfg = self.config = ProducerConfig.from_arguments((config,), kwargs)[0]
         self._partitioner = make_partitioner(cfg.partitioner, batch_size=max(cfg.batch_size, 1),
                                              ignore_keys=cfg.partitioner_ignore_keys)

@@ -32,7 +32,7 @@ import bisect
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
     BrokerResponseError,
@@ -48,12 +48,14 @@ from sdk.net.connection import BrokerConnection
 from sdk.net.retry import Backoff
 from sdk.producer.accumulator import PartitionQueue, RecordAccumulator
 from sdk.producer.batch import ProducerBatch
-from sdk.producer.config import ProducerConfig
 from sdk.producer.idempotence import SEQUENCE_MASK, ProducerIdManager, reset_bumps_epoch
 from sdk.producer.staging import Stage
 from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.compression import get_codec
 from sdk.records.header import patch_producer_state
+
+if TYPE_CHECKING:
+    from sdk.producer.config import ProducerConfig
 
 __all__ = ["Sender"]
 

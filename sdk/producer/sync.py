@@ -17,13 +17,15 @@ not block on the producer. No producer logic lives here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from sdk.net.describe import describe_client
 from sdk.net.loop_thread import LoopThread
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
-from sdk.producer.config import ProducerConfig
 from sdk.producer.producer import KS, VS, AsyncProducer, Headers, RawBytes
+
+if TYPE_CHECKING:
+    from sdk.producer.config import ProducerConfig
 
 __all__ = ["Producer"]
 

@@ -14,9 +14,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from crc32c import crc32c
-
-from sdk.records import _varint
+from sdk.records import _varint, header
 from sdk.records.compression import Compression, compress
 from sdk.records.control import ControlType, encode_control_key, encode_marker_value
 from sdk.records.header import (
@@ -542,7 +540,7 @@ class RecordBatchBuilder:
             self._count,
         )
         with memoryview(buf) as view:
-            crc = crc32c(view[ATTRIBUTES_OFFSET:size])
+            crc = header.crc32c(view[ATTRIBUTES_OFFSET:size])
             buf[CRC_OFFSET : CRC_OFFSET + 4] = crc.to_bytes(4, "big")
             self._built = bytes(view[:size])
         return self._built

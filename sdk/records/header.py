@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 import struct
-
-from crc32c import crc32c
+from collections.abc import Callable
+from typing import Any
 
 from sdk.records.errors import CorruptRecordError, MalformedDataError
 
@@ -77,6 +77,20 @@ class TimestampType(enum.IntEnum):
     NO_TIMESTAMP_TYPE = -1  # magic 0 messages carry no timestamp
     CREATE_TIME = 0
     LOG_APPEND_TIME = 1
+
+
+def _load_crc32c(data: Any) -> int:
+    # The crc32c package's import costs ~15 ms (it reads its version with importlib.metadata):
+    # it loads at the first checksum, then `crc32c` is the extension's function itself.
+    global crc32c
+    from crc32c import crc32c as extension
+
+    crc32c = extension
+    return extension(data)
+
+
+crc32c: Callable[[Any], int] = _load_crc32c
+"""CRC-32C (Castagnoli); modules call it as ``header.crc32c`` so they get the loaded one."""
 
 
 def batch_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
