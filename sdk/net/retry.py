@@ -21,11 +21,12 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
-import tenacity
+from typing import TYPE_CHECKING, TypeVar
 
 from sdk.errors import KafkaTimeoutError, is_retriable
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["Backoff", "RetryPolicy"]
 
@@ -89,6 +90,8 @@ class RetryPolicy:
         Retriable errors are retried after a backoff until ``max_attempts`` (the last error is
         then re-raised) or ``timeout_s`` (KafkaTimeoutError chained to the last error).
         """
+        import tenacity  # here: importing the clients does not pay for it (~5 ms)
+
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         last: list[BaseException] = []
 

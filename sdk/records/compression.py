@@ -15,15 +15,36 @@ and zstd use ``cramjam``. What is Kafka-specific is the framing around the raw c
 from __future__ import annotations
 
 import enum
+import importlib
 import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import cramjam
-import lz4.frame as _lz4_frame
+from typing import TYPE_CHECKING, Any
 
 from sdk.records.errors import MalformedDataError, UnsupportedCompressionError
+
+
+class _OnFirstUse:
+    """A module imported at its first attribute access, which then rebinds this module's
+    global to it: a client that never meets a compressed batch never loads the codecs."""
+
+    def __init__(self, global_name: str, module: str) -> None:
+        self._global_name = global_name
+        self._module = module
+
+    def __getattr__(self, attr: str) -> Any:
+        module = importlib.import_module(self._module)
+        globals()[self._global_name] = module
+        return getattr(module, attr)
+
+
+if TYPE_CHECKING:
+    import cramjam
+    import lz4.frame as _lz4_frame
+else:
+    cramjam = _OnFirstUse("cramjam", "cramjam")
+    _lz4_frame = _OnFirstUse("_lz4_frame", "lz4.frame")
 
 # What a compressor reads (collections.abc.Buffer from Python 3.12 on).
 Buffer = bytes | bytearray | memoryview
