@@ -14,51 +14,52 @@ module per family: ``topics.py``, ``configs.py``, ``groups.py``, ``offsets.py``,
 ``partitions.py`` (leader elections, replica reassignments).
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from sdk.admin.client import AsyncAdminClient
-from sdk.admin.configs import ConfigChanges
-from sdk.admin.results import (
-    AlterConfigOp,
-    AlterConfigOpType,
-    BrokerNode,
-    ClusterDescription,
-    CommittedOffset,
-    ConfigEntry,
-    ConfigResource,
-    ConfigResourceResult,
-    ConfigResourceType,
-    ConfigSource,
-    ConfigSynonym,
-    ConfigType,
-    CreateTopicResult,
-    DeletedRecords,
-    ElectionResult,
-    ElectionType,
-    GroupDescription,
-    GroupLag,
-    GroupListing,
-    GroupResult,
-    ItemsFailedError,
-    ListedOffset,
-    MemberDescription,
-    OffsetSpec,
-    PartitionDescription,
-    PartitionLag,
-    PartitionReassignment,
-    ReassignmentResult,
-    ResourceConfig,
-    ResultSet,
-    TopicDescription,
-    TopicListing,
-    TopicResult,
-)
 from sdk.admin.sync import AdminClient
-from sdk.admin.topics import NewPartitions
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
     from sdk.admin.config import AdminConfig
+    from sdk.admin.configs import ConfigChanges
+    from sdk.admin.results import (
+        AlterConfigOp,
+        AlterConfigOpType,
+        BrokerNode,
+        ClusterDescription,
+        CommittedOffset,
+        ConfigEntry,
+        ConfigResource,
+        ConfigResourceResult,
+        ConfigResourceType,
+        ConfigSource,
+        ConfigSynonym,
+        ConfigType,
+        CreateTopicResult,
+        DeletedRecords,
+        ElectionResult,
+        ElectionType,
+        GroupDescription,
+        GroupLag,
+        GroupListing,
+        GroupResult,
+        ItemsFailedError,
+        ListedOffset,
+        MemberDescription,
+        OffsetSpec,
+        PartitionDescription,
+        PartitionLag,
+        PartitionReassignment,
+        ReassignmentResult,
+        ResourceConfig,
+        ResultSet,
+        TopicDescription,
+        TopicListing,
+        TopicResult,
+    )
+    from sdk.admin.topics import NewPartitions
 
 __all__ = [
     "AdminClient",
@@ -105,11 +106,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The pydantic settings model loads on first use (a client's constructor builds it), so
-    # importing the clients does not pay for pydantic.
-    if name == "AdminConfig":
-        from sdk.admin.config import AdminConfig
+# Loaded on first use, so importing the clients pays for neither pydantic (the settings
+# model) nor the result dataclasses: where each public name that is not imported above lives.
+_LAZY = {"AdminConfig": "sdk.admin.config", "ConfigChanges": "sdk.admin.configs",
+         "NewPartitions": "sdk.admin.topics"}
 
-        return AdminConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name, "sdk.admin.results" if name in __all__ else None)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -10,37 +10,39 @@ from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk.admin.client import AsyncAdminClient
-from sdk.admin.configs import ConfigChanges
-from sdk.admin.results import (
-    ClusterDescription,
-    CommittedOffset,
-    ConfigResource,
-    ConfigResourceResult,
-    CreateTopicResult,
-    DeletedRecords,
-    ElectionResult,
-    ElectionType,
-    GroupDescription,
-    GroupLag,
-    GroupListing,
-    GroupResult,
-    ListedOffset,
-    OffsetSpec,
-    PartitionReassignment,
-    ReassignmentResult,
-    ResourceConfig,
-    ResultSet,
-    TopicDescription,
-    TopicListing,
-    TopicResult,
-)
-from sdk.admin.topics import NewPartitions
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from sdk.admin.configs import ConfigChanges
+    from sdk.admin.results import (
+        ClusterDescription,
+        CommittedOffset,
+        ConfigResource,
+        ConfigResourceResult,
+        CreateTopicResult,
+        DeletedRecords,
+        ElectionResult,
+        ElectionType,
+        GroupDescription,
+        GroupLag,
+        GroupListing,
+        GroupResult,
+        ListedOffset,
+        OffsetSpec,
+        PartitionReassignment,
+        ReassignmentResult,
+        ResourceConfig,
+        ResultSet,
+        TopicDescription,
+        TopicListing,
+        TopicResult,
+    )
+    from sdk.admin.topics import NewPartitions
 
 __all__ = ["AdminClient"]
 
