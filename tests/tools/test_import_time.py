@@ -63,3 +63,21 @@ def test_framing_loads_only_the_header_module() -> None:
 def test_request_class_loads_exactly_its_module() -> None:
     loaded = modules_after("from sdk.protocol.api import request_class\nrequest_class(3)")
     assert loaded & API_MODULES == {"sdk.protocol.messages.metadata"}
+
+
+def test_importing_the_clients_defers_what_only_use_needs() -> None:
+    """The client classes load without pydantic (their settings model loads at construction),
+    the codecs and crc32c (at the first batch), tenacity (at the first retried call), the
+    admin results and families (at the first admin call) and unused API modules."""
+    loaded = modules_after("from sdk import Producer, Consumer, AdminClient")
+    deferred = {"pydantic", "tenacity", "crc32c", "importlib.metadata", "sdk.admin.results",
+                "sdk.admin.topics", "sdk.producer.config", "sdk.consumer.config",
+                "sdk.admin.config", "sdk.net.config"}
+    assert not loaded & deferred, sorted(loaded & deferred)
+    assert not {m for m in loaded if m.split(".")[0] in OPTIONAL}, sorted(loaded)
+    admin_apis = {"sdk.protocol.messages.create_topics", "sdk.protocol.messages.describe_configs"}
+    assert not loaded & admin_apis
+
+    constructed = modules_after(
+        "from sdk import AsyncProducer\nAsyncProducer(bootstrap_servers='127.0.0.1:9')")
+    assert {"pydantic", "sdk.producer.config"} <= constructed
