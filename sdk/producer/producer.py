@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
@@ -79,7 +78,6 @@ else:
 
 Headers = Sequence[tuple[str, "bytes | None"]]
 _BULK_CHUNK = 1024  # records appended per lock hold in send_many
-_NO_SIZE = array("i", [-1])
 # Staged bytes (sdk.producer.staging) before a send drains them: about one batch, within
 # these bounds. Uncompressed batches are batch_size (16 KB by default: a 1 MB stage made
 # the sends bursty, 100 B records 25% slower); compressed ones grow to max_request_size,
@@ -341,19 +339,9 @@ class AsyncProducer(Generic[KS, VS]):
         deadline = time.monotonic() + self._max_block_s
         await self._stage.drain_async(deadline)  # staged sends go first
         parts: list[list[Any]] = []
-        value_sizes = array("i")  # RecordMetadata's serialized sizes, -1 for None
-        key_sizes: array[int] | None = None
+        chunks: list[tuple[list[bytes | None], list[bytes | None] | None]] = []
         for ts, keys, values, plain in self._chunks(topic, records, timestamp_ms):
-            if plain:
-                value_sizes.extend(map(len, values))  # type: ignore[arg-type]
-            else:
-                value_sizes.extend(-1 if v is None else len(v) for v in values)
-            if keys is not None:
-                if key_sizes is None:
-                    key_sizes = array("i", _NO_SIZE) * (len(value_sizes) - len(values))
-                key_sizes.extend(-1 if k is None else len(k) for k in keys)
-            elif key_sizes is not None:
-                key_sizes.extend(_NO_SIZE * len(values))
+            chunks.append((values, keys))  # the metadata's sizes, measured when asked for
             i, reserved, first = 0, 0, partition
             while i < len(values):
                 i, need = self._acc.append_many(topic, first, keys, values, i, parts, ts,
@@ -368,7 +356,7 @@ class AsyncProducer(Generic[KS, VS]):
                                                    max(0.0, deadline - time.monotonic()))
                     reserved, first = need.nbytes, need.partition
             await asyncio.sleep(0)  # let the sender drain between chunks
-        return BulkFuture(topic, parts, value_sizes, key_sizes)
+        return BulkFuture(topic, parts, chunks)
 
     def _chunks(self, topic: str, records: Iterable[Any], timestamp_ms: int | None
                 ) -> Iterator[tuple[int, list[bytes | None] | None, list[bytes | None], bool]]:
