@@ -27,12 +27,12 @@ from __future__ import annotations
 import difflib
 import itertools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from sdk.errors import ConfigError
+from sdk.errors import ConfigError, KafkaError
 from sdk.net.config_names import VALUES, Alias, Entry, Ignored, Refused, lookup
 
 __all__ = [
@@ -129,6 +129,13 @@ class CommonConfig(BaseModel):
     """Refresh cluster metadata at least this often, even without errors."""
     security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
     """Only PLAINTEXT for now (TLS and SASL come later)."""
+    on_error: Callable[[KafkaError], object] | None = None
+    """``on_error(exc)``: called with a typed KafkaError when the client meets a problem it
+    keeps retrying in the background (a broker it cannot reach, a topic that does not
+    exist, a partition without a leader), when the WARNING about it is logged: once per
+    condition, again after 30 s while it lasts, and at once after it recovered and came
+    back (:mod:`sdk.net.problems`). Runs on the client's event loop thread; must not block.
+    librdkafka's ``error_cb`` is the same setting."""
 
     # ------------------------------------------------------------------ field rules
 
@@ -142,6 +149,13 @@ class CommonConfig(BaseModel):
         if not isinstance(value, (str, list, tuple)):
             raise ValueError("expected 'host:port,...' or a list of 'host:port' strings")
         return parse_bootstrap_servers(value)
+
+    @field_validator("on_error")
+    @classmethod
+    def _check_callable(cls, value: Any) -> Any:
+        if value is not None and not callable(value):
+            raise ValueError("expected a callable taking the KafkaError")
+        return value
 
     @field_validator("security_protocol", mode="before")
     @classmethod

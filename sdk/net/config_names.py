@@ -174,8 +174,7 @@ NAMES: dict[str, tuple[Entry, ...]] = {
                                     otherwise="refuse"),),
     "plugin.library.paths": (Refused("librdkafka plugins cannot be loaded"),),
     "interceptors": (Refused("librdkafka interceptors cannot be loaded"),),
-    "error_cb": (Refused("errors reach the application as exceptions (sdk.errors); "
-                         + _CALLBACK),),
+    "error_cb": (Alias("on_error", "librdkafka"),),
     "throttle_cb": (Refused("broker throttling is not reported; " + _CALLBACK),),
     "stats_cb": (Refused("there are no statistics; " + _CALLBACK),),
     "log_cb": (Refused("log with Python logging (the 'sdk' logger); " + _CALLBACK),),

@@ -25,7 +25,11 @@ All methods must be called on the event loop that opened the connection.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
+import re
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +46,8 @@ from sdk.protocol.message import Message
 from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from sdk.protocol.versions import our_versions, pick_version, ranges_from_response
 
-__all__ = ["BrokerConnection", "RequestTimeoutError", "SOFTWARE_NAME", "SOFTWARE_VERSION"]
+__all__ = ["BrokerConnection", "RequestTimeoutError", "SOFTWARE_NAME", "SOFTWARE_VERSION",
+           "describe_connect_error"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,34 @@ SOFTWARE_NAME = "kafka-sdk"
 SOFTWARE_VERSION = "0.1.0"
 _HANDSHAKE_VERSION = 3  # first flexible ApiVersions (KIP-511); v0 is the fallback
 _OUR_VERSIONS = our_versions()
+
+
+def describe_connect_error(host: str, port: int, exc: OSError) -> str:
+    """Why a TCP connect failed, in words with the errno's name: ``connection to
+    127.0.0.1:9999 refused (ECONNREFUSED)``, ``cannot resolve host 'kafka' (EAI_NONAME: Name
+    or service not known)``, ``cannot connect to 10.0.0.9:9092: No route to host
+    (EHOSTUNREACH)``."""
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        name = _EAI_NAMES.get(exc.errno or 0, f"EAI {exc.errno}")
+        return f"cannot resolve host {host!r} ({name}: {exc.strerror})"
+    code = exc.errno
+    text = exc.strerror
+    if code is None:
+        # asyncio tried several addresses (localhost: ::1 and 127.0.0.1) and lists every
+        # failure in one message; one errno shared by all is still the cause.
+        codes = set(re.findall(r"\[Errno (\d+)\]", str(exc)))
+        if len(codes) == 1:
+            code = int(codes.pop())
+            text = os.strerror(code)
+    if code == errno.ECONNREFUSED:
+        return f"connection to {address} refused (ECONNREFUSED)"
+    if code is not None:
+        return f"cannot connect to {address}: {text} ({errno.errorcode.get(code, code)})"
+    return f"cannot connect to {address}: {exc}"
+
+
+_EAI_NAMES = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
 
 
 class _Protocol(asyncio.Protocol):
@@ -165,7 +198,7 @@ class BrokerConnection:
             )
         except OSError as exc:
             raise KafkaConnectionError(
-                f"cannot connect to {self.host}:{self.port} (node {self.node_id}): {exc}",
+                f"{describe_connect_error(self.host, self.port, exc)} (node {self.node_id})",
                 cause=exc,
             ) from exc
         assert isinstance(transport, asyncio.Transport)

@@ -173,7 +173,6 @@ def test_one_warning_per_client(caplog: pytest.LogCaptureFixture) -> None:
     ("P", "transactional.id", "tx-1", "transactions are not supported"),
     ("P", "dr_msg_cb", print, "pass on_delivery= to send()"),
     ("P", "on_delivery", print, "pass on_delivery= to send()"),
-    ("P", "error_cb", print, "exceptions"),
     ("P", "partitioner", "consistent_random", "murmur2_random"),
     ("P", "partitioner.class", "com.example.MyPartitioner", "unknown partitioner"),
     ("P", "queuing.strategy", "lifo", "order of send()"),
