@@ -101,7 +101,8 @@ class AsyncConsumer(Generic[K, V]):
         cfg = self.config
         self._subs = SubscriptionState(cfg.auto_offset_reset, cfg.isolation_level)
         self._client = NetClient(cfg, allow_auto_topic_creation=cfg.allow_auto_create_topics)
-        self._group_client: NetClient | None = NetClient(cfg) if cfg.group_id else None
+        self._group_client: NetClient | None = (
+            NetClient(cfg, problems=self._client.problems) if cfg.group_id else None)
         self._fetcher = Fetcher(self._client, self._subs, cfg)
         self._coordinator: ConsumerCoordinator | None = None
         self._initial_topics = names

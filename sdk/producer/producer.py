@@ -35,6 +35,7 @@ metadata or memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -95,7 +96,11 @@ class AsyncProducer(Generic[KS, VS]):
     Type checkers see ``AsyncProducer[KS, VS]``: ``send`` takes keys of type ``KS`` and
     values of type ``VS``, what ``key_serializer`` and ``value_serializer`` take (bytes,
     bytearray or memoryview without one; ``Any`` with a ``config`` mapping or a serializer
-    given by name). None is always allowed: serializers are not called for it."""
+    given by name). None is always allowed: serializers are not called for it.
+
+    Leaving ``async with`` normally delivers what is pending for at most
+    ``request_timeout_ms`` (30 s by default; ``await flush()`` first to wait longer), and
+    on an exception or a cancellation closes at once (see :meth:`exit_close`)."""
 
     @overload
     def __init__(self, config: None = None, /, *,
@@ -158,6 +163,10 @@ class AsyncProducer(Generic[KS, VS]):
         self._sender: Sender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self._close_task: asyncio.Task[None] | None = None
+        self._closing_at_once = False
+        # Leaving `with` normally waits this long for pending records (see exit_close).
+        self.exit_timeout_s = cfg.request_timeout_ms / 1000
 
     # ================================================================== lifecycle
 
@@ -186,8 +195,25 @@ class AsyncProducer(Generic[KS, VS]):
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        await self.exit_close(exc_type, "async with")
+
+    async def exit_close(self, exc_type: type[BaseException] | None, block: str) -> None:
+        """Close on leaving a ``with`` block. Normally: deliver what is pending for up to
+        ``request_timeout_ms`` (30 s), then fail the rest; call ``flush()`` first to wait
+        longer. On an exception (Ctrl-C, a cancellation included): at once, failing what
+        is not acknowledged yet with ProducerClosedError naming the exception."""
+        if exc_type is not None:
+            await self._close(0, f"left the `{block}` block on {exc_type.__name__}")
+            return
+        try:
+            await self._close(self.exit_timeout_s,
+                              f"leaving the `{block}` block waits up to request_timeout_ms "
+                              f"({self.exit_timeout_s:g} s) for pending records; call "
+                              "flush() before leaving to wait longer")
+        except BaseException as exc:  # cancelled or interrupted while waiting: stop now
+            await self._close(0, f"{type(exc).__name__} while leaving the `{block}` block")
+            raise
 
     def _let_sender_catch_up(self) -> None:
         """After a bulk append from another thread: let the sender write it out (see
@@ -518,9 +544,29 @@ class AsyncProducer(Generic[KS, VS]):
         """Stop accepting records, deliver what is pending for up to ``timeout`` seconds
         (None: until each record is acknowledged or its delivery timeout passes), fail the
         rest with ProducerClosedError, and close the connections. Safe to call twice."""
-        if self._closed:
-            return
+        await self._close(timeout, None)
+
+    async def _close(self, timeout: float | None, reason: str | None) -> None:
+        """``close``; ``reason`` goes into the ProducerClosedError of records failed. With
+        a reason and a timeout of 0 it also cuts a close in progress short (Ctrl-C while
+        a close waits for the brokers)."""
+        task = self._close_task
+        if task is not None:
+            if task.done() or reason is None or timeout != 0:
+                return  # closed or closing already
+            if self._closing_at_once:
+                await asyncio.shield(task)
+                return
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
         self._closed = True
+        self._closing_at_once = timeout == 0
+        task = self._close_task = asyncio.get_running_loop().create_task(
+            self._shut_down(timeout, reason), name="kafka-sdk-producer-close")
+        await asyncio.shield(task)
+
+    async def _shut_down(self, timeout: float | None, reason: str | None) -> None:
         self._stage.close()
         try:  # staged records go to batches first (the rest fail when the sender stops)
             await self._stage.drain_async(None if timeout is None
@@ -529,7 +575,7 @@ class AsyncProducer(Generic[KS, VS]):
             log.info("staged records not all appended before close: %s", exc)
         self._acc.close()
         if self._sender is not None:
-            await self._sender.stop(timeout)
+            await self._sender.stop(timeout, reason)
         if self._client is not None:
             await self._client.close()
 

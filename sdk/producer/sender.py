@@ -146,8 +146,9 @@ class Sender:
         if sleeper is not None and not sleeper.done():
             sleeper.set_result(None)
 
-    async def stop(self, timeout_s: float | None) -> None:
-        """Send what is left; after ``timeout_s`` fail the rest (ProducerClosedError)."""
+    async def stop(self, timeout_s: float | None, reason: str | None = None) -> None:
+        """Send what is left; after ``timeout_s`` fail the rest (ProducerClosedError, with
+        ``reason`` in its message)."""
         deadline = time.monotonic() + (timeout_s or 0.0)
         self._stopping = True
         self.wake()
@@ -159,7 +160,15 @@ class Sender:
                 pass  # out of time: what is still unsent is failed below
         if timeout_s is None or time.monotonic() < deadline:
             await self.settle(None if timeout_s is None else deadline - time.monotonic())
-        self.abort(ProducerClosedError("the producer was closed before the record was acknowledged"))
+        detail = f" ({reason})" if reason else ""
+        unsent = sum(b.count for b in self._acc.snapshot_incomplete())
+        if self._stage is not None:
+            unsent += sum(len(r.values) - r.drained for r in list(self._stage.runs.values()))
+        if unsent:
+            log.warning("%s closed with %d record(s) not acknowledged%s",
+                        self._client.config.client_id, unsent, detail)
+        self.abort(ProducerClosedError(
+            f"the producer was closed before the record was acknowledged{detail}"))
         if task is not None and not task.done():
             task.cancel()
             try:

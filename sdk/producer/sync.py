@@ -16,7 +16,7 @@ not block on the producer. No producer logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from sdk.net.describe import describe_client
@@ -32,7 +32,13 @@ __all__ = ["Producer"]
 
 class Producer(Generic[KS, VS]):
     """The blocking producer; settings as for :class:`AsyncProducer`, and typed as it is:
-    ``Producer[KS, VS]`` sends keys of type ``KS`` and values of type ``VS``."""
+    ``Producer[KS, VS]`` sends keys of type ``KS`` and values of type ``VS``.
+
+    Leaving ``with Producer(...) as p:`` normally delivers what is pending for at most
+    ``request_timeout_ms`` (30 s by default), even with every broker down; call
+    ``p.flush()`` inside the block to wait for every acknowledgement. Leaving on an
+    exception or Ctrl-C closes at once. Either way the records not acknowledged then fail
+    with ProducerClosedError saying why."""
 
     @overload
     def __init__(self, config: None = None, /, *,
@@ -97,11 +103,23 @@ class Producer(Generic[KS, VS]):
         return self._thread.run(self._core.partitions_for(topic, timeout))
 
     def close(self, timeout: float | None = None) -> None:
-        """Deliver what is pending for up to ``timeout`` seconds, fail the rest, stop."""
+        """Deliver what is pending for up to ``timeout`` seconds, fail the rest, stop.
+
+        Interrupted (Ctrl-C), it stops at once, failing what is not acknowledged yet."""
+        self._run_close(self._core.close(timeout), "closing")
+
+    def _run_close(self, closing: Coroutine[Any, Any, None], doing: str) -> None:
+        """Run a close of the core, then stop the loop thread."""
         if not self._thread.running:
+            closing.close()
             return
         try:
-            self._thread.run(self._core.close(timeout))
+            self._thread.run(closing)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # KeyboardInterrupt: do not wait any longer
+                self._thread.run(self._core._close(0, f"{type(exc).__name__} while {doing}"),
+                                 timeout=10)
+            raise
         finally:
             self._thread.stop(timeout=5)
 
@@ -116,5 +134,9 @@ class Producer(Generic[KS, VS]):
     def __enter__(self) -> Producer[KS, VS]:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        """Leaving normally waits up to ``request_timeout_ms`` (30 s) for the records still
+        pending, then fails the rest (``flush()`` first to wait longer); leaving on an
+        exception or Ctrl-C closes at once, failing what is not acknowledged yet with
+        ProducerClosedError naming the exception."""
+        self._run_close(self._core.exit_close(exc_type, "with"), "leaving the `with` block")
