@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import threading
 import time
 import uuid
@@ -315,7 +316,11 @@ def test_blocking_iteration_ends_cleanly_on_ctrl_c(broker: Target) -> None:
             if len(got) == 10:
                 break
         assert got == list(range(10))
-        # Ctrl-C while the loop waits for more records: the loop just ends.
+        # Ctrl-C while the loop waits for more records: the loop just ends. A shell that
+        # starts the suite in the background ignores SIGINT, and interrupt_main() then does
+        # nothing; Python's own handler is put back for the duration, as an interactive
+        # process has it.
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         timer = threading.Timer(1.0, _thread.interrupt_main)
         timer.start()
         try:
@@ -323,5 +328,6 @@ def test_blocking_iteration_ends_cleanly_on_ctrl_c(broker: Target) -> None:
                 pytest.fail("no more records were produced")
         finally:
             timer.cancel()
+            signal.signal(signal.SIGINT, previous)
         produce(broker.bootstrap_servers, topic, 1, 1, start=10)
         assert [r.offset for r in poll_until(c, 1)] == [10]  # still usable afterwards
