@@ -18,6 +18,7 @@ from sdk.admin.dispatch import Deadline, Dispatcher
 from sdk.errors import IllegalStateError
 from sdk.net import NetClient
 from sdk.net.describe import describe_client
+from sdk.net.fork import watch
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 __all__ = ["AsyncAdminClient"]
@@ -93,6 +94,7 @@ class AsyncAdminClient:
         self._dispatcher = Dispatcher(self._client, self.config)
         self._started = False
         self._closed = False
+        watch(self)  # unusable in the child of a fork (sdk.net.fork)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sdk.admin.client import AsyncAdminClient
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
+from sdk.net.fork import watch
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class AdminClient:
             self._thread.stop(timeout=5)
             raise
         self.config = self._core.config
+        watch(self)  # unusable in the child of a fork (sdk.net.fork)
 
     @staticmethod
     async def _make(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> AsyncAdminClient:

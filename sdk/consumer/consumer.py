@@ -21,6 +21,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, Generic, overload
 
 from sdk.consumer.coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
@@ -48,6 +49,7 @@ from sdk.errors import (
 )
 from sdk.net import ANY_NODE, NetClient
 from sdk.net.describe import describe_client
+from sdk.net.fork import watch
 from sdk.protocol.messages.metadata import MetadataRequest
 from sdk.types import (
     ConsumerRecord,
@@ -120,6 +122,7 @@ class AsyncConsumer(Generic[K, V]):
         self._timeout_s = cfg.default_api_timeout_ms / 1000
         if names:
             self._subs.subscribe(names)
+        watch(self)  # unusable in the child of a fork (sdk.net.fork)
 
     # ================================================================ lifecycle
 
@@ -476,15 +479,19 @@ class AsyncConsumer(Generic[K, V]):
 
     # ================================================================ consuming
 
-    async def getmany(self, timeout_ms: int = 0,
+    async def getmany(self, timeout: timedelta | None = None, /, *,
+                      timeout_ms: float | None = None,
                       max_records: int | None = None) -> Records[K, V]:
-        """Records by partition: what is ready now, else what arrives within ``timeout_ms``."""
+        """Records by partition: what is ready now, else what arrives within the timeout:
+        ``timeout_ms=`` milliseconds, or a ``datetime.timedelta`` (default: none, do not
+        wait). A bare number is refused (TypeError): seconds or milliseconds?"""
+        timeout_s = poll_timeout_s("getmany", timeout, timeout_ms)
         self._check_open()
         limit = self._limit(max_records)
         if not self._pending:
-            return await self._poll(timeout_ms / 1000, limit)
+            return await self._poll(timeout_s, limit)
         if self._rejoin_first():  # the rebalance drops what revoked partitions left here
-            await self.fill_pending(timeout_ms / 1000, limit)
+            await self.fill_pending(timeout_s, limit)
         return self.take_pending_batch(limit)
 
     async def getone(self) -> ConsumerRecord[K, V]:
@@ -557,6 +564,11 @@ class AsyncConsumer(Generic[K, V]):
 
     async def _poll(self, timeout_s: float, limit: int) -> Records[K, V]:
         assert self._loop is not None and self._wakeup is not None
+        if self._subs.mode is SubscriptionMode.NONE:  # would wait for ever (Java refuses too)
+            raise IllegalStateError(
+                "the consumer is not subscribed to any topics or assigned any partitions: "
+                "call subscribe() or assign() before polling or iterating (or pass topics "
+                "to the constructor)")
         loop = self._loop
         deadline = loop.time() + max(timeout_s, 0.0)
         coordinator = self._coordinator
@@ -667,6 +679,35 @@ class AsyncConsumer(Generic[K, V]):
         self._check_open()
         info = await self._client.wait_for_topic(topic, self._timeout(timeout_ms))
         return set(info.partition_ids)
+
+
+def poll_timeout_s(method: str, timeout: timedelta | None, timeout_ms: float | None) -> float:
+    """The seconds ``poll`` / ``getmany`` wait, from ``timeout_ms=`` or a timedelta.
+
+    A bare number by position is refused: ``poll(1.0)`` is one second in confluent-kafka and
+    one millisecond in kafka-python, so either reading would surprise someone.
+    """
+    if timeout is None:
+        if timeout_ms is None:
+            return 0.0
+        if (not isinstance(timeout_ms, int | float) or isinstance(timeout_ms, bool)
+                or timeout_ms != timeout_ms):
+            raise TypeError(f"{method}(timeout_ms=...) takes milliseconds as a number, not "
+                            f"{timeout_ms!r}")
+        if timeout_ms < 0:
+            raise ValueError(f"{method}(timeout_ms=...) must be >= 0, not {timeout_ms!r}")
+        return timeout_ms / 1000
+    if not isinstance(timeout, timedelta):
+        raise TypeError(
+            f"{method}() takes its timeout as timeout_ms=<milliseconds> or a "
+            f"datetime.timedelta, not a bare {type(timeout).__name__} ({timeout!r}): "
+            f"{method}(1.0) would be 1 second in confluent-kafka but 1 ms in kafka-python. "
+            f"Write {method}(timeout_ms=1000) or {method}(timedelta(seconds=1)) for one second")
+    if timeout_ms is not None:
+        raise TypeError(f"{method}() takes a timedelta or timeout_ms=, not both")
+    if timeout < timedelta(0):
+        raise ValueError(f"{method}() timeout must be >= 0, not {timeout!r}")
+    return timeout.total_seconds()
 
 
 def _all_topics_request(version: int) -> MetadataRequest:

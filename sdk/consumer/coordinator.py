@@ -126,6 +126,7 @@ class ConsumerCoordinator:
         self._commit_tasks: set[asyncio.Task[Any]] = set()
         self._assigned_counts: dict[str, int] = {}  # partition counts the assignment used
         self._default_timeout_s = config.default_api_timeout_ms / 1000
+        self._joined = False  # a join completed once (tells "not yet" from "not any more")
         self.membership = GroupMembership(
             group_client, self,
             group_id=config.group_id,
@@ -220,6 +221,7 @@ class ConsumerCoordinator:
     async def on_join_complete(
         self, generation: int, member_id: str, protocol_name: str, assignment: bytes
     ) -> None:
+        self._joined = True
         try:
             decoded = decode_assignment(assignment)
         except MalformedDataError as exc:
@@ -342,6 +344,8 @@ class ConsumerCoordinator:
         # one means it was lost and given back, and our offsets for it are stale.
         states = {tp: self._subs.state(tp) for tp in wanted if self._subs.is_assigned(tp)}
         while True:
+            if self._subs.uses_group and self.membership.generation < 0:
+                raise self._not_a_member()
             try:
                 await self._commit_once(wanted, max(deadline - self._loop.time(), 0.001))
                 return
@@ -358,6 +362,19 @@ class ConsumerCoordinator:
                 }
                 if not wanted:
                     return
+
+    def _not_a_member(self) -> CommitFailedError:
+        """A group member commits with its generation; without one the broker would refuse
+        it with a misleading ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID (Java refuses it too)."""
+        if not self._joined:
+            return CommitFailedError(
+                f"commit for group {self.group_id!r}: this consumer has not joined the group "
+                "yet (it joins, and gets its partitions, in poll() or iteration); poll first, "
+                "then commit the offsets of the records it returned")
+        return CommitFailedError(
+            f"commit for group {self.group_id!r}: this consumer is not an active member of "
+            "the group now (its membership was lost and it is rejoining); its partitions may "
+            "be another member's, so nothing was committed. poll() to rejoin, then commit")
 
     async def _commit_once(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                            timeout_s: float) -> None:

@@ -1,7 +1,8 @@
 """Consumer: the blocking face. It runs an :class:`AsyncConsumer` on a private event loop
 thread and holds no consumer logic of its own.
 
-* ``poll(timeout_ms, max_records)`` returns ``dict[TopicPartition, list[ConsumerRecord]]``;
+* ``poll(timeout_ms=..., max_records=...)`` returns
+  ``dict[TopicPartition, list[ConsumerRecord]]`` (the timeout by keyword or as a timedelta);
   ``for rec in consumer`` yields records one by one. Ctrl-C during iteration ends the loop
   cleanly (the records not yet yielded are not counted as consumed).
 * Each trip through the loop thread takes a slice of up to ``_SYNC_SLICE`` records; later
@@ -23,13 +24,15 @@ import inspect
 import logging
 import re
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
-from sdk.consumer.consumer import AsyncConsumer, Records
+from sdk.consumer.consumer import AsyncConsumer, Records, poll_timeout_s
 from sdk.consumer.coordinator import CommitCallback, ConsumerRebalanceListener
 from sdk.errors import ConsumerClosedError
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
+from sdk.net.fork import watch
 from sdk.types import (
     ConsumerRecord,
     K,
@@ -111,6 +114,7 @@ class Consumer(Generic[K, V]):
         except BaseException:
             self._thread.stop(timeout=5)
             raise
+        watch(self)  # unusable in the child of a fork (sdk.net.fork)
 
     @property
     def config(self) -> Any:
@@ -135,8 +139,13 @@ class Consumer(Generic[K, V]):
 
     # ------------------------------------------------------------------ consuming
 
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Records[K, V]:
-        """Records by partition: ready ones, else what arrives within ``timeout_ms``."""
+    def poll(self, timeout: timedelta | None = None, /, *, timeout_ms: float | None = None,
+             max_records: int | None = None) -> Records[K, V]:
+        """Records by partition: ready ones, else what arrives within the timeout:
+        ``timeout_ms=`` milliseconds, or a ``datetime.timedelta`` (default: none, do not
+        wait). A bare number is refused with a TypeError, as ``poll(1.0)`` means one second
+        in confluent-kafka but one millisecond in kafka-python."""
+        timeout_s = poll_timeout_s("poll", timeout, timeout_ms)
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
         core = self._core
@@ -146,7 +155,7 @@ class Consumer(Generic[K, V]):
             return batch
         # Take a bigger slice than asked for: the next polls are served from it directly.
         # It does not count as consumed (nor committed) until handed out.
-        self._wait(core.fill_pending(timeout_ms / 1000, max(limit, _SYNC_SLICE)))
+        self._wait(core.fill_pending(timeout_s, max(limit, _SYNC_SLICE)))
         return core.take_pending_batch(limit)
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -315,7 +324,12 @@ class Consumer(Generic[K, V]):
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
                      callback: CommitCallback | None = None) -> concurrent.futures.Future[None]:
         """Commit without waiting. ``callback(offsets, error_or_None)`` runs on the
-        consumer's loop thread: keep it short and do not call blocking methods in it."""
+        consumer's loop thread: keep it short and do not call blocking methods in it.
+        Without a group_id, or closed, it raises at once, as :meth:`commit` does."""
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+        self._core._require_group("commit_async()")
+
         async def start() -> None:
             await self._core.commit_async(offsets, callback)
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 from sdk.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from sdk.net.client import NetClient
 from sdk.net.describe import describe_client
+from sdk.net.fork import watch
 from sdk.producer.accumulator import (
     BATCH_OVERHEAD,
     BufferPool,
@@ -155,10 +156,10 @@ class AsyncProducer(Generic[KS, VS]):
         )
         # The fast paths of send and send_threadsafe: a plain record is staged in one call
         # (see Stage.stager); send_threadsafe falls back to the class's general path.
-        self._stage_send = self._stage.stager(self._raw, None)
+        self._stage_send = self._stage.stager(self._raw, None, "AsyncProducer.send")
         if type(self).send_threadsafe is AsyncProducer.send_threadsafe:  # not overridden
-            self.send_threadsafe = self._stage.stager(  # type: ignore[method-assign]
-                self._raw, AsyncProducer.send_threadsafe.__get__(self))
+            self.send_threadsafe = self._fast_send(  # type: ignore[method-assign]
+                "AsyncProducer.send_threadsafe")
         self._client: NetClient | None = None
         self._sender: Sender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -167,6 +168,12 @@ class AsyncProducer(Generic[KS, VS]):
         self._closing_at_once = False
         # Leaving `with` normally waits this long for pending records (see exit_close).
         self.exit_timeout_s = cfg.request_timeout_ms / 1000
+        watch(self)  # unusable in the child of a fork (sdk.net.fork)
+
+    def _fast_send(self, name: str) -> Callable[..., RecordFuture]:
+        """``send_threadsafe`` as one function named ``name`` (Stage.stager): it stages a
+        plain record itself and calls the general path for any other."""
+        return self._stage.stager(self._raw, AsyncProducer.send_threadsafe.__get__(self), name)
 
     # ================================================================== lifecycle
 
@@ -318,10 +325,14 @@ class AsyncProducer(Generic[KS, VS]):
         partition: int | None = None,
         timestamp_ms: int | None = None,
         on_delivery: DeliveryCallback | None = None,
+        callback: None = None,
     ) -> RecordFuture:
-        """Enqueue a record; returns its future (``await fut`` gives RecordMetadata)."""
+        """Enqueue a record; returns its future (``await fut`` gives RecordMetadata).
+
+        ``on_delivery(error_or_None, metadata)`` runs once the record is acknowledged or
+        failed (there is no ``callback`` argument: passing one raises TypeError)."""
         fut = self._stage_send(topic, value, key, headers, partition, timestamp_ms,
-                               on_delivery)
+                               on_delivery, callback)
         if fut is not None:
             return fut
         steps = self._general_steps(topic, value, key, headers, partition, timestamp_ms,

@@ -31,6 +31,7 @@ Lock order: the stage's lock, then the accumulator's; never the other way round.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from bisect import bisect_left, bisect_right
@@ -53,6 +54,34 @@ _monotonic = time.monotonic
 # Bytes charged per staged record besides its key and value: bounds the record count too.
 _RECORD_COST = 64
 
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` as the public ``send`` it stands for: its name (Python's TypeError for a wrong
+    argument names the function) and a signature without the ``callback`` trap."""
+    fn.__name__ = name.rpartition(".")[2]
+    fn.__qualname__ = name
+    fn.__signature__ = _SEND_SIGNATURE  # type: ignore[attr-defined]
+    return fn
+
+
+def _send_signature() -> inspect.Signature:
+    def send(topic: str, value: Any = None, key: Any = None, headers: Any = None,
+             partition: int | None = None, timestamp_ms: int | None = None,
+             on_delivery: DeliveryCallback | None = None) -> RecordFuture:
+        raise NotImplementedError  # only its signature is used
+
+    return inspect.signature(send)
+
+
+_SEND_SIGNATURE = _send_signature()
+
+
+def _callback_refused(name: str) -> TypeError:
+    return TypeError(
+        f"{name}() got an unexpected keyword argument 'callback': the delivery callback is "
+        "on_delivery=fn (called as fn(error_or_None, RecordMetadata) once the record is "
+        "acknowledged or failed), or add_done_callback on the returned future")
 
 
 class StagedRun:
@@ -276,9 +305,11 @@ class Stage:
         (drain, then put again), closed, or the topic's metadata is not known."""
         return self._put(topic, value, key, None, None, None, on_delivery)
 
-    def stager(self, raw: bool, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+    def stager(self, raw: bool, otherwise: Callable[..., Any] | None,
+               name: str = "send") -> Callable[..., Any]:
         """The per-record hot path of ``send``, as a function with ``send``'s arguments
-        ``(topic, value, key, headers, partition, timestamp_ms, on_delivery)``.
+        ``(topic, value, key, headers, partition, timestamp_ms, on_delivery)``, named
+        ``name`` (what Python's own TypeError for a wrong argument shows).
 
         It stages a plain record (bytes value, bytes or no key, nothing else; with ``raw``
         False, none at all, as serializers must run first) and returns its future; any
@@ -287,7 +318,25 @@ class Stage:
 
         A closure rather than a method: the producer faces bind it directly, so a plain
         send is one Python call with the stage's state in cells. Every line here costs.
+        ``callback`` is not a parameter of ``send``: it is there so that confluent-kafka's
+        ``callback=`` is refused with a TypeError naming ``on_delivery`` (checked off the
+        fast path; testing it costs what deciding ``raw`` per call cost before).
         """
+        if not raw:
+            def general_send(topic: str, value: Any = None, key: Any = None,
+                             headers: Any = None, partition: int | None = None,
+                             timestamp_ms: int | None = None,
+                             on_delivery: DeliveryCallback | None = None,
+                             callback: Any = None) -> Any:
+                if callback is not None:
+                    raise _callback_refused(name)
+                if otherwise is None:
+                    return None
+                return otherwise(topic, value, key, headers, partition, timestamp_ms,
+                                 on_delivery)
+
+            return _named(general_send, name)
+
         lock = self.lock
         runs = self.runs
         value_limit = self._value_limit
@@ -298,9 +347,11 @@ class Stage:
         def stage_send(topic: str, value: Any = None, key: Any = None,
                        headers: Any = None, partition: int | None = None,
                        timestamp_ms: int | None = None,
-                       on_delivery: DeliveryCallback | None = None) -> Any:
-            if (raw and type(value) is bytes and headers is None and partition is None
-                    and timestamp_ms is None and (key is None or type(key) is bytes)):
+                       on_delivery: DeliveryCallback | None = None,
+                       callback: Any = None) -> Any:
+            if (type(value) is bytes and headers is None and partition is None
+                    and timestamp_ms is None and callback is None
+                    and (key is None or type(key) is bytes)):
                 size = len(value) if key is None else len(value) + len(key)
                 if size > value_limit:
                     raise too_large(size + RECORD_OVERHEAD_BOUND)
@@ -327,11 +378,13 @@ class Stage:
                         return future
                 finally:
                     lock.release()
+            if callback is not None:
+                raise _callback_refused(name)
             if otherwise is None:
                 return None
             return otherwise(topic, value, key, headers, partition, timestamp_ms, on_delivery)
 
-        return stage_send
+        return _named(stage_send, name)
 
     def _open_run(self, topic: str) -> StagedRun | None:
         """A run for ``topic``'s first staged record (under the lock); None when the stage

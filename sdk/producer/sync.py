@@ -20,6 +20,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from sdk.net.describe import describe_client
+from sdk.net.fork import watch
 from sdk.net.loop_thread import LoopThread
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
 from sdk.producer.producer import KS, VS, AsyncProducer, Headers, RawBytes
@@ -59,12 +60,15 @@ class Producer(Generic[KS, VS]):
         # is then a single Python call. The method below documents it (and a subclass
         # that overrides it keeps its own).
         if type(self).send is Producer.send:
-            self.send = self._core.send_threadsafe  # type: ignore[method-assign]
+            fast = self._core._fast_send("Producer.send")
+            fast.__doc__ = Producer.send.__doc__
+            self.send = fast  # type: ignore[method-assign]
         try:
             self._thread.run(self._core.start(), timeout=30)
         except BaseException:
             self._thread.stop(timeout=5)
             raise
+        watch(self)  # unusable in the child of a fork (sdk.net.fork)
 
     @property
     def config(self) -> ProducerConfig:
@@ -81,7 +85,11 @@ class Producer(Generic[KS, VS]):
         timestamp_ms: int | None = None,
         on_delivery: DeliveryCallback | None = None,
     ) -> RecordFuture:
-        """Enqueue a record; returns its future (``.result(timeout)`` -> RecordMetadata)."""
+        """Enqueue a record; returns its future (``.result(timeout)`` -> RecordMetadata).
+
+        ``on_delivery(error_or_None, metadata)`` runs on the producer's loop thread once
+        the record is acknowledged or failed (confluent-kafka's ``callback=`` is refused
+        with a TypeError naming it)."""
         return self._core.send_threadsafe(topic, value, key, headers, partition, timestamp_ms,
                                           on_delivery)
 

@@ -313,7 +313,7 @@ def test_commit_inside_the_revoke_listener(broker: Target) -> None:
         consumer.subscribe([topic], listener=CommitOnRevoke())
         got: list[tuple[int, int]] = []
         wait_until(lambda: got.extend((tp.partition, r.offset)
-                                      for tp, rs in consumer.poll(100, max_records=20).items()
+                                      for tp, rs in consumer.poll(timeout_ms=100, max_records=20).items()
                                       for r in rs) or len(got) >= 40,
                    what="the first member consuming")
         second = Member("second", broker.bootstrap_servers, topic, group)

@@ -67,7 +67,7 @@ def blocking(servers: str) -> None:
             reveal_type(rec.value)  # R4
             handle(rec)
             break
-        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = c.poll(100)
+        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = c.poll(timeout_ms=100)
         print(len(batches))
     with Consumer("t", bootstrap_servers=servers, value_deserializer=text,
                   key_deserializer=number) as s:
@@ -78,7 +78,7 @@ def blocking(servers: str) -> None:
             if r.value is not None:
                 print(r.value.upper())
             break
-        for tp, recs in s.poll(100).items():
+        for tp, recs in s.poll(timeout_ms=100).items():
             reveal_type(recs)  # R8
     only_values = Consumer("t", bootstrap_servers=servers, value_deserializer=text)
     reveal_type(only_values)  # R9
