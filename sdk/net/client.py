@@ -318,6 +318,10 @@ class NetClient:
                 await self.refresh_metadata(
                     timeout_s=max(0.001, min(deadline - time.monotonic(), self._request_timeout_s))
                 )
+            except KafkaTimeoutError as exc:
+                # The wait's own deadline cut this refresh short: the cause seen before
+                # (a refused connection, a missing topic) says more than that.
+                last_problem = last_problem or exc
             except KafkaError as exc:
                 last_problem = exc
 
