@@ -14,6 +14,8 @@ reassignments), ``produce.py``, ``consume.py``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -42,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 for --help
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     out = Output(args.json)
+    _route_warnings(args.command, out)
     try:
         return _run(args, out)
     except CliError as exc:
@@ -59,6 +62,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
+
+
+class _CliWarnings(logging.Handler):
+    """The SDK's warnings as ``kafka-sdk: warning: ...`` lines on stderr. For a one-shot
+    command, what the client reports while it cannot reach the cluster is left out: the
+    command fails with that cause as its one error line. ``produce`` and ``consume`` run
+    on, so there the warnings are the only sign of a wrong address or topic."""
+
+    def __init__(self, out: Output, long_running: bool) -> None:
+        super().__init__(logging.WARNING)
+        self._out = out
+        self._long_running = long_running
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == "sdk.net.problems" and not self._long_running:
+            return
+        with contextlib.suppress(Exception):
+            self._out.err.write(f"{PROG}: warning: {record.getMessage()}\n")
+
+
+def _route_warnings(command: str, out: Output) -> None:
+    sdk_log = logging.getLogger("sdk")
+    if not any(isinstance(h, _CliWarnings) for h in sdk_log.handlers):
+        sdk_log.addHandler(_CliWarnings(out, command in ("produce", "consume")))
+        sdk_log.propagate = False  # not also through Python's last-resort handler
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
