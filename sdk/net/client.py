@@ -340,10 +340,14 @@ class NetClient:
             del self._missing_topics[topic]  # forgotten: wait for it again
             return
         if now - answered >= self.config.retry_backoff_ms / 1000:
+            timeout = max(0.001, min(deadline - now, self._request_timeout_s))
             try:  # _check_topics renews the memory if the topic is still missing
-                await self.refresh_metadata(
-                    timeout_s=max(0.001, min(deadline - now, self._request_timeout_s)))
-            except KafkaError:
+                running = self._refresh_task
+                if running is not None and not running.done():
+                    # Its request may predate the topic's creation: ask after it.
+                    await asyncio.wait_for(asyncio.shield(running), timeout)
+                await self.refresh_metadata(timeout_s=timeout)
+            except (KafkaError, TimeoutError):
                 return  # no answer now: wait as usual
             info = self.metadata.topic(topic)
             if info is None or info.error_code != _UNKNOWN_TOPIC:

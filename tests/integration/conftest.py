@@ -178,11 +178,17 @@ def consume_all(bootstrap_servers: str, topic: str, count: int, timeout_s: float
         "topic.metadata.refresh.interval.ms": 1000,
     })
     try:
-        md = consumer.list_topics(topic, timeout=10)
-        parts = sorted(md.topics[topic].partitions)
+        deadline = time.monotonic() + timeout_s
+        # Apache Kafka's brokers may not know a topic created a moment ago (KRaft metadata
+        # reaches them shortly after CreateTopics returns): ask until it has partitions.
+        while True:
+            md = consumer.list_topics(topic, timeout=10)
+            parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
+            if parts or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         consumer.assign([TopicPartition(topic, p, 0) for p in parts])
         out: list[Any] = []
-        deadline = time.monotonic() + timeout_s
         while len(out) < count and time.monotonic() < deadline:
             for msg in consumer.consume(1000, timeout=0.2):
                 if msg.error():
