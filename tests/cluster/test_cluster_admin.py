@@ -24,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +41,8 @@ from sdk.errors import (
     PreferredLeaderNotAvailableError,
 )
 from tools.apache_kafka import ApacheKafkaCluster
+
+from .conftest import wait_for as poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -78,18 +79,7 @@ def admin(admin_cluster: ApacheKafkaCluster) -> Iterator[AdminClient]:
 
 def wait_for(condition: Callable[[], T], what: str, timeout_s: float = DEADLINE_S) -> T:
     """Poll ``condition`` until it returns something true; its errors mean "not yet"."""
-    deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
-    while True:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception as exc:  # a cluster in failover answers with errors
-            last = exc
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not reached after {timeout_s} s (last error: {last!r})")
-        time.sleep(0.25)
+    return poll_until(condition, timeout_s, what, interval_s=0.25)
 
 
 def heal(cluster: ApacheKafkaCluster, admin: AdminClient) -> None:
