@@ -249,7 +249,9 @@ def test_reassignment_and_cancel(admin_cluster: ApacheKafkaCluster, admin: Admin
     listed = admin.list_partition_reassignments()
     assert listed[tp] == PartitionReassignment(tp, (2, 3, 1), adding=(3,), removing=(1,))
     assert admin.list_partition_reassignments([tp]) == {tp: listed[tp]}
-    assert partition(admin, name).replicas == (2, 3, 1)  # target first, then the leaving
+    # Target first, then the leaving. Metadata answers come from a broker, which learns of
+    # the change from the metadata log a moment after the controller answered.
+    wait_for(lambda: partition(admin, name).replicas == (2, 3, 1), "replicas (2, 3, 1) listed")
     doc = cli_json(admin_cluster, "partitions", "reassignments", "--topic", name)
     assert doc == [{"topic": name, "partition": 0, "replicas": [2, 3, 1], "adding": [3],
                     "removing": [1]}]
@@ -258,8 +260,8 @@ def test_reassignment_and_cancel(admin_cluster: ApacheKafkaCluster, admin: Admin
     assert cancelled[tp].error is None
     assert admin.list_partition_reassignments() == {}
     # Kafka reverts to the old replica set, in the order of the reassigning list.
-    reverted = partition(admin, name)
-    assert set(reverted.replicas) == {1, 2} and set(reverted.isr) == {1, 2}
+    wait_for(lambda: (set(partition(admin, name).replicas) == {1, 2}
+                      and set(partition(admin, name).isr) == {1, 2}), "the old replicas back")
     again = admin.alter_partition_reassignments({tp: None})
     assert isinstance(again[tp].error, NoReassignmentInProgressError)
     refused = admin.alter_partition_reassignments({tp: [2, 99]})
