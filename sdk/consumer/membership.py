@@ -183,12 +183,17 @@ class GroupMembership:
         if not self.rejoin_needed:
             self._changed.clear()
             return True
-        if self._join_task is None:
+        task = self._join_task
+        if task is None:
             self._changed.clear()
-            self._join_task = self._loop.create_task(self._join_loop(), name="kafka-sdk-join")
-        done, _ = await asyncio.wait({self._join_task}, timeout=max(timeout_s, 0))
+            task = self._join_task = self._loop.create_task(self._join_loop(),
+                                                            name="kafka-sdk-join")
+        done, _ = await asyncio.wait({task}, timeout=max(timeout_s, 0))
         if done:
-            task, self._join_task = self._join_task, None
+            # Several callers may wait for the same join (a poll and a commit waiting for a
+            # rebalance): each looks at the task it waited for; the first one forgets it.
+            if self._join_task is task:
+                self._join_task = None
             if not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
         return not self.rejoin_needed
