@@ -13,7 +13,9 @@ Rebalance protocols (chosen from the assignors, as Java does):
 * cooperative: keep the partitions while rejoining; after syncing, revoke only those that
   are no longer ours (``on_partitions_revoked`` with just them), add the new ones
   (``on_partitions_assigned`` with just them), and if anything was revoked rejoin at once so
-  the leader can give those partitions to their new owner.
+  the leader can give those partitions to their new owner. Offsets that unfinished
+  ``commit()`` calls hold for revoked partitions are committed first (the member still owns
+  them in this generation), so a commit that waited for the rebalance loses nothing.
 
 When membership was lost (session expired, fenced generation) the partitions are already
 someone else's: ``on_partitions_lost`` is called instead, and nothing is committed.
@@ -28,6 +30,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sdk.consumer.assignors import (
@@ -124,6 +127,7 @@ class ConsumerCoordinator:
         self._auto_commit_s = config.auto_commit_interval_ms / 1000
         self._next_auto_commit = self._loop.time() + self._auto_commit_s
         self._commit_tasks: set[asyncio.Task[Any]] = set()
+        self._open_commits: list[_OpenCommit] = []  # commit() calls not finished yet
         self._assigned_counts: dict[str, int] = {}  # partition counts the assignment used
         self._default_timeout_s = config.default_api_timeout_ms / 1000
         self._joined = False  # a join completed once (tells "not yet" from "not any more")
@@ -247,6 +251,7 @@ class ConsumerCoordinator:
         else:
             revoked, added = owned - assigned, assigned - owned
             if revoked:
+                await self._hand_over_open_commits(revoked)
                 if self._config.enable_auto_commit:
                     # The application may have consumed more of them during the rebalance.
                     consumed = self.consumed_offsets()
@@ -331,9 +336,11 @@ class ConsumerCoordinator:
 
         A cooperative member that keeps consuming while its group rebalances may hit
         REBALANCE_IN_PROGRESS (or ILLEGAL_GENERATION): then the commit waits for the
-        rebalance to settle and commits again what this member kept all along (revoked
-        partitions were committed, with auto-commit, or handed to the revoke listener, when
-        they were revoked).
+        rebalance to settle and commits again what this member kept all along. The offsets
+        of partitions the rebalance revokes are committed when they are revoked, before
+        their new owner can read the committed offsets; should that fail, the commit raises
+        CommitFailedError naming them (after committing the rest): returning normally would
+        say they are committed while their new owner reads them again.
         """
         wanted = dict(self.consumed_offsets() if offsets is None else offsets)
         if not wanted:
@@ -343,25 +350,63 @@ class ConsumerCoordinator:
         # A partition's state object survives a cooperative rebalance that keeps it; a new
         # one means it was lost and given back, and our offsets for it are stale.
         states = {tp: self._subs.state(tp) for tp in wanted if self._subs.is_assigned(tp)}
-        while True:
-            if self._subs.uses_group and self.membership.generation < 0:
-                raise self._not_a_member()
-            try:
-                await self._commit_once(wanted, max(deadline - self._loop.time(), 0.001))
-                return
-            except CommitFailedError as exc:
-                if not self._may_wait_for_rebalance(exc) or self._loop.time() >= deadline:
-                    raise
-                log.info("group %s: commit met a rebalance; committing again once it "
-                         "settles", self.group_id)
-                await self.membership.ensure_active_group(
-                    max(deadline - self._loop.time(), 0.0))
-                wanted = {
-                    tp: om for tp, om in wanted.items()
-                    if self._subs.is_assigned(tp) and self._subs.state(tp) is states.get(tp)
-                }
-                if not wanted:
-                    return
+        given_away: dict[TopicPartition, OffsetAndMetadata] = {}  # revoked, not committed
+        cause: BaseException | None = None
+        # While it runs, a rebalance that revokes some of its partitions commits their
+        # offsets before giving them away (see _hand_over_open_commits).
+        pending = _OpenCommit(wanted)
+        self._open_commits.append(pending)
+        try:
+            while True:
+                if self._subs.uses_group and self.membership.generation < 0:
+                    raise self._not_a_member()
+                try:
+                    await self._commit_once(wanted, max(deadline - self._loop.time(), 0.001))
+                    break
+                except CommitFailedError as exc:
+                    if not self._may_wait_for_rebalance(exc) or self._loop.time() >= deadline:
+                        raise
+                    log.info("group %s: commit met a rebalance; committing again once it "
+                             "settles", self.group_id)
+                    await self.membership.ensure_active_group(
+                        max(deadline - self._loop.time(), 0.0))
+                    kept = {
+                        tp: om for tp, om in wanted.items()
+                        if self._subs.is_assigned(tp) and self._subs.state(tp) is states.get(tp)
+                    }
+                    given_away.update((tp, om) for tp, om in wanted.items()
+                                      if tp not in kept and tp not in pending.handed_over)
+                    cause, wanted = exc.__cause__, kept
+                    if not wanted:
+                        break
+        finally:
+            self._open_commits.remove(pending)
+        if given_away:
+            raise CommitFailedError(
+                f"commit for group {self.group_id!r}: {_offsets(given_away)} not committed: "
+                "the group rebalanced while the commit waited and took "
+                f"{'it' if len(given_away) == 1 else 'them'} from this member without "
+                "committing (see the warning logged then), so the new owner reads from the "
+                "offset committed before"
+                + (f"; committed: {_offsets(wanted)}" if wanted else ""), cause=cause)
+
+    async def _hand_over_open_commits(self, revoked: set[TopicPartition]) -> None:
+        """Cooperative revocation: commit what unfinished commit() calls hold for the revoked
+        partitions. The member still owns them in this generation, and their new owner gets
+        them only in the next one, so it reads these offsets; a commit() waiting for the
+        rebalance could not commit them any more once they are gone."""
+        holding = [c for c in self._open_commits if not revoked.isdisjoint(c.offsets)]
+        offsets = {tp: om for c in holding for tp, om in c.offsets.items() if tp in revoked}
+        if not offsets:
+            return
+        try:
+            await self._commit_once(offsets, self._config.request_timeout_ms / 1000)
+        except KafkaError as exc:  # the waiting commit() reports them as not committed
+            log.warning("group %s: committing %s before revoking them failed: %s",
+                        self.group_id, _offsets(offsets), exc)
+            return
+        for c in holding:  # a later call's offset supersedes an earlier one's
+            c.handed_over.update(tp for tp in c.offsets if tp in offsets)
 
     def _not_a_member(self) -> CommitFailedError:
         """A group member commits with its generation; without one the broker would refuse
@@ -437,7 +482,16 @@ class ConsumerCoordinator:
         self._next_auto_commit = now + self._auto_commit_s
         offsets = self.consumed_offsets()
         if offsets:
-            self.commit_async(offsets)
+            self.commit_async(offsets, self._auto_commit_done)
+
+    def _auto_commit_done(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                          error: BaseException | None) -> None:
+        if isinstance(error, CommitFailedError):
+            # A rebalance: partitions revoked meanwhile were committed when they were
+            # revoked, the rest are committed again at the next interval.
+            log.info("group %s: auto-commit: %s", self.group_id, error)
+        elif error is not None:
+            log.warning("group %s: auto-commit failed: %s", self.group_id, error)
 
     def _can_commit(self) -> bool:
         # A group member commits only while stable; a manually assigned consumer always can.
@@ -486,6 +540,18 @@ class ConsumerCoordinator:
 
 def _names(partitions: set[TopicPartition]) -> str:
     return ", ".join(str(tp) for tp in sorted(partitions))
+
+
+@dataclass(eq=False)
+class _OpenCommit:
+    """The offsets of one unfinished commit() call, and those a revocation committed."""
+
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    handed_over: set[TopicPartition] = field(default_factory=set)
+
+
+def _offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> str:
+    return ", ".join(f"{tp} at {offsets[tp].offset}" for tp in sorted(offsets))
 
 
 __all__ = ["CommitCallback", "ConsumerCoordinator", "ConsumerRebalanceListener", "call_listener"]
