@@ -168,6 +168,10 @@ async def test_a_wait_for_a_missing_topic_is_remembered(embedded_broker: Any) ->
         assert "not waiting for it again" in str(again.value)
         async with AsyncAdminClient(bootstrap_servers=embedded_broker.bootstrap_servers) as admin:
             await admin.create_topics([NewTopic(topic, 1, 1)])
+        # The remembered answer stands for retry_backoff_ms (10 ms here) after the last
+        # metadata answer, which a background refresh may have renewed just before the
+        # creation; past that, the next wait asks again and sees the topic.
+        await asyncio.sleep(0.05)
         info = await client.wait_for_topic(topic, timeout_s=30)
         assert info.partition_ids == (0,)
     finally:
