@@ -44,12 +44,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
@@ -67,6 +65,15 @@ from sdk.net.connection import BrokerConnection
 from sdk.net.metadata import BrokerInfo, ClusterMetadata, TopicInfo
 from sdk.net.problems import ProblemReporter
 from sdk.net.retry import Backoff, RetryPolicy
+from sdk.net.targets import (
+    ANY_NODE,
+    CONTROLLER,
+    Coordinator,
+    CoordinatorType,
+    LeaderOf,
+    NodeRole,
+    Target,
+)
 from sdk.protocol.message import Message
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -107,37 +114,6 @@ _PROBLEM_GRACE_S = 5.0
 _MISSING_TOPIC_MEMORY_S = 10.0
 
 
-class NodeRole(enum.Enum):
-    ANY = "any"  # the least loaded reachable node
-    CONTROLLER = "controller"
-
-
-ANY_NODE = NodeRole.ANY
-CONTROLLER = NodeRole.CONTROLLER
-
-
-class CoordinatorType(enum.IntEnum):
-    GROUP = 0
-    TRANSACTION = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Coordinator:
-    """Route to the coordinator of a consumer group (or transactional id)."""
-
-    key: str
-    key_type: CoordinatorType = CoordinatorType.GROUP
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderOf:
-    """Route to the current leader of a partition."""
-
-    topic: str
-    partition: int
-
-
-Target = int | NodeRole | Coordinator | LeaderOf
 
 
 class NetClient:
