@@ -24,6 +24,7 @@ Differences that remain, asserted where they occur:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +146,21 @@ def same(sides: tuple[Side, Side], step: Any) -> Any:
     return kafka
 
 
+def settled_same(sides: tuple[Side, Side], view: Any, timeout: float = 15.0) -> Any:
+    """Compare a read-back once Kafka's side has settled: its brokers apply a config
+    change when the record reaches them through the metadata log, a little after
+    the alter call returns, while ours applies it before answering."""
+    kafka_side, ours_side = sides
+    ours = view(ours_side)
+    deadline = time.monotonic() + timeout
+    kafka = view(kafka_side)
+    while kafka != ours and time.monotonic() < deadline:
+        time.sleep(0.2)
+        kafka = view(kafka_side)
+    assert ours == kafka
+    return kafka
+
+
 # ---------------------------------------------------------------------------- broker
 
 
@@ -231,7 +247,7 @@ def test_broker_updates_are_accepted_and_refused_as_kafka_does(
                     [(x.name, x.value, x.source) for x in described[k].synonyms])
                 for k in keys if k in described}
 
-    after = same(sides, view)
+    after = settled_same(sides, view)
     assert after["sasl.kerberos.min.time.before.relogin"][:2] == ("70000", 2)
     assert after["log.retention.ms"][:2] == ("1000000", 3)
     assert after["custom.default.of.mine"][:4] == (None, 3, True, True)  # shown as secret
@@ -253,13 +269,13 @@ def test_broker_updates_are_accepted_and_refused_as_kafka_does(
     # Removing a per-broker value falls back to the cluster default, then the default.
     same(sides, lambda s: s.incremental(BROKER, s.node, [("log.cleanup.policy", DELETE, None)]))
     same(sides, lambda s: s.incremental(BROKER, "", [("log.retention.ms", DELETE, None)]))
-    back = same(sides, view)
+    back = settled_same(sides, view)
     assert back["log.retention.ms"][:2] == (None, 5)
     assert back["log.cleanup.policy"][:2] == ("delete", 5)
 
     # The legacy AlterConfigs replaces the whole per-broker set.
     same(sides, lambda s: s.legacy(BROKER, s.node, {"num.replica.fetchers": "2"}))
-    replaced = same(sides, view)
+    replaced = settled_same(sides, view)
     assert replaced["sasl.kerberos.min.time.before.relogin"][:2] == ("60000", 5)
     assert same(sides, lambda s: s.legacy(BROKER, s.node, {"num.partitions": "3"}))[0] == 42
     kafka_legacy, ours_legacy = both(sides, lambda s: s.legacy(BROKER, "", {
@@ -299,14 +315,14 @@ def test_topic_updates_match_kafka(sides: tuple[Side, Side]) -> None:
                     [(x.name, x.value, x.source) for x in c.synonyms])
                 for k, c in described.items()}
 
-    assert same(sides, view) == {
+    assert settled_same(sides, view) == {
         # (no broker synonym: log.retention.ms is unset and its own default is null)
         "retention.ms": ("12345", 1, False, [("retention.ms", "12345", 1)]),
         "cleanup.policy": ("delete,compact", 1, False, [
             ("cleanup.policy", "delete,compact", 1), ("log.cleanup.policy", "delete", 5)])}
     # The legacy AlterConfigs replaces every override of the topic.
     same(sides, lambda s: s.legacy(TOPIC, s.topic, {"retention.ms": "777"}))
-    assert same(sides, view)["cleanup.policy"][:2] == ("delete", 5)
+    assert settled_same(sides, view)["cleanup.policy"][:2] == ("delete", 5)
     assert same(sides, lambda s: s.legacy(TOPIC, s.topic, {"nope.x": "1"})) == (
         40, "Unknown topic config name: nope.x")
     # A missing topic: the same code (messages differ in wording).
