@@ -29,6 +29,10 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str  # "host:port" of the client, for logs
+    # Who is asking (Kafka's principal form, "User:NAME"; "User:ANONYMOUS" before or
+    # without authentication) and on which listener: what the authorizer checks.
+    principal: str = "User:ANONYMOUS"
+    listener: str = "PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)
