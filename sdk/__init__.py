@@ -23,6 +23,16 @@ _EXPORTS: dict[str, str] = {
     "AlterConfigOp": "sdk.admin",
     "NewPartitions": "sdk.admin",
     "ElectionType": "sdk.admin",
+    "AclBinding": "sdk.admin",
+    "AclBindingFilter": "sdk.admin",
+    "AclOperation": "sdk.admin",
+    "AclPermissionType": "sdk.admin",
+    "PatternType": "sdk.admin",
+    "ResourcePattern": "sdk.admin",
+    "ResourceType": "sdk.admin",
+    "ScramMechanism": "sdk.admin",
+    "UserScramCredentialDeletion": "sdk.admin",
+    "UserScramCredentialUpsertion": "sdk.admin",
     "TopicPartition": "sdk.types",
     "RecordMetadata": "sdk.types",
     "ConsumerRecord": "sdk.types",
@@ -33,6 +43,16 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "PatternType",
+    "ResourcePattern",
+    "ResourceType",
+    "ScramMechanism",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
     "AdminClient",
     "AlterConfigOp",
     "ConfigResource",
@@ -57,6 +77,10 @@ __all__ = [
 if TYPE_CHECKING:
     from sdk import errors
     from sdk.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
         AdminClient,
         AlterConfigOp,
         AsyncAdminClient,
@@ -64,6 +88,12 @@ if TYPE_CHECKING:
         ElectionType,
         NewPartitions,
         OffsetSpec,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
     )
     from sdk.consumer import AsyncConsumer, Consumer
     from sdk.producer import AsyncProducer, Producer

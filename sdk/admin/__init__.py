@@ -11,7 +11,8 @@ replicas, the cluster.
 Modules: ``client.py`` (AsyncAdminClient), ``sync.py`` (AdminClient), ``results.py`` (typed
 results with an error per item), ``dispatch.py`` (routing and per-item retries), and one
 module per family: ``topics.py``, ``configs.py``, ``groups.py``, ``offsets.py``,
-``partitions.py`` (leader elections, replica reassignments).
+``partitions.py`` (leader elections, replica reassignments), ``acls.py`` (ACLs and SCRAM
+users, types in ``acl_types.py``).
 """
 
 import importlib
@@ -22,6 +23,23 @@ from sdk.admin.sync import AdminClient
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
+    from sdk.admin.acl_types import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AclResult,
+        DeletedAcls,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentials,
+        UserScramCredentialUpsertion,
+        UserScramResult,
+    )
     from sdk.admin.config import AdminConfig
     from sdk.admin.configs import ConfigChanges
     from sdk.admin.results import (
@@ -62,6 +80,11 @@ if TYPE_CHECKING:
     from sdk.admin.topics import NewPartitions
 
 __all__ = [
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "AclResult",
     "AdminClient",
     "AdminConfig",
     "AlterConfigOp",
@@ -79,6 +102,7 @@ __all__ = [
     "ConfigSynonym",
     "ConfigType",
     "CreateTopicResult",
+    "DeletedAcls",
     "DeletedRecords",
     "ElectionResult",
     "ElectionType",
@@ -96,20 +120,34 @@ __all__ = [
     "PartitionDescription",
     "PartitionLag",
     "PartitionReassignment",
+    "PatternType",
     "ReassignmentResult",
     "ResourceConfig",
+    "ResourcePattern",
+    "ResourceType",
     "ResultSet",
+    "ScramCredentialInfo",
+    "ScramMechanism",
     "TopicDescription",
     "TopicListing",
     "TopicPartition",
     "TopicResult",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentials",
+    "UserScramResult",
 ]
 
 
 # Loaded on first use, so importing the clients pays for neither pydantic (the settings
 # model) nor the result dataclasses: where each public name that is not imported above lives.
 _LAZY = {"AdminConfig": "sdk.admin.config", "ConfigChanges": "sdk.admin.configs",
-         "NewPartitions": "sdk.admin.topics"}
+         "NewPartitions": "sdk.admin.topics",
+         **dict.fromkeys(("AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType",
+                          "AclResult", "DeletedAcls", "PatternType", "ResourcePattern",
+                          "ResourceType", "ScramCredentialInfo", "ScramMechanism",
+                          "UserScramCredentialDeletion", "UserScramCredentialUpsertion",
+                          "UserScramCredentials", "UserScramResult"), "sdk.admin.acl_types")}
 
 
 def __getattr__(name: str) -> Any:

@@ -39,8 +39,18 @@ class _Family:
 
 
 if TYPE_CHECKING:
-    from sdk.admin import configs, groups, offsets, topics
+    from sdk.admin import acls, configs, groups, offsets, topics
     from sdk.admin import partitions as partition_ops  # the name `partitions` is an argument
+    from sdk.admin.acl_types import (
+        AclBinding,
+        AclBindingFilter,
+        AclResult,
+        DeletedAcls,
+        UserScramCredentialDeletion,
+        UserScramCredentials,
+        UserScramCredentialUpsertion,
+        UserScramResult,
+    )
     from sdk.admin.configs import ConfigChanges
     from sdk.admin.results import (
         ClusterDescription,
@@ -69,6 +79,7 @@ if TYPE_CHECKING:
 else:
     # The family modules load at the first call that needs one: with them sdk.admin.results
     # (some 30 dataclasses, ~15 ms), which importing the clients need not pay for.
+    acls = _Family("acls", "acls")
     configs = _Family("configs", "configs")
     groups = _Family("groups", "groups")
     offsets = _Family("offsets", "offsets")
@@ -311,6 +322,49 @@ class AsyncAdminClient:
         d, deadline = await self._ready(timeout_ms)
         return await partition_ops.list_partition_reassignments(
             d, partitions, deadline=deadline)
+
+    # ------------------------------------------------------------------ ACLs, SCRAM users
+
+    async def create_acls(self, bindings: Sequence[AclBinding], *,
+                          timeout_ms: int | None = None) -> ResultSet[AclBinding, AclResult]:
+        """Create ACL bindings (a result per binding; creating an existing one succeeds).
+        A broker without an authorizer raises SecurityDisabledError."""
+        d, deadline = await self._ready(timeout_ms)
+        return await acls.create_acls(d, bindings, deadline=deadline)
+
+    async def describe_acls(self, acl_filter: AclBindingFilter | None = None, *,
+                            timeout_ms: int | None = None) -> list[AclBinding]:
+        """The ACL bindings matching ``acl_filter`` (default: all of them)."""
+        from sdk.admin.acl_types import AclBindingFilter
+
+        d, deadline = await self._ready(timeout_ms)
+        return await acls.describe_acls(d, acl_filter or AclBindingFilter(), deadline=deadline)
+
+    async def delete_acls(self, filters: AclBindingFilter | Sequence[AclBindingFilter], *,
+                          timeout_ms: int | None = None
+                          ) -> ResultSet[AclBindingFilter, DeletedAcls]:
+        """Delete every binding matching each filter; per filter, the bindings deleted."""
+        d, deadline = await self._ready(timeout_ms)
+        return await acls.delete_acls(d, filters, deadline=deadline)
+
+    async def describe_user_scram_credentials(
+        self, users: Sequence[str] | None = None, *, timeout_ms: int | None = None,
+    ) -> ResultSet[str, UserScramCredentials]:
+        """SCRAM mechanisms and iteration counts per user (``None``: every user that has
+        one); a user without credentials carries ResourceNotFoundError."""
+        d, deadline = await self._ready(timeout_ms)
+        return await acls.describe_user_scram_credentials(d, users, deadline=deadline)
+
+    async def alter_user_scram_credentials(
+        self, upsertions: Sequence[UserScramCredentialUpsertion] = (),
+        deletions: Sequence[UserScramCredentialDeletion] = (), *,
+        timeout_ms: int | None = None,
+    ) -> ResultSet[str, UserScramResult]:
+        """Set (salted here, only the salted password is sent) or delete users' SCRAM
+        credentials; a result per user."""
+        d, deadline = await self._ready(timeout_ms)
+        return await acls.alter_user_scram_credentials(d, upsertions, deletions,
+                                                       deadline=deadline)
 
     def __repr__(self) -> str:
         return describe_client(type(self).__name__, self.config, self._state())

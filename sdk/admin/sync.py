@@ -19,6 +19,16 @@ from sdk.net.fork import watch
 from sdk.types import NewTopic, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
+    from sdk.admin.acl_types import (
+        AclBinding,
+        AclBindingFilter,
+        AclResult,
+        DeletedAcls,
+        UserScramCredentialDeletion,
+        UserScramCredentials,
+        UserScramCredentialUpsertion,
+        UserScramResult,
+    )
     from sdk.admin.configs import ConfigChanges
     from sdk.admin.results import (
         ClusterDescription,
@@ -267,6 +277,44 @@ class AdminClient:
         return self._run(self._core.list_partition_reassignments(partitions,
                                                                  timeout_ms=timeout_ms),
                          timeout_ms)
+
+    # ------------------------------------------------------------------ ACLs, SCRAM users
+
+    def create_acls(self, bindings: Sequence[AclBinding], *,
+                    timeout_ms: int | None = None) -> ResultSet[AclBinding, AclResult]:
+        """Create ACL bindings (a result per binding). A broker without an authorizer
+        raises SecurityDisabledError."""
+        return self._run(self._core.create_acls(bindings, timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_acls(self, acl_filter: AclBindingFilter | None = None, *,
+                      timeout_ms: int | None = None) -> list[AclBinding]:
+        """The ACL bindings matching ``acl_filter`` (default: all of them)."""
+        return self._run(self._core.describe_acls(acl_filter, timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def delete_acls(self, filters: AclBindingFilter | Sequence[AclBindingFilter], *,
+                    timeout_ms: int | None = None) -> ResultSet[AclBindingFilter, DeletedAcls]:
+        """Delete every binding matching each filter; per filter, the bindings deleted."""
+        return self._run(self._core.delete_acls(filters, timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_user_scram_credentials(self, users: Sequence[str] | None = None, *,
+                                        timeout_ms: int | None = None
+                                        ) -> ResultSet[str, UserScramCredentials]:
+        """SCRAM mechanisms and iteration counts per user (``None``: every user that has
+        one); a user without credentials carries ResourceNotFoundError."""
+        return self._run(self._core.describe_user_scram_credentials(users,
+                                                                    timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def alter_user_scram_credentials(self,
+                                     upsertions: Sequence[UserScramCredentialUpsertion] = (),
+                                     deletions: Sequence[UserScramCredentialDeletion] = (), *,
+                                     timeout_ms: int | None = None
+                                     ) -> ResultSet[str, UserScramResult]:
+        """Set (salted on the client) or delete users' SCRAM credentials; a result per
+        user."""
+        return self._run(self._core.alter_user_scram_credentials(
+            upsertions, deletions, timeout_ms=timeout_ms), timeout_ms)
 
     def __repr__(self) -> str:
         return describe_client(type(self).__name__, self._core.config, self._core._state())
