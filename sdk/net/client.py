@@ -74,6 +74,7 @@ from sdk.net.targets import (
     NodeRole,
     Target,
 )
+from sdk.net.topic_problems import FATAL_TOPIC_ERRORS, UNKNOWN_TOPIC, TopicProblems
 from sdk.protocol.message import Message
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -101,19 +102,6 @@ _FIND_COORDINATOR_BATCHED = 4  # v4+ asks with coordinator_keys
 # (a healthy broker answers in milliseconds; a stopped one never does).
 _REFRESH_HEDGE_S = 0.5
 _COORDINATOR_ERRORS = (15, 16)  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-# Topic errors that no refresh will cure: report them instead of waiting for the timeout.
-_FATAL_TOPIC_ERRORS = (17, 29)  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
-_UNKNOWN_TOPIC = 3
-# A missing topic or a partition without a leader is reported (a WARNING, on_error) only when
-# it lasts this long: a topic being created has no leader for a moment, and a broker that
-# just created one may not know it yet.
-_PROBLEM_GRACE_S = 5.0
-# After a wait for a topic ended because the cluster said it does not exist, later waits
-# fail at once while the cluster's latest answer still says so and is at most this old
-# (every such failure asks for a new answer, so a send loop keeps it fresh).
-_MISSING_TOPIC_MEMORY_S = 10.0
-
-
 
 
 class NetClient:
@@ -146,8 +134,8 @@ class NetClient:
         self._reconnect = Backoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._refresh_backoff = Backoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
         self._topics: set[str] = set()
-        self._problem_since: dict[tuple[Any, ...], float] = {}  # topic/partition problems
-        self._missing_topics: dict[str, float] = {}  # topic -> when the cluster last said so
+        # Missing topics and leaderless partitions: told, and remembered (topic_problems.py).
+        self.topic_problems = TopicProblems(self)
         self._coordinators: dict[tuple[str, int], int] = {}
         self._listeners: list[Callable[[], None]] = []
         self._refresh_task: asyncio.Task[ClusterMetadata] | None = None
@@ -258,13 +246,13 @@ class NetClient:
         Raises the topic's error at once when no refresh can cure it (invalid name, not
         authorized) and KafkaTimeoutError, naming the last problem seen, after ``timeout_s``.
         A wait that ended because the cluster says the topic does not exist is remembered:
-        while the cluster keeps saying so (see ``_MISSING_TOPIC_MEMORY_S``), the next waits
+        while the cluster keeps saying so (see ``sdk.net.topic_problems``), the next waits
         raise UnknownTopicOrPartitionError at once instead of waiting again.
         """
         start = time.monotonic()
         deadline = start + timeout_s
         self.add_topics([topic])
-        await self._fail_if_known_missing(topic, deadline)
+        await self.topic_problems.fail_if_known_missing(topic, deadline)
         attempt = 0
         last_problem: BaseException | None = None
         while True:
@@ -272,16 +260,16 @@ class NetClient:
             if info is not None:
                 if not info.error_code and info.partition_ids:
                     return info
-                if info.error_code in _FATAL_TOPIC_ERRORS:
+                if info.error_code in FATAL_TOPIC_ERRORS:
                     raise for_code(info.error_code)(f"topic {topic!r}")
-                if info.error_code == _UNKNOWN_TOPIC:
-                    last_problem = self._missing_topic_error(topic)
+                if info.error_code == UNKNOWN_TOPIC:
+                    last_problem = self.topic_problems.missing_topic_error(topic)
                 elif info.error_code:
                     last_problem = for_code(info.error_code)(f"topic {topic!r}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if isinstance(last_problem, UnknownTopicOrPartitionError):
-                    self._missing_topics[topic] = self.metadata.updated_at
+                    self.topic_problems.remember_missing(topic)
                 detail = f"; last problem: {last_problem}" if last_problem else ""
                 raise KafkaTimeoutError(
                     f"metadata for topic {topic!r} not available after {timeout_s:g} s{detail}",
@@ -301,88 +289,14 @@ class NetClient:
             except KafkaError as exc:
                 last_problem = exc
 
-    async def _fail_if_known_missing(self, topic: str, deadline: float) -> None:
-        """Raise at once for a topic a wait already gave up on, while the cluster still
-        says it does not exist: its answer is at most ``retry_backoff_ms`` old, or a
-        refresh now says so again (so a topic just created is seen). A remembered answer
-        no refresh confirmed for _MISSING_TOPIC_MEMORY_S is forgotten."""
-        answered = self._missing_topics.get(topic)
-        if answered is None:
-            return
-        now = time.monotonic()
-        info = self.metadata.topic(topic)
-        if (info is None or info.error_code != _UNKNOWN_TOPIC
-                or now - answered > _MISSING_TOPIC_MEMORY_S):
-            del self._missing_topics[topic]  # forgotten: wait for it again
-            return
-        if now - answered >= self.config.retry_backoff_ms / 1000:
-            timeout = max(0.001, min(deadline - now, self._request_timeout_s))
-            try:  # _check_topics renews the memory if the topic is still missing
-                running = self._refresh_task
-                if running is not None and not running.done():
-                    # Its request may predate the topic's creation: ask after it.
-                    await asyncio.wait_for(asyncio.shield(running), timeout)
-                await self.refresh_metadata(timeout_s=timeout)
-            except (KafkaError, TimeoutError):
-                return  # no answer now: wait as usual
-            info = self.metadata.topic(topic)
-            if info is None or info.error_code != _UNKNOWN_TOPIC:
-                self._missing_topics.pop(topic, None)
-                return
-        raise self._missing_topic_error(topic, " (a wait for it ended so before; not waiting "
-                                               "for it again)")
-
-    def _missing_topic_error(self, topic: str, detail: str = "") -> UnknownTopicOrPartitionError:
-        creation = ("" if self.allow_auto_topic_creation else
-                    ", and allow_auto_create_topics=True on this client")
-        return UnknownTopicOrPartitionError(
-            f"topic {topic!r} does not exist{detail}: create it (AdminClient.create_topics, "
-            f"or `kafka-sdk topics create {topic}`), or let the brokers create topics on "
-            f"first use (auto.create.topics.enable=true on the brokers{creation})")
-
-    def _check_topics(self) -> None:
-        """After a metadata update: report tracked topics that do not exist and partitions
-        without a leader once they last ``_PROBLEM_GRACE_S``; forget those that recovered."""
-        now = time.monotonic()
-        since = self._problem_since
-        current: set[tuple[Any, ...]] = set()
-        for name in self._topics:
-            info = self.metadata.topic(name)
-            if info is None:
-                continue
-            if info.error_code:
-                key: tuple[Any, ...] = ("topic", name)
-                current.add(key)
-                if info.error_code == _UNKNOWN_TOPIC:
-                    if name in self._missing_topics:
-                        self._missing_topics[name] = self.metadata.updated_at
-                    error: KafkaError = self._missing_topic_error(name)
-                else:
-                    error = for_code(info.error_code)(f"topic {name!r}")
-                first = since.setdefault(key, now)
-                if now - first >= _PROBLEM_GRACE_S or info.error_code in _FATAL_TOPIC_ERRORS:
-                    self.problems.report(key, error)
-                continue
-            self._missing_topics.pop(name, None)
-            for p in info.partitions.values():
-                if p.leader >= 0:
-                    continue
-                key = ("leader", name, p.partition)
-                current.add(key)
-                first = since.setdefault(key, now)
-                if now - first >= _PROBLEM_GRACE_S:
-                    self.problems.report(key, LeaderNotAvailableError(
-                        f"partition {name}-{p.partition} has had no leader for "
-                        f"{now - first:.0f} s (replicas {list(p.replicas)}, in sync "
-                        f"{list(p.isr)}, offline {list(p.offline_replicas)}): its records "
-                        "are neither written nor read until the cluster elects one"))
-        gone = [key for key in since if key not in current]
-        for key in gone:
-            del since[key]
-            self.problems.resolved(key)
-        if any(since[k] == now for k in current) and self._loop is not None:
-            # Look again once the grace has passed, to report what is still wrong then.
-            self._loop.call_later(_PROBLEM_GRACE_S, self.request_refresh)
+    async def refresh_metadata_anew(self, *, timeout_s: float) -> ClusterMetadata:
+        """:meth:`refresh_metadata` with a request sent from now on: a refresh already
+        running is waited for first, as its request may predate a change (a topic's
+        creation). KafkaError or TimeoutError after ``timeout_s`` for each of the two."""
+        running = self._refresh_task
+        if running is not None and not running.done():
+            await asyncio.wait_for(asyncio.shield(running), timeout_s)
+        return await self.refresh_metadata(timeout_s=timeout_s)
 
     async def _refresh_once(self) -> ClusterMetadata:
         """Ask the candidates in turn; the first answer wins.
@@ -417,7 +331,7 @@ class NetClient:
                                         requested=() if all_topics else requested)
                     self._refresh_failures = 0
                     self._forget_gone_nodes()
-                    self._check_topics()
+                    self.topic_problems.check(self._topics)
                     self._notify()
                     return self.metadata
         finally:
