@@ -336,22 +336,34 @@ def main() -> None:
 
     print(f"\nbroker: {args.bootstrap or args.broker}, {PARTITIONS} partitions, "
           f"median of {args.rounds} interleaved rounds")
-    with_java = "java" in clients
-    print(f"{'size':>6} {'records':>8} {'client':<13} {'msgs/s':>10} {'MB/s':>7} "
-          f"{'vs aiokafka':>11} {'vs kafka-python':>15}" + (f" {'vs java':>8}" if with_java
-                                                            else ""))
-    for size, count, medians in rows:
-        for client, rate in medians.items():
-            vs_aio = rate / medians["aiokafka"] if "aiokafka" in medians else float("nan")
-            vs_kp = rate / medians["kafka-python"] if "kafka-python" in medians else float("nan")
-            vs_java = f" {rate / medians['java']:>7.2f}x" if "java" in medians else ""
-            print(f"{size:>6} {count:>8} {client:<13} {rate:>10,.0f} {rate * size / 1e6:>7.1f} "
-                  f"{vs_aio:>10.2f}x {vs_kp:>14.2f}x{vs_java}")
+    for line in table(rows, with_java="java" in clients):
+        print(line)
     for size, runs in java_rows:
         print(f"java, {size} B: rate after the group join; whole run from creating the consumer "
               f"{statistics.median(r.whole_rate for r in runs):,.0f} msgs/s, group join "
               f"{statistics.median(r.join_s for r in runs):.2f} s, JVM start-up, close and exit "
               f"{statistics.median(r.startup_s for r in runs):.2f} s (medians, in no figure)")
+
+
+def table(rows: list[tuple[int, int, dict[str, float]]], *, with_java: bool) -> list[str]:
+    """The result table: one line per (size, client), with rates relative to aiokafka,
+    kafka-python and (``with_java``) Java; ``-`` where that client did not run."""
+
+    def ratio(rate: float, medians: dict[str, float], base: str, width: int) -> str:
+        if base not in medians or not medians[base]:
+            return f"{'-':>{width + 1}}"
+        return f"{rate / medians[base]:>{width}.2f}x"
+
+    lines = [f"{'size':>6} {'records':>8} {'client':<13} {'msgs/s':>10} {'MB/s':>7} "
+             f"{'vs aiokafka':>11} {'vs kafka-python':>15}"
+             + (f" {'vs java':>8}" if with_java else "")]
+    for size, count, medians in rows:
+        for client, rate in medians.items():
+            vs_java = f" {ratio(rate, medians, 'java', 7)}" if with_java else ""
+            lines.append(f"{size:>6} {count:>8} {client:<13} {rate:>10,.0f} "
+                         f"{rate * size / 1e6:>7.1f} {ratio(rate, medians, 'aiokafka', 10)} "
+                         f"{ratio(rate, medians, 'kafka-python', 14)}{vs_java}")
+    return lines
 
 
 if __name__ == "__main__":
