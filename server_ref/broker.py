@@ -8,7 +8,7 @@ serves it over TCP; ``run_broker`` and ``EmbeddedBroker`` put the two together.
 
 Files in the data directory besides the partition logs: ``meta.properties`` (cluster and node
 id), ``topics.json``, ``broker_configs.json`` (dynamic broker configs), ``producer_ids.json``
-and ``producer_state.json`` (written at clean shutdown).
+and ``producer_state.json`` (written at clean shutdown), ``acls.json`` (ACL bindings).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ from server_ref.producer_state import (
     load_snapshot,
     write_snapshot,
 )
+from server_ref.security.acls import AclStore
+from server_ref.security.authorizer import Authorizer, make_authorizer
+from server_ref.security.credentials import CredentialStore
 from server_ref.topics import INTERNAL_TOPICS, Partition, Topic, TopicRegistry
 
 log = logging.getLogger(__name__)
@@ -70,6 +73,14 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.offsets_journal = OffsetsJournal(self)
         self.groups: GroupCoordinator | None = None
+        # Advertised (host, port) per listener name, set when the listeners are bound
+        # (Metadata answers with the endpoints of the listener the client came in on).
+        self.endpoints: dict[str, tuple[str, int]] = {}
+        self.credentials = CredentialStore(self.data_dir)  # SCRAM users
+        # ACL bindings (acls.json) and, with authorizer.class.name set, the authorizer every
+        # request passes (None: everything allowed, at the cost of one None check).
+        self.acls = AclStore(self.data_dir)
+        self.authorizer: Authorizer | None = None
         self._maintenance: asyncio.Task[None] | None = None
         self._last_retention_ms = 0
         self._last_compaction_ms = 0
@@ -95,6 +106,8 @@ class Broker:
     def _load(self) -> None:
         self._load_meta()
         self._load_dynamic_configs()
+        self.credentials.load()
+        self.acls, self.authorizer = make_authorizer(self.config, self.data_dir)
         self.topics.load()
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self._load_producer_state()
@@ -217,6 +230,10 @@ class Broker:
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """The (host, port) clients of ``listener`` are told to use."""
+        return self.endpoints.get(listener) or (self.host, self.port)
 
     def now_ms(self) -> int:
         return now_ms()

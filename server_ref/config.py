@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sdk.errors import ConfigError, InvalidConfigError
+from server_ref.security.listeners import is_security_config
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -224,6 +225,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("producer.id.expiration.ms", _I, 86400000,
               "Idle time after which a producer's de-duplication state is dropped", minimum=1,
               dynamic=True),
+    # The authorizer (server_ref.security.authorizer): Kafka's StandardAuthorizer or none.
+    ConfigDef("authorizer.class.name", _S, "", "Authorizer class: "
+              "org.apache.kafka.metadata.authorizer.StandardAuthorizer, or empty for none"),
+    ConfigDef("super.users", _S, "", "Principals allowed everything (User:a;User:b)"),
+    ConfigDef("allow.everyone.if.no.acl.found", _B, False,
+              "Allow a request on a resource no ACL names"),
 )
 
 # Topic configs: what CreateTopics and AlterConfigs accept for a topic.
@@ -301,6 +308,9 @@ class BrokerConfig:
     static_keys: set[str] = field(default_factory=set)
     dynamic_broker: dict[str, str] = field(default_factory=dict)
     dynamic_default: dict[str, str] = field(default_factory=dict)
+    # Listener, TLS and SASL settings as given (text), read by server_ref.security at start;
+    # kept out of repr: they hold passwords and keys.
+    security: dict[str, str] = field(default_factory=dict, repr=False)
     _static: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -334,6 +344,10 @@ class BrokerConfig:
             number = parse_config_value(BROKER_CONFIGS["log.retention.ms"], str(value))
             value, name = str(number * _RETENTION_ALIASES[name]), "log.retention.ms"
         definition = BROKER_CONFIGS.get(name)
+        if definition is None and static and is_security_config(name):
+            self.security[name] = (",".join(map(str, value))
+                                   if isinstance(value, (list, tuple)) else str(value))
+            return
         if definition is None:
             raise InvalidConfigError(
                 f"unknown broker config {name!r}; known: {', '.join(sorted(BROKER_CONFIGS))}"

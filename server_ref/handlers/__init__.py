@@ -52,7 +52,23 @@ def handles(api_key: int, min_version: int, max_version: int) -> Callable[[Handl
     def register(handler: Handler) -> Handler:
         if api_key in REGISTRY:
             raise RuntimeError(f"API key {api_key} registered twice")
-        REGISTRY[api_key] = Registration(api_key, min_version, max_version, handler)
+        REGISTRY[api_key] = Registration(api_key, min_version, max_version,
+                                         _behind_authorizer(api_key, handler))
         return handler
 
     return register
+
+
+def _behind_authorizer(api_key: int, handler: Handler) -> Handler:
+    """``handler`` checked by the broker's authorizer (``server_ref.security.api_rules``);
+    without one configured, the cost is one None check."""
+
+    def run(ctx: RequestContext, request: Any) -> HandlerResult:
+        if ctx.broker.authorizer is None:
+            return handler(ctx, request)
+        from server_ref.security.api_rules import authorized  # loaded once, on first use
+
+        return authorized(api_key, handler, ctx, request)
+
+    run.__wrapped__ = handler  # type: ignore[attr-defined]
+    return run

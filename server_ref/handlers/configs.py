@@ -170,6 +170,9 @@ def _broker_entries(broker: BrokerConfig, per_broker: bool, keys: list[str] | No
         names = set(broker.dynamic_default)
         if per_broker:
             names |= set(catalogue()) | set(BROKER_CONFIGS) | set(broker.dynamic_broker)
+            # Kafka reads these as its authorizer's properties, not as broker configs:
+            # DescribeConfigs does not list them.
+            names -= {"super.users", "allow.everyone.if.no.acl.found"}
         keys = sorted(names)
     out = []
     for name in keys:

@@ -17,7 +17,7 @@ from sdk import errors
 from sdk.protocol.api import ApiKey
 from sdk.protocol.message import Struct
 from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
-from sdk.protocol.messages.describe_acls import DescribeAclsRequest
+from sdk.protocol.messages.list_transactions import ListTransactionsRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from sdk.protocol.messages.produce import ProduceRequest
 from server_ref import EmbeddedBroker
@@ -83,8 +83,8 @@ async def test_unimplemented_apis_answer_unsupported_version(served: Served) -> 
     codes = [p.partition_error_code for t in txn.results_by_topic_v3_and_below
              for p in t.results_by_partition]
     assert codes == [errors.UnsupportedVersionError.errno] * 2
-    acls = await client.call(DescribeAclsRequest(), 1)
-    assert acls.error_code == errors.UnsupportedVersionError.errno
+    listing = await client.call(ListTransactionsRequest(), 0)
+    assert listing.error_code == errors.UnsupportedVersionError.errno
     old_produce = await client.call(ProduceRequest(acks=1, timeout_ms=100, topic_data=[
         ProduceRequest.TopicProduceData(name="t", partition_data=[
             ProduceRequest.PartitionProduceData(index=0, records=None)])]), 2)
