@@ -1,7 +1,9 @@
 """``python -m server_ref``: run one reference broker until SIGTERM or SIGINT.
 
 Prints one line once it serves, ``server_ref ready bootstrap_servers=HOST:PORT
-data_dir=DIR``, which scripts and tests wait for (``--port 0`` picks a free port).
+data_dir=DIR``, which scripts and tests wait for (``--port 0`` picks a free port), followed by
+one ``listener NAME protocol=PROTOCOL port=PORT`` line per listener (``--config
+listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``; the bootstrap is the first).
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ async def serve(config: BrokerConfig, data_dir: Path) -> None:
         loop.add_signal_handler(sig, stop.set)
     print(f"server_ref ready bootstrap_servers={broker.host}:{broker.port} "
           f"data_dir={data_dir}", flush=True)
+    # Then one line per listener (the ready line stays first for scripts reading one line).
+    for name, port in server.ports.items():
+        protocol = server.protocols.get(name, "PLAINTEXT")
+        print(f"listener {name} protocol={protocol} port={port}", flush=True)
     try:
         await stop.wait()
     finally:

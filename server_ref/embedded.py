@@ -55,6 +55,7 @@ class EmbeddedBroker:
         self._thread: threading.Thread | None = None
         self._broker: Broker | None = None
         self._server: KafkaServer | None = None
+        self._listener_ports: dict[str, int] = {}  # bound ports: a restart binds them again
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -70,7 +71,7 @@ class EmbeddedBroker:
         broker.control = self.control
 
         async def boot() -> KafkaServer:
-            return await start_broker(broker, self.host, self.port)
+            return await start_broker(broker, self.host, self.port, self._listener_ports)
 
         try:
             self._server = self._run(boot(), START_TIMEOUT_S)
@@ -78,6 +79,8 @@ class EmbeddedBroker:
             self.close()
             raise
         self._broker = broker
+        assert self._server is not None
+        self._listener_ports = dict(self._server.ports)
         self.port = broker.port
         self.config.port = broker.port  # a restart binds the same port again
         return self
@@ -128,6 +131,29 @@ class EmbeddedBroker:
         if self._broker is None:
             raise IllegalStateError("the embedded broker is not running")
         return self._broker
+
+    @property
+    def listener_ports(self) -> dict[str, int]:
+        """The bound port of each listener, by Kafka's upper-case listener name."""
+        if self._server is None:
+            raise IllegalStateError("the embedded broker is not running")
+        return dict(self._server.ports)
+
+    def listener_address(self, name: str) -> str:
+        """``host:port`` of one listener (``listener_address("SASL_SSL")``)."""
+        port = self.listener_ports.get(name.upper())
+        if port is None:
+            raise ConfigError(f"no listener named {name}", key="listeners", value=name,
+                              allowed=sorted(self.listener_ports))
+        return f"{self.host}:{port}"
+
+    @property
+    def security_stats(self) -> dict[str, int]:
+        """Counts of authentications, re-authentications, failures, sessions closed on
+        expiry and connections closed before authenticating in time."""
+        if self._server is None:
+            raise IllegalStateError("the embedded broker is not running")
+        return dict(self._server.security_stats)
 
     def call(self, fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
         """Run ``fn(*args)`` on the broker's loop and return its result."""

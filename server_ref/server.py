@@ -19,10 +19,11 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
 import pkgutil
 import socket
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import server_ref.handlers as handlers_pkg
@@ -32,6 +33,10 @@ from sdk.protocol.message import Message
 from server_ref.handlers import REGISTRY, RequestContext
 from server_ref.handlers.fetch_encoding import FileRecords, OutgoingFrame, encode_frame
 from server_ref.handlers.unsupported import error_response
+from server_ref.security.listeners import ListenerSetup
+from server_ref.security.sasl import SaslGate, SaslSettings
+from server_ref.security.setup import build_listeners
+from server_ref.security.tls import client_principal
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
@@ -53,12 +58,23 @@ def load_handlers() -> None:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, listener: ListenerSetup | None = None) -> None:
         self.server = server
         self.broker = server.broker
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.frames = FrameBuffer(int(self.broker.config.get("socket.request.max.bytes")))
+        self.listener = listener
+        self.listener_name = listener.name if listener is not None else "PLAINTEXT"
+        self.principal = "User:ANONYMOUS"
+        self.tls = listener is not None and listener.uses_tls
+        # SASL listeners: every frame passes the gate first (the one check plaintext pays).
+        self.gate: SaslGate | None = None
+        self._auth_timer: asyncio.TimerHandle | None = None
+        if listener is not None and isinstance(listener.sasl, SaslSettings):
+            self.gate = SaslGate(self, listener.sasl)
+            self.frames.max_frame_bytes = min(self.frames.max_frame_bytes,
+                                              listener.sasl.max_receive)
         self.queue: deque[asyncio.Future[Outgoing] | Outgoing] = deque()
         self.writer: asyncio.Task[None] | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -85,9 +101,16 @@ class Connection(asyncio.Protocol):
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
         self.server.connections.add(self)
+        if self.tls and self.gate is None:  # SSL: the client certificate names the client
+            self.principal = client_principal(transport.get_extra_info("ssl_object"))
+        if self.gate is not None and self.listener is not None:
+            self._auth_timer = asyncio.get_running_loop().call_later(
+                self.listener.idle_ms / 1000, self._authentication_timed_out)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
         self.server.connections.discard(self)
         for task in list(self.tasks):
             task.cancel()
@@ -122,9 +145,12 @@ class Connection(asyncio.Protocol):
         except MalformedDataError as exc:
             self.abort(f"bad frame: {exc}")
             return
+        gate = self.gate
         for payload in frames:
             if self.closed:
                 return
+            if gate is not None and gate.intercept(payload):
+                continue
             try:
                 received = ServerFraming.parse(payload)
             except (MalformedDataError, UnsupportedVersionError) as exc:
@@ -138,11 +164,38 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    # ------------------------------------------------------------------ authentication
+
+    def authenticated(self) -> None:
+        """The SASL exchange succeeded: no deadline, frames up to the request limit."""
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+        self.frames.max_frame_bytes = int(self.broker.config.get("socket.request.max.bytes"))
+
+    def _authentication_timed_out(self) -> None:
+        self._auth_timer = None
+        if not self.closed:
+            self.server.security_stats["timed_out"] += 1
+            self.abort("authentication not finished within connections.max.idle.ms")
+
+    def close_after_writes(self, reason: str) -> None:
+        """Close once the responses queued so far are written (a failed authentication)."""
+        log.info("closing connection from %s: %s", self.peer, reason)
+        self._track(asyncio.get_running_loop().create_task(self._close_when_written()))
+
+    async def _close_when_written(self) -> None:
+        while self.writer is not None and not self.closed:
+            await asyncio.wait([self.writer])
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            self.transport.close()  # flushes what is buffered, then closes
+
     # ------------------------------------------------------------------ dispatch
 
     def dispatch(self, req: ReceivedRequest) -> None:
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
-                             req.client_id, self.peer)
+                             req.client_id, self.peer, self.principal, self.listener_name)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: request %d, API %d v%d (%s)", self.peer, req.correlation_id,
                       req.api_key, req.api_version, type(req.request).__name__)
@@ -283,7 +336,11 @@ class Connection(asyncio.Protocol):
             for part in frame.parts:
                 if self.closed or self.transport is None:
                     return
-                if isinstance(part, FileRecords):
+                if isinstance(part, FileRecords) and self.tls:
+                    # sendfile cannot encrypt: copy the regions through the TLS transport.
+                    for file, position, size in part.chunks:
+                        self.transport.write(os.pread(file.fileno(), size, position))
+                elif isinstance(part, FileRecords):
                     for file, position, size in part.chunks:
                         sent = await loop.sendfile(self.transport, file, position, size)
                         if sent != size:
@@ -317,19 +374,43 @@ class KafkaServer:
         self.file_bytes_sent = 0  # fetch data sent straight from segment files
         self.stopping = False
         self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        self.ports: dict[str, int] = {}  # bound port per listener name
+        self.protocols: dict[str, str] = {}  # security protocol per listener name
+        # Authentications, re-authentications, failures, sessions closed on expiry, and
+        # connections closed for not authenticating in time (for tests and operators).
+        self.security_stats = dict.fromkeys(
+            ("authenticated", "reauthenticated", "failed", "expired", "timed_out"), 0)
 
     async def start(self, host: str, port: int) -> int:
+        """Listen on one PLAINTEXT address; the bound port."""
+        listener = ListenerSetup("PLAINTEXT", "PLAINTEXT", host, port, host, None)
+        return (await self.start_listeners([listener]))["PLAINTEXT"]
+
+    async def start_listeners(self, listeners: list[ListenerSetup],
+                              ports: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Listen on every listener (port 0: ``ports``' earlier choice, else a free one)."""
         load_handlers()
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: Connection(self), host, port,
-                                                reuse_address=True, backlog=1024)
-        bound = self._server.sockets[0].getsockname()[1]
-        return int(bound)
+        for listener in listeners:
+            port = listener.port or (ports or {}).get(listener.name, 0)
+            tls: dict[str, Any] = {}
+            if listener.ssl_context is not None:
+                tls = {"ssl": listener.ssl_context,
+                       "ssl_handshake_timeout": listener.idle_ms / 1000}
+            server = await loop.create_server(
+                lambda listener=listener: Connection(self, listener),  # type: ignore[misc]
+                listener.host or None, port, reuse_address=True, backlog=1024, **tls)
+            self._servers.append(server)
+            self.ports[listener.name] = int(server.sockets[0].getsockname()[1])
+            self.protocols[listener.name] = listener.protocol
+        self._server = self._servers[0] if self._servers else None
+        return dict(self.ports)
 
     async def stop(self) -> None:
         self.stopping = True
-        if self._server is not None:
-            self._server.close()
+        for listening in self._servers:
+            listening.close()
         pending: list[asyncio.Task[Any]] = []
         for conn in list(self.connections):
             if conn.transport is not None:
@@ -342,18 +423,29 @@ class KafkaServer:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for listening in self._servers:
+            await listening.wait_closed()
+        self._servers.clear()
+        self._server = None
 
 
-async def start_broker(broker: Broker, host: str, port: int) -> KafkaServer:
-    """Open the broker's state, then listen; ``broker.port`` is the bound port after."""
+async def start_broker(broker: Broker, host: str, port: int,
+                       listener_ports: Mapping[str, int] | None = None) -> KafkaServer:
+    """Open the broker's state, then listen on its listeners (``listeners``, or one PLAINTEXT
+    listener on host:port); ``broker.port`` is the first listener's bound port after, and
+    ``broker.endpoints`` what each listener's clients are told."""
     if not broker.opened:
         broker.open()
     server = KafkaServer(broker)
     try:
-        broker.port = await server.start(host, port)
+        config = broker.config
+        listeners = build_listeners(config.security, host, port, config.advertised_host,
+                                    broker.credentials)
+        bound = await server.start_listeners(listeners, listener_ports)
+        broker.endpoints = {
+            lst.name: (lst.advertised_host, lst.advertised_port or bound[lst.name])
+            for lst in listeners}
+        broker.host, broker.port = broker.endpoints[listeners[0].name]
         await broker.start()
     except BaseException:
         await server.stop()

@@ -31,6 +31,7 @@ BROKER_ENDPOINT = 1
 def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
                      ) -> DescribeClusterResponse:
     b = ctx.broker
+    host, port = b.endpoint(ctx.listener)
     if ctx.api_version >= 1 and req.endpoint_type != BROKER_ENDPOINT:
         return DescribeClusterResponse(
             error_code=InvalidRequestError.errno, endpoint_type=req.endpoint_type,
@@ -38,7 +39,7 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
     return DescribeClusterResponse(
         cluster_id=b.cluster_id, controller_id=b.node_id, endpoint_type=BROKER_ENDPOINT,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=b.node_id, host=b.host, port=b.port, rack=None)],
+            broker_id=b.node_id, host=host, port=port, rack=None)],
         cluster_authorized_operations=(
             CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
             else UNREQUESTED_OPERATIONS))

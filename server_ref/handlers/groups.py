@@ -52,6 +52,7 @@ def client_host(peer: str) -> str:
 def find_coordinator(ctx: RequestContext,
                      req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     broker = ctx.broker
+    host, port = broker.endpoint(ctx.listener)
     key_type = req.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
 
     def locate() -> tuple[int, str | None]:
@@ -67,14 +68,14 @@ def find_coordinator(ctx: RequestContext,
             error, message = locate()
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=-1 if error else broker.node_id,
-                host="" if error else broker.host, port=-1 if error else broker.port,
+                host="" if error else host, port=-1 if error else port,
                 error_code=error, error_message=message,
             ))
         return FindCoordinatorResponse(coordinators=coordinators)
     error, message = locate()
     return FindCoordinatorResponse(
         error_code=error, error_message=message, node_id=-1 if error else broker.node_id,
-        host="" if error else broker.host, port=-1 if error else broker.port,
+        host="" if error else host, port=-1 if error else port,
     )
 
 

@@ -30,8 +30,9 @@ UNREQUESTED_OPERATIONS = -(1 << 31)
 
 def broker_entries(ctx: RequestContext) -> list[MetadataResponse.MetadataResponseBroker]:
     b = ctx.broker
-    return [MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host,
-                                                    port=b.port, rack=None)]
+    host, port = b.endpoint(ctx.listener)  # the listener the client came in on
+    return [MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=host,
+                                                    port=port, rack=None)]
 
 
 def topic_entry(ctx: RequestContext, topic: Topic, include_ops: bool
