@@ -155,6 +155,14 @@ class EmbeddedBroker:
             raise IllegalStateError("the embedded broker is not running")
         return dict(self._server.security_stats)
 
+    def connection_principals(self) -> list[tuple[str, str]]:
+        """(listener, principal) of each open client connection."""
+        server = self._server
+        if server is None:
+            raise IllegalStateError("the embedded broker is not running")
+        return self.call(lambda: sorted((c.listener_name, c.principal)
+                                        for c in server.connections if not c.closed))
+
     def call(self, fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
         """Run ``fn(*args)`` on the broker's loop and return its result."""
         async def run() -> T:
