@@ -126,6 +126,13 @@ class AuthorizationError(BrokerResponseError):
     """Groups the ``*_AUTHORIZATION_FAILED`` codes: the principal lacks a permission."""
 
 
+class AuthenticationError(KafkaError):
+    """The client could not prove who it is: SASL refused (the broker's codes 33, 34, 58) or
+    the TLS handshake failed (:class:`SslAuthenticationError`). Fatal for that connection
+    attempt: the client waits at least ``reconnect_backoff_max_ms`` before trying that broker
+    again, and the message names the mechanism and the broker's words, never a credential."""
+
+
 # One class per code, compact: the facts live in the table, these only add visibility.
 # fmt: off
 class UnknownServerError(BrokerResponseError):
@@ -227,10 +234,10 @@ class ClusterAuthorizationFailedError(AuthorizationError):
 class InvalidTimestampError(BrokerResponseError):
     errno = 32
 
-class UnsupportedSaslMechanismError(BrokerResponseError):
+class UnsupportedSaslMechanismError(AuthenticationError, BrokerResponseError):
     errno = 33
 
-class IllegalSaslStateError(BrokerResponseError):
+class IllegalSaslStateError(AuthenticationError, BrokerResponseError):
     errno = 34
 
 class UnsupportedVersionError(BrokerResponseError):
@@ -302,7 +309,7 @@ class KafkaStorageError(InvalidMetadataError, BrokerResponseError):
 class LogDirNotFoundError(BrokerResponseError):
     errno = 57
 
-class SaslAuthenticationFailedError(BrokerResponseError):
+class SaslAuthenticationFailedError(AuthenticationError, BrokerResponseError):
     errno = 58
 
 class UnknownProducerIdError(BrokerResponseError):
@@ -637,6 +644,11 @@ class RequestTimeoutError(KafkaConnectionError, KafkaTimeoutError):
 
     Retriable (the request may be sent again on a new connection) and a TimeoutError.
     """
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake with a broker failed: an untrusted or expired certificate, a host
+    name the certificate does not name, or a client certificate the broker refused."""
 
 
 class NoBrokersAvailableError(KafkaError):

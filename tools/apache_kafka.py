@@ -12,6 +12,18 @@ quorum of 1 or 3 nodes and N brokers. Node ids are Kafka's: brokers ``1..N``, co
     python tools/apache_kafka.py start --brokers 3 [--controllers 3] [--data-dir DIR] \\
         [--config key=value ...]
     python tools/apache_kafka.py classpath          # for running Kafka's Java tools by hand
+    python tools/apache_kafka.py start --listener SASL_SSL=SASL_SSL \\
+        --add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]' \\
+        --config listener.name.sasl_ssl.ssl.keystore.type=PEM ...
+
+Extra client listeners (``listeners={"SASL_SSL": "SASL_SSL", "MTLS": "SSL"}``, a listener
+name to its security protocol, optionally ``"SSL@127.0.0.2"`` to bind another loopback
+address) run beside PLAINTEXT on every broker; PLAINTEXT stays the inter-broker listener and
+CONTROLLER the controllers'. Their TLS and SASL settings are ordinary ``config`` entries
+(``listener.name.<name>.ssl.keystore.location``, ``listener.name.<name>.plain.sasl.jaas.config``
+...). ``listener_address(name)`` / ``listener_bootstrap(name)`` give their ports.
+``scram_users`` are ``kafka-storage format --add-scram`` arguments
+(``'SCRAM-SHA-256=[name=alice,password=...]'``): the credentials exist from the first start.
 
 The cache is ``$KAFKA_SDK_CACHE/apache-kafka-<version>/`` (default ``~/.cache/kafka-sdk``).
 Only the standard library is used, except ``leader_of`` and the readiness check, which speak
@@ -32,7 +44,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,6 +202,7 @@ class Node:
     controller_port: int | None
     directory: Path
     proc: subprocess.Popen[bytes] | None = None
+    listeners: dict[str, tuple[str, int]] = field(default_factory=dict)  # extra: (host, port)
     paused: bool = False
     properties: dict[str, str] = field(default_factory=dict)
 
@@ -221,7 +234,9 @@ class ApacheKafkaCluster:
 
     def __init__(self, brokers: int = 1, controllers: int = 1, *,
                  version: str = DEFAULT_VERSION, data_dir: str | os.PathLike[str] | None = None,
-                 config: Mapping[str, Any] | None = None, heap: str = DEFAULT_HEAP) -> None:
+                 config: Mapping[str, Any] | None = None, heap: str = DEFAULT_HEAP,
+                 listeners: Mapping[str, str] | None = None,
+                 scram_users: Sequence[str] = ()) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         if controllers not in (1, 3):
@@ -230,6 +245,13 @@ class ApacheKafkaCluster:
         self.heap = heap
         self.cluster_id = new_cluster_id()
         self.config = {key: str(value) for key, value in (config or {}).items()}
+        self.extra_listeners: dict[str, tuple[str, str]] = {}  # name -> (protocol, host)
+        for name, spec in (listeners or {}).items():
+            protocol, _, host = spec.partition("@")
+            if name.upper() in ("PLAINTEXT", "CONTROLLER"):
+                raise ValueError(f"listener name {name!r} is taken")
+            self.extra_listeners[name.upper()] = (protocol.upper(), host or HOST)
+        self.scram_users = list(scram_users)
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.nodes: dict[int, Node] = {}
@@ -246,8 +268,11 @@ class ApacheKafkaCluster:
     def _add(self, node_id: int, role: str) -> None:
         port = free_port()
         controller_port = free_port() if role == "combined" else None
-        self.nodes[node_id] = Node(node_id, role, port, controller_port,
-                                   self.data_dir / f"node-{node_id}")
+        node = Node(node_id, role, port, controller_port, self.data_dir / f"node-{node_id}")
+        if role != "controller":
+            node.listeners = {name: (host, free_port())
+                              for name, (_protocol, host) in self.extra_listeners.items()}
+        self.nodes[node_id] = node
 
     # ------------------------------------------------------------------ addresses
 
@@ -266,6 +291,24 @@ class ApacheKafkaCluster:
     def address_of(self, node_id: int) -> str:
         return f"{HOST}:{self.nodes[node_id].port}"
 
+    def listener_address(self, name: str, node_id: int | None = None) -> str:
+        """``host:port`` of an extra listener on a broker (the first one by default)."""
+        node = self.nodes[node_id] if node_id is not None else self.brokers[0]
+        host, port = node.listeners[name.upper()]
+        return f"{host}:{port}"
+
+    def listener_bootstrap(self, name: str) -> str:
+        """Bootstrap servers of an extra listener on every broker."""
+        return ",".join(self.listener_address(name, n.node_id) for n in self.brokers)
+
+    def _listener_entries(self, node: Node) -> tuple[str, str]:
+        """(",NAME://host:port..." for listeners and advertised.listeners, ",NAME:PROTO...")"""
+        addresses = "".join(f",{name}://{host}:{port}"
+                            for name, (host, port) in node.listeners.items())
+        protocols = "".join(f",{name}:{protocol}"
+                            for name, (protocol, _host) in self.extra_listeners.items())
+        return addresses, protocols
+
     def _controller_listener_port(self, node: Node) -> int:
         return node.controller_port if node.role == "combined" else node.port  # type: ignore[return-value]
 
@@ -278,14 +321,17 @@ class ApacheKafkaCluster:
             "node.id": str(node.node_id),
             "controller.quorum.voters": self._voters(),
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                                              + self._listener_entries(node)[1],
             "log.dirs": str(node.directory / "data"),
         }
+        extra = self._listener_entries(node)[0]
         if node.role == "combined":
             props.update({
                 "process.roles": "broker,controller",
-                "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}"
+                             + extra,
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}" + extra,
                 "inter.broker.listener.name": "PLAINTEXT",
             })
         elif node.role == "controller":
@@ -296,8 +342,8 @@ class ApacheKafkaCluster:
         else:
             props.update({
                 "process.roles": "broker",
-                "listeners": f"PLAINTEXT://{HOST}:{node.port}",
-                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "listeners": f"PLAINTEXT://{HOST}:{node.port}" + extra,
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}" + extra,
                 "inter.broker.listener.name": "PLAINTEXT",
             })
         return {**self._defaults, **props, **self.config}
@@ -336,9 +382,14 @@ class ApacheKafkaCluster:
         self.wait_ready(timeout_s)
 
     def _format(self, node: Node, properties: Path) -> None:
+        scram: list[str] = []
+        if node.role != "broker":  # the bootstrap metadata the controllers start from
+            for user in self.scram_users:
+                scram += ["--add-scram", user]
         result = subprocess.run(
             java_command("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-                         "-c", str(properties), "--ignore-formatted", version=self.version),
+                         "-c", str(properties), "--ignore-formatted", *scram,
+                         version=self.version),
             capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"formatting node {node.node_id} failed: "
@@ -496,6 +547,7 @@ class ApacheKafkaCluster:
 
     def describe(self) -> list[str]:
         return [f"node {n.node_id} role={n.shown_role} pid={n.pid} port={n.port}"
+                + "".join(f" {name}={host}:{port}" for name, (host, port) in n.listeners.items())
                 for n in sorted(self.nodes.values(), key=lambda n: (n.role == "broker", n.node_id))]
 
 
@@ -534,6 +586,11 @@ def main(argv: list[str] | None = None) -> int:
     p_start.add_argument("--controllers", type=int, default=1, choices=(1, 3))
     p_start.add_argument("--data-dir", default=None)
     p_start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    p_start.add_argument("--listener", action="append", default=[], metavar="NAME=PROTOCOL",
+                         help="an extra client listener, e.g. SASL_SSL=SASL_SSL")
+    p_start.add_argument("--add-scram", action="append", default=[], metavar="SPEC",
+                         help="a SCRAM credential at format time, e.g. "
+                              "'SCRAM-SHA-256=[name=alice,password=secret]'")
     args = parser.parse_args(argv)
 
     if args.command == "fetch":
@@ -555,7 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     with ApacheKafkaCluster(args.brokers, args.controllers, version=args.version,
-                            data_dir=args.data_dir, config=_parse_config(args.config)) as cluster:
+                            data_dir=args.data_dir, config=_parse_config(args.config),
+                            listeners=_parse_config(args.listener),
+                            scram_users=args.add_scram) as cluster:
         print(f"apache-kafka ready bootstrap_servers={cluster.bootstrap_servers}", flush=True)
         for line in cluster.describe():
             print(line, flush=True)

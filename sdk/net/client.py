@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
+    AuthenticationError,
     InvalidMetadataError,
     KafkaConnectionError,
     KafkaError,
@@ -81,6 +82,7 @@ from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
 if TYPE_CHECKING:
     from sdk.net.config import CommonConfig
+    from sdk.net.security import Security
 
 __all__ = [
     "ANY_NODE",
@@ -145,6 +147,14 @@ class NetClient:
         self._maintainer: asyncio.Task[None] | None = None
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._security: Security | None = None
+        if config.security_protocol != "PLAINTEXT":
+            from sdk.net.security import Security  # TLS files are read here, once
+
+            self._security = Security.from_config(config)
+        # The last authentication failure (TLS or SASL), until a connection succeeds:
+        # fatal for the calls that need a broker, which raise it instead of waiting.
+        self.auth_error: AuthenticationError | None = None
 
     # ================================================================== lifecycle
 
@@ -285,7 +295,11 @@ class NetClient:
             except KafkaTimeoutError as exc:
                 # The wait's own deadline cut this refresh short: the cause seen before
                 # (a refused connection, a missing topic) says more than that.
+                if self.auth_error is not None:
+                    raise self.auth_error from None
                 last_problem = last_problem or exc
+            except AuthenticationError:
+                raise  # wrong credentials or certificates: waiting will not cure them
             except KafkaError as exc:
                 last_problem = exc
 
@@ -341,6 +355,8 @@ class NetClient:
                 elif not task.cancelled():
                     task.exception()  # retrieved: a loser's failure is no news
         self._refresh_failures += 1
+        if self.auth_error is not None:
+            raise self.auth_error
         raise NoBrokersAvailableError(
             "no broker answered a metadata request"
             + (": " + "; ".join(errors) if errors else " (no broker address known)")
@@ -478,6 +494,8 @@ class NetClient:
             if remaining > 0:
                 if not wait_backoff or remaining >= timeout:
                     last = self._last_error.get(node_id)
+                    if isinstance(last, AuthenticationError):
+                        raise last
                     # The cause first: "connection to h:p refused (ECONNREFUSED) ...".
                     raise KafkaConnectionError(
                         (f"{last}; " if last is not None else f"node {node_id}: ")
@@ -512,7 +530,7 @@ class NetClient:
             conn = await BrokerConnection.open(
                 host, port, node_id=node_id, client_id=self.config.client_id,
                 request_timeout_s=self._request_timeout_s,
-                connect_timeout_s=self._connect_timeout_s,
+                connect_timeout_s=self._connect_timeout_s, security=self._security,
             )
         except KafkaError as exc:
             self._record_failure(node_id, exc, connecting=True)
@@ -524,6 +542,7 @@ class NetClient:
             raise KafkaConnectionError("the client was closed while connecting")
         self._failures.pop(node_id, None)
         self._retry_at.pop(node_id, None)
+        self.auth_error = None
         if self.problems.resolved(("connect", f"{host}:{port}")):
             log.info("%s: connected to %s:%s (node %s) again", self.config.client_id,
                         host, port, node_id)
@@ -537,7 +556,13 @@ class NetClient:
                         connecting: bool = False) -> None:
         failures = self._failures.get(node_id, 0) + 1
         self._failures[node_id] = failures
-        self._retry_at[node_id] = time.monotonic() + self._reconnect.delay(failures)
+        delay = self._reconnect.delay(failures)
+        if isinstance(exc, AuthenticationError):
+            # Credentials or certificates do not fix themselves: no retry storm (at least
+            # reconnect_backoff_max_ms between attempts, as Java), and callers see it.
+            delay = max(delay, self.config.reconnect_backoff_max_ms / 1000)
+            self.auth_error = exc
+        self._retry_at[node_id] = time.monotonic() + delay
         self._last_error[node_id] = exc
         address = self.address_of(node_id)
         if connecting and isinstance(exc, KafkaError) and address is not None:

@@ -27,10 +27,19 @@ from __future__ import annotations
 import difflib
 import itertools
 import logging
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from sdk.errors import ConfigError, KafkaError
 from sdk.net.config_names import VALUES, Alias, Entry, Ignored, Refused, lookup
@@ -127,8 +136,49 @@ class CommonConfig(BaseModel):
     """... up to this much. Also the minimum gap between two metadata refreshes is retry_backoff_ms."""
     metadata_max_age_ms: NonNegativeInt = 300_000
     """Refresh cluster metadata at least this often, even without errors."""
-    security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
-    """Only PLAINTEXT for now (TLS and SASL come later)."""
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """``SSL`` and ``SASL_SSL`` wrap connections in TLS; ``SASL_*`` authenticate with
+    ``sasl_mechanism`` after the ApiVersions handshake (:mod:`sdk.net.security`)."""
+    ssl_context: ssl.SSLContext | None = None
+    """A ready ``ssl.SSLContext``; when given, the other ``ssl_*`` settings are not used."""
+    ssl_cafile: str | None = None
+    """PEM file of the CA certificates to trust (Java ``ssl.truststore.location`` with
+    ``ssl.truststore.type=PEM``, librdkafka ``ssl.ca.location``); default: the system's."""
+    ssl_cadata: str | None = None
+    """The trusted CA certificates as PEM text (Java ``ssl.truststore.certificates``)."""
+    ssl_certfile: str | None = None
+    """PEM file of the client's certificate chain for mutual TLS, which may hold the key too
+    (Java ``ssl.keystore.location`` with ``ssl.keystore.type=PEM``, librdkafka
+    ``ssl.certificate.location``)."""
+    ssl_keyfile: str | None = None
+    """PEM file of the client's private key (librdkafka ``ssl.key.location``)."""
+    ssl_password: SecretStr | None = None
+    """Password of the client's private key (``ssl.key.password``)."""
+    ssl_keystore_key: SecretStr | None = None
+    """The client's private key as PEM text (Java ``ssl.keystore.key``)."""
+    ssl_keystore_certificate_chain: str | None = None
+    """The client's certificate chain as PEM text (Java ``ssl.keystore.certificate.chain``)."""
+    ssl_truststore_type: str = "PEM"
+    """Only ``PEM``: JKS and PKCS12 stores are Java formats (convert them to PEM)."""
+    ssl_keystore_type: str = "PEM"
+    """Only ``PEM`` (see ``ssl_truststore_type``)."""
+    ssl_endpoint_identification_algorithm: str = "https"
+    """``https`` (default) checks that the broker's certificate names the host connected
+    to; ``""`` (librdkafka: ``none``) does not, though the chain is still verified."""
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = None
+    """The SASL mechanism; default: the one the ``sasl_jaas_config`` login module implies."""
+    sasl_username: str | None = None
+    """User name for PLAIN and SCRAM (librdkafka ``sasl.username``)."""
+    sasl_password: SecretStr | None = None
+    """Password for PLAIN and SCRAM (librdkafka ``sasl.password``)."""
+    sasl_jaas_config: SecretStr | None = None
+    """Java's JAAS string: ``org.apache.kafka.common.security.plain.PlainLoginModule
+    required username="..." password="...";`` (or the Scram / OAuthBearer modules)."""
+    sasl_oauth_token_provider: Callable[[], Any] | None = None
+    """OAUTHBEARER tokens: a function or coroutine function returning an
+    :class:`sdk.net.security.OAuthBearerToken`, ``(token, expires_at_ms[, extensions])`` or
+    the token string. Called when a token is 80% through its life, for new connections and
+    re-authentications (KIP-368)."""
     on_error: Callable[[KafkaError], object] | None = None
     """``on_error(exc)``: called with a typed KafkaError when the client meets a problem it
     keeps retrying in the background (a broker it cannot reach, a topic that does not
@@ -157,10 +207,39 @@ class CommonConfig(BaseModel):
             raise ValueError("expected a callable taking the KafkaError")
         return value
 
-    @field_validator("security_protocol", mode="before")
+    @field_validator("security_protocol", "sasl_mechanism", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
-        return value.upper() if isinstance(value, str) else value
+        if isinstance(value, str):
+            value = value.strip().upper()
+            return value or None
+        return value
+
+    @field_validator("ssl_truststore_type", "ssl_keystore_type", mode="before")
+    @classmethod
+    def _pem_only(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().upper() not in ("PEM", ""):
+            raise ValueError(f"{value.strip()} stores are not supported: convert the store to "
+                             "PEM files (keytool -exportcert / openssl pkcs12) and set the "
+                             "type to PEM")
+        return "PEM"
+
+    @field_validator("ssl_endpoint_identification_algorithm", mode="before")
+    @classmethod
+    def _endpoint_check(cls, value: Any) -> Any:
+        text = "" if value is None else str(value).strip().lower()
+        if text in ("", "none"):  # librdkafka spells "off" as none
+            return ""
+        if text != "https":
+            raise ValueError("only 'https' (check the host name) or '' (do not)")
+        return text
+
+    @field_validator("sasl_oauth_token_provider")
+    @classmethod
+    def _check_provider(cls, value: Any) -> Any:
+        if value is not None and not callable(value):
+            raise ValueError("expected a function returning the token")
+        return value
 
     # ------------------------------------------------------------------ construction
 
@@ -247,6 +326,9 @@ class CommonConfig(BaseModel):
                     continue
                 name, value = resolved
                 if name in merged and not _same_value(merged[name], value):
+                    if name in _SECRETS:  # never repeat a credential in a message
+                        raise ConfigError(f"given twice with different values: "
+                                          f"{given_as[name]!r} and {raw_key!r}", key=raw_key)
                     raise ConfigError(
                         f"given twice with different values: {given_as[name]!r}="
                         f"{merged[name]!r} and {raw_key!r}={value!r}",
@@ -326,6 +408,8 @@ class CommonConfig(BaseModel):
             return original
         if err["type"] == "missing":
             return ConfigError("is required", key=name, allowed=_allowed_phrase(cls, name, err))
+        if name in _SECRETS:
+            return ConfigError(_describe(err), key=given_as.get(name, name), allowed="a string")
         return ConfigError(
             _describe(err),
             key=given_as.get(name, name),
@@ -335,6 +419,8 @@ class CommonConfig(BaseModel):
 
 
 _ROLE_NOUNS = {"P": "producer", "C": "consumer", "A": "admin client"}
+# Settings holding credentials: error messages name them but never show their values.
+_SECRETS = frozenset({"ssl_password", "ssl_keystore_key", "sasl_password", "sasl_jaas_config"})
 
 
 def _field_name(key: str) -> str:

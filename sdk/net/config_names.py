@@ -57,7 +57,12 @@ Entry = Alias | Ignored | Refused
 
 _DEPRECATED = "deprecated and unused in librdkafka itself"
 _CALLBACK = "callbacks are not configured by name here"
-_PLAINTEXT = "has no effect with security.protocol=PLAINTEXT, the only protocol supported yet"
+_TLS_SASL = ("not used by this client's TLS/SASL support (PEM files or an ssl.SSLContext; "
+             "PLAIN, SCRAM-SHA-256/512, OAUTHBEARER)")
+_TLS_DEFAULTS = ("TLS 1.2+ with OpenSSL's defaults; pass an ssl.SSLContext as ssl_context to "
+                 "choose protocols or ciphers")
+_OIDC = ("fetching OAUTHBEARER tokens from an OIDC endpoint is not built in: return the token "
+         "from sasl_oauth_token_provider (a function, sync or async)")
 _PREFETCH = ("the consumer prefetches one fetch response per broker (bounded by "
              "fetch.max.bytes and max.partition.fetch.bytes)")
 _NO_METRICS = "the client keeps no Java metrics; log with the 'sdk' logger instead"
@@ -166,7 +171,38 @@ NAMES: dict[str, tuple[Entry, ...]] = {
     "topic.metadata.refresh.fast.cnt": (Ignored(_DEPRECATED),),
     "api.version.fallback.ms": (Ignored(_DEPRECATED),),
     "broker.version.fallback": (Ignored(_DEPRECATED),),
-    "security.providers": (Ignored(_PLAINTEXT),),
+    "security.providers": (Ignored("Java security providers do not apply here"),),
+    # TLS: Java's PEM store names and librdkafka's file names -> ours (sdk.net.security.tls)
+    "ssl.truststore.location": (Alias("ssl.cafile", "Java"),),
+    "ssl.truststore.certificates": (Alias("ssl.cadata", "Java"),),
+    "ssl.keystore.location": (Alias("ssl.certfile", "Java"),),
+    "ssl.key.password": (Alias("ssl.password", "Java and librdkafka"),),
+    "ssl.ca.location": (Alias("ssl.cafile", "librdkafka"),),
+    "ssl.ca.pem": (Alias("ssl.cadata", "librdkafka"),),
+    "ssl.certificate.location": (Alias("ssl.certfile", "librdkafka"),),
+    "ssl.key.location": (Alias("ssl.keyfile", "librdkafka"),),
+    "ssl.certificate.pem": (Alias("ssl.keystore.certificate.chain", "librdkafka"),),
+    "ssl.key.pem": (Alias("ssl.keystore.key", "librdkafka"),),
+    "ssl.truststore.password": (Ignored("a PEM trust store has no password", quiet=("",)),),
+    "ssl.keystore.password": (Ignored("a PEM key store has no store password; the key's is "
+                                      "ssl.key.password", quiet=("",)),),
+    "ssl.protocol": (Ignored(_TLS_DEFAULTS, quiet=("tls", "tlsv1.2", "tlsv1.3")),),
+    "ssl.enabled.protocols": (Ignored(_TLS_DEFAULTS),),
+    "ssl.cipher.suites": (Ignored(_TLS_DEFAULTS, quiet=("",)),),
+    "ssl.keymanager.algorithm": (Ignored("a Java key manager setting"),),
+    "ssl.trustmanager.algorithm": (Ignored("a Java trust manager setting"),),
+    "ssl.secure.random.implementation": (Ignored("a Java setting"),),
+    "enable.ssl.certificate.verification": (Ignored(
+        "certificates are always verified; pass an ssl.SSLContext as ssl_context to change "
+        "that", quiet=("true",), otherwise="refuse"),),
+    # SASL
+    "sasl.mechanisms": (Alias("sasl.mechanism", "librdkafka"),),
+    "sasl.oauthbearer.token.endpoint.url": (Refused(_OIDC),),
+    "sasl.login.callback.handler.class": (Refused(_OIDC),),
+    "sasl.oauthbearer.method": (Ignored(_OIDC, quiet=("default",), otherwise="refuse"),),
+    "enable.sasl.oauthbearer.unsecure.jwt": (Refused(
+        "for an unsecured token use sasl.jaas.config with the OAuthBearerLoginModule's "
+        "unsecuredLoginStringClaim_sub=\"...\" (Java's form), or sasl_oauth_token_provider"),),
     "config.providers": (Refused(
         "${provider:path:key} values are not resolved; resolve them before passing the "
         "settings"),),
@@ -178,8 +214,11 @@ NAMES: dict[str, tuple[Entry, ...]] = {
     "throttle_cb": (Refused("broker throttling is not reported; " + _CALLBACK),),
     "stats_cb": (Refused("there are no statistics; " + _CALLBACK),),
     "log_cb": (Refused("log with Python logging (the 'sdk' logger); " + _CALLBACK),),
-    "oauth_cb": (Refused("SASL/OAUTHBEARER is not supported yet"),),
-    "oauthbearer_token_refresh_cb": (Refused("SASL/OAUTHBEARER is not supported yet"),),
+    "oauth_cb": (Refused("pass sasl_oauth_token_provider= (no arguments; returns the token "
+                         "and its expiry in epoch milliseconds)"),),
+    "oauthbearer_token_refresh_cb": (Refused("pass sasl_oauth_token_provider= (no arguments; "
+                                             "returns the token and its expiry in epoch "
+                                             "milliseconds)"),),
     "max.in.flight": (Alias("max.in.flight.requests.per.connection", "librdkafka", roles="P"),
                       Ignored("only the producer pipelines requests (the consumer keeps one "
                               "fetch per broker in flight)", roles="CA")),
@@ -305,15 +344,15 @@ NAMES: dict[str, tuple[Entry, ...]] = {
                                       quiet=("utf8", "utf-8"), otherwise="refuse"),),
 }
 
-# Whole families by prefix: TLS and SASL settings do nothing under PLAINTEXT (Java ignores
-# them there too); security.protocol itself refuses SSL and SASL_* until they are supported.
+# Whole families by prefix: the other TLS and SASL settings (Kerberos, Java's login
+# refresh and key manager tuning, librdkafka's OpenSSL engines) have no effect here.
 PREFIXES: dict[str, Entry] = {
-    "ssl.": Ignored(_PLAINTEXT),
-    "ssl_": Ignored(_PLAINTEXT),
-    "sasl.": Ignored(_PLAINTEXT),
-    "https.": Ignored(_PLAINTEXT),
-    "enable.ssl.": Ignored(_PLAINTEXT),
-    "enable.sasl.": Ignored(_PLAINTEXT),
+    "ssl.": Ignored(_TLS_SASL),
+    "ssl_": Ignored(_TLS_SASL),
+    "sasl.": Ignored(_TLS_SASL),
+    "https.": Ignored(_TLS_SASL),
+    "enable.ssl.": Ignored(_TLS_SASL),
+    "enable.sasl.": Ignored(_TLS_SASL),
 }
 
 

@@ -19,6 +19,15 @@ importable from here and from ``sdk.net``); a closed or broken connection fails 
 handed its leaderships on). ``on_close`` callbacks let the owner (the network client) forget
 the connection. Nothing here retries; that is the caller's policy.
 
+Security (:mod:`sdk.net.security`): with ``SSL`` / ``SASL_SSL`` the socket is wrapped in
+TLS (a failed handshake, an untrusted certificate or a wrong host name is an
+:class:`sdk.errors.SslAuthenticationError`); with ``SASL_*`` the SASL exchange follows
+ApiVersions. When the broker gives the session a lifetime (KIP-368,
+``connections.max.reauth.ms`` or a token's expiry) the connection authenticates again on
+the same socket at 85-95% of it: requests already sent complete normally, and requests
+made meanwhile are held (their bytes buffered by swapping the transport the send path
+writes to, so the steady-state path checks nothing) and written once it succeeded.
+
 All methods must be called on the event loop that opened the connection.
 """
 
@@ -28,23 +37,29 @@ import asyncio
 import errno
 import logging
 import os
+import random
 import re
 import socket
+import ssl
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
     KafkaConnectionError,
     KafkaError,
     MalformedDataError,
     RequestTimeoutError,
+    SslAuthenticationError,
     UnsupportedVersionError,
 )
 from sdk.protocol.framing import ClientFraming
 from sdk.protocol.message import Message
 from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from sdk.protocol.versions import our_versions, pick_version, ranges_from_response
+
+if TYPE_CHECKING:
+    from sdk.net.security import Security
 
 __all__ = ["BrokerConnection", "RequestTimeoutError", "SOFTWARE_NAME", "SOFTWARE_VERSION",
            "describe_connect_error"]
@@ -83,6 +98,41 @@ def describe_connect_error(host: str, port: int, exc: OSError) -> str:
 
 
 _EAI_NAMES = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
+_REAUTH_SHARE = (0.85, 0.95)  # re-authenticate within this share of the session (as Java)
+
+
+def _tls_error(host: str, port: int, node_id: int, exc: BaseException) -> SslAuthenticationError:
+    reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
+    hint = ""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        hint = " (is the broker's CA in ssl_cafile / ssl.truststore.location?)"
+        if "hostname" in str(reason).lower() or "ip address mismatch" in str(reason).lower():
+            hint = (f" (the certificate does not name {host!r}; "
+                    "ssl_endpoint_identification_algorithm='' skips this check)")
+    elif "WRONG_VERSION_NUMBER" in str(exc) or "record layer failure" in str(exc):
+        hint = " (is this a TLS listener?)"
+    return SslAuthenticationError(
+        f"TLS handshake with {host}:{port} (node {node_id}) failed: {reason}{hint}", cause=exc)
+
+
+class _HeldWrites:
+    """Stands in for the transport while a re-authentication runs: requests made meanwhile
+    are kept in order and written when it is over."""
+
+    __slots__ = ("_real", "chunks")
+
+    def __init__(self, real: asyncio.Transport) -> None:
+        self._real = real
+        self.chunks: list[bytes | bytearray] = []
+
+    def write(self, data: bytes | bytearray) -> None:
+        self.chunks.append(data)
+
+    def close(self) -> None:
+        self._real.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
 
 
 class _Protocol(asyncio.Protocol):
@@ -118,6 +168,7 @@ class BrokerConnection:
         node_id: int,
         client_id: str | None,
         request_timeout_s: float,
+        security: Security | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -136,6 +187,12 @@ class BrokerConnection:
         self._close_callbacks: list[Callable[[BrokerConnection], None]] = []
         self._versions_cache: dict[tuple[int, int | None], int] = {}
         self._handshake_version = 0
+        self._security = security
+        self._socket: asyncio.Transport | None = None  # the real one, also while held
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
+        self.session_lifetime_ms = 0
+        self.reauthentications = 0
 
     # ------------------------------------------------------------------ opening
 
@@ -149,16 +206,19 @@ class BrokerConnection:
         client_id: str | None,
         request_timeout_s: float,
         connect_timeout_s: float,
+        security: Security | None = None,
     ) -> BrokerConnection:
-        """Connect and run the ApiVersions handshake within ``connect_timeout_s``.
+        """Connect, run the ApiVersions handshake and (with ``security``) TLS and SASL
+        within ``connect_timeout_s``.
 
         Raises KafkaConnectionError (also for a timeout) when the broker cannot be reached
-        or does not answer the handshake sensibly.
+        or does not answer the handshake sensibly, and an AuthenticationError subclass
+        when TLS or SASL fails.
         """
         try:
             return await asyncio.wait_for(
                 cls._open(host, port, node_id=node_id, client_id=client_id,
-                          request_timeout_s=request_timeout_s),
+                          request_timeout_s=request_timeout_s, security=security),
                 connect_timeout_s,
             )
         except TimeoutError as exc:
@@ -169,40 +229,117 @@ class BrokerConnection:
 
     @classmethod
     async def _open(cls, host: str, port: int, *, node_id: int, client_id: str | None,
-                    request_timeout_s: float) -> BrokerConnection:
+                    request_timeout_s: float, security: Security | None = None
+                    ) -> BrokerConnection:
         conn = cls(host, port, node_id=node_id, client_id=client_id,
-                   request_timeout_s=request_timeout_s)
+                   request_timeout_s=request_timeout_s, security=security)
         await conn._connect_socket()
         version = _HANDSHAKE_VERSION
         try:
-            versions = await conn._handshake(version)
+            try:
+                versions = await conn._handshake(version)
+            except KafkaConnectionError as exc:
+                # Brokers before Kafka 2.4 answer an ApiVersions version they do not know
+                # with a v0 body that does not decode as v3: retry the handshake with v0.
+                if not isinstance(exc.__cause__, MalformedDataError):
+                    raise
+                conn.close()
+                conn = cls(host, port, node_id=node_id, client_id=client_id,
+                           request_timeout_s=request_timeout_s, security=security)
+                await conn._connect_socket()
+                version = 0
+                versions = await conn._handshake(version)
+            conn.api_versions = versions
+            conn._handshake_version = version
+            if security is not None and security.sasl is not None:
+                await conn._authenticate()
         except KafkaConnectionError as exc:
-            # Brokers before Kafka 2.4 answer an ApiVersions version they do not know with a
-            # v0 body that does not decode as v3: retry the handshake with v0.
-            if not isinstance(exc.__cause__, MalformedDataError):
-                raise
             conn.close()
-            conn = cls(host, port, node_id=node_id, client_id=client_id,
-                       request_timeout_s=request_timeout_s)
-            await conn._connect_socket()
-            version = 0
-            versions = await conn._handshake(version)
-        conn.api_versions = versions
-        conn._handshake_version = version
+            if isinstance(exc.__cause__, ssl.SSLError):
+                # TLS 1.3: a broker refusing our certificate says so after the handshake.
+                raise _tls_error(host, port, node_id, exc.__cause__) from exc.__cause__
+            raise
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
-    async def _connect_socket(self) -> None:
+    # ------------------------------------------------------------------ SASL
+
+    async def _authenticate(self) -> None:
+        """The SASL exchange (first time or again); schedules the next one if the session
+        has a lifetime."""
+        from sdk.net.security import authenticate  # only SASL clients load it
+
+        assert self._security is not None and self._security.sasl is not None
+        lifetime = await authenticate(self._security.sasl, self._exchange,
+                                      self.version_for, f"{self.address} (node {self.node_id})")
+        self.session_lifetime_ms = lifetime
+        if lifetime > 0 and not self._closed:
+            delay = lifetime / 1000 * random.uniform(*_REAUTH_SHARE)
+            self._reauth_timer = self._loop.call_later(delay, self._begin_reauth)
+
+    async def _exchange(self, request: Message, version: int) -> Any:
+        """One SASL round trip written straight to the socket (past held writes)."""
+        sock = self._socket
+        if self._closed or sock is None:
+            raise KafkaConnectionError(f"connection to {self.address} (node {self.node_id}) "
+                                       "is closed", cause=self.close_reason)
+        cid, data = self._framing.encode_request(request, version)
+        sock.write(data)
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        timeout = self.request_timeout_s
+        timer = self._loop.call_at(self._loop.time() + timeout, self._on_timeout, cid, timeout)
+        self._waiters[cid] = (fut, timer)
+        return await fut
+
+    def _begin_reauth(self) -> None:
+        self._reauth_timer = None
+        if not self._closed:
+            self._reauth_task = self._loop.create_task(self._reauthenticate(),
+                                                       name="kafka-sdk-reauth")
+
+    async def _reauthenticate(self) -> None:
+        sock = self._socket
+        assert sock is not None
+        held = _HeldWrites(sock)
+        self._transport = held  # type: ignore[assignment]  # duck-typed: write and close
         try:
-            transport, _ = await self._loop.create_connection(
-                lambda: _Protocol(self), self.host, self.port
-            )
+            await self._authenticate()
+        except KafkaError as exc:
+            log.warning("re-authentication with %s (node %s) failed: %s; closing the "
+                        "connection", self.address, self.node_id, exc)
+            self.close(exc)
+            return
+        finally:
+            if not self._closed:
+                self._transport = sock
+                for chunk in held.chunks:
+                    sock.write(chunk)
+        self.reauthentications += 1
+        log.debug("re-authenticated with %s (node %s); %d request(s) were held meanwhile",
+                  self.address, self.node_id, len(held.chunks))
+
+    async def _connect_socket(self) -> None:
+        context = self._security.ssl_context if self._security is not None else None
+        try:
+            if context is None:
+                transport, _ = await self._loop.create_connection(
+                    lambda: _Protocol(self), self.host, self.port
+                )
+            else:
+                transport, _ = await self._loop.create_connection(
+                    lambda: _Protocol(self), self.host, self.port, ssl=context,
+                    server_hostname=self.host)
+        except ssl.SSLError as exc:
+            raise _tls_error(self.host, self.port, self.node_id, exc) from exc
         except OSError as exc:
             raise KafkaConnectionError(
                 f"{describe_connect_error(self.host, self.port, exc)} (node {self.node_id})",
                 cause=exc,
             ) from exc
         assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = self._socket = transport
 
     async def _handshake(self, version: int) -> dict[int, tuple[int, int]]:
         request = ApiVersionsRequest(client_software_name=SOFTWARE_NAME,
@@ -355,6 +492,9 @@ class BrokerConnection:
             return
         self._closed = True
         self.close_reason = reason
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
         if self._transport is not None:
             self._transport.close()
         self._fail_waiters(reason)

@@ -76,7 +76,7 @@ def test_conflicting_duplicate_key() -> None:
         ("retry_backoff_ms", -1, "a number >= 0"),
         ("retry_backoff_ms", "soon", "an integer"),
         ("retry_backoff_ms", True, "an integer"),
-        ("security_protocol", "SSL", "'PLAINTEXT'"),
+        ("security_protocol", "KERBEROS", "'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT' or 'SASL_SSL'"),
     ],
 )
 def test_invalid_values_name_key_value_and_allowed(key: str, value: object, allowed: str) -> None:
