@@ -360,9 +360,16 @@ class BulkFuture:
         return not self.done()
 
     def _wait(self, timeout: float | None) -> None:
+        # By index, re-reading the part waited for: records held for their topic's
+        # metadata (sdk.producer.held) are replaced by their batches when appended.
         deadline = None if timeout is None else time.monotonic() + timeout
-        for b, _, _, _ in self._parts:
-            if not b.done:
+        parts = self._parts
+        i = 0
+        while i < len(parts):
+            b = parts[i][0]
+            if b.done:
+                i += 1
+            else:
                 b.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _carried(self) -> list[tuple[ProducerBatch, int, int, int]]:
@@ -411,28 +418,32 @@ class BulkFuture:
 
     def add_done_callback(self, fn: Callable[[BulkFuture], Any]) -> None:
         """``fn(bulk_future)`` once every record has completed."""
-        pending = [b for b, _, _, _ in self._parts]
-        remaining = [len(pending)]
-        lock = threading.Lock()
+        parts = self._parts
+        at = [0]  # the part waited for; one waits at a time, so no lock is needed
 
-        def one_done(_: Any) -> None:
-            with lock:
-                remaining[0] -= 1
-                last = remaining[0] == 0
-            if last:
-                try:
-                    fn(self)
-                except Exception:
-                    log.exception("producer callback %r raised", fn)
+        def next_part(_: Any = None) -> None:
+            i = at[0]
+            while i < len(parts):
+                b = parts[i][0]
+                if not b.done:
+                    at[0] = i
+                    b.add_callback(None, next_part, False)  # re-reads part i when done
+                    return
+                i += 1
+            try:
+                fn(self)
+            except Exception:
+                log.exception("producer callback %r raised", fn)
 
-        if not pending:
-            fn(self)
-            return
-        for b in pending:
-            b.add_callback(None, one_done, False)
+        next_part()
 
     def __await__(self) -> Generator[Any, None, list[RecordMetadata]]:
-        for b, _, _, _ in self._parts:
-            if not b.done:
+        parts = self._parts
+        i = 0
+        while i < len(parts):
+            b = parts[i][0]
+            if b.done:
+                i += 1
+            else:
                 yield from asyncio.shield(b.aio_wait()).__await__()
         return self._collect()

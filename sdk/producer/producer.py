@@ -47,11 +47,13 @@ from sdk.net.describe import describe_client
 from sdk.net.fork import watch
 from sdk.producer.accumulator import (
     BATCH_OVERHEAD,
+    RECORD_OVERHEAD_BOUND,
     BufferPool,
     NeedMemory,
     RecordAccumulator,
 )
 from sdk.producer.batch import BulkFuture, DeliveryCallback, RecordFuture
+from sdk.producer.held import Chunk, HeldSends
 from sdk.producer.idempotence import ProducerIdManager
 from sdk.producer.partitioner import make_partitioner
 from sdk.producer.sender import Sender
@@ -141,6 +143,10 @@ class AsyncProducer(Generic[KS, VS]):
         self._key_serializer = cfg.key_serializer
         self._value_serializer = cfg.value_serializer
         self._max_block_s = cfg.max_block_ms / 1000
+        # send_many records waiting for their topic's metadata (sdk.producer.held).
+        self._held = HeldSends(limit_bytes=cfg.buffer_memory,
+                               wait_topic=self._wait_for_metadata,
+                               append_chunk=self._append_chunk)
         self._stage = Stage(
             self._acc,
             cap=stage_cap,
@@ -153,6 +159,7 @@ class AsyncProducer(Generic[KS, VS]):
             topic_async=self._wait_for_topic,
             max_block_s=self._max_block_s,
             after_blocking_drain=self._let_sender_catch_up,
+            held=self._held,
         )
         # The fast paths of send and send_threadsafe: a plain record is staged in one call
         # (see Stage.stager); send_threadsafe falls back to the class's general path.
@@ -285,7 +292,7 @@ class AsyncProducer(Generic[KS, VS]):
         (to keep the order) and appends it to its batch. Yields what it must wait for before
         the next try, with the seconds left of ``max_block_ms``: ``("stage", s)``, the stage
         drained (the waiting is up to the caller's drain); ``(None, s)``, the topic's
-        metadata; ``(NeedMemory, s)``, that many bytes of buffer memory, which the caller
+        metadata and the records held for it (sdk.producer.held); ``(NeedMemory, s)``, that many bytes of buffer memory, which the caller
         reserves for this record (the next try hands them to the batch). The last item is
         the record's future.
         """
@@ -298,13 +305,19 @@ class AsyncProducer(Generic[KS, VS]):
                 if fut is not None:
                     yield fut
                     return
-                if self._closed or not self._acc.knows(topic):
+                if self._closed or not self._acc.knows(topic) or topic in self._held:
                     break  # the general path raises, or waits for the topic's metadata
                 yield "stage", max(0.0, deadline - time.monotonic())
         if stage.runs:
             yield "stage", max(0.0, deadline - time.monotonic())
         reserved = 0
+        held = self._held
         while True:
+            if topic in held:  # an earlier send_many's records wait for the topic: go after
+                self._acc.give_back(reserved)
+                reserved = 0
+                yield None, max(0.0, deadline - time.monotonic())
+                continue
             result = self._acc.append(topic, partition, key, value, headers, ts, on_delivery,
                                       reserved)
             if type(result) is RecordFuture:
@@ -348,7 +361,7 @@ class AsyncProducer(Generic[KS, VS]):
                 # until flush: let it write what is ready now, once per drained stage.
                 await asyncio.sleep(0)
             elif need is None:
-                await self.client.wait_for_topic(topic, remaining)
+                await self._wait_for_topic(topic, remaining)
             else:
                 await self._pool.reserve_async(need.nbytes, remaining)
 
@@ -372,28 +385,68 @@ class AsyncProducer(Generic[KS, VS]):
 
         Faster than a ``send`` per record (one lock hold per chunk, no per-record future).
         Returns a :class:`BulkFuture` (``await`` it for the list of RecordMetadata).
+
+        It does not wait for the topic's metadata: records the topic's partitions are not
+        known for yet are held and appended once they are (``sdk.producer.held``), so
+        ``result(timeout=...)`` honours its timeout; they fail if the metadata does not
+        arrive within ``max_block_ms``. It may wait for buffer memory (up to
+        ``max_block_ms``), as ``send`` does.
         """
         deadline = time.monotonic() + self._max_block_s
         await self._stage.drain_async(deadline)  # staged sends go first
         parts: list[list[Any]] = []
         chunks: list[tuple[list[bytes | None], list[bytes | None] | None]] = []
-        for ts, keys, values, plain in self._chunks(topic, records, timestamp_ms):
+        held: list[Chunk] = []
+        start = 0
+        for chunk in self._chunks(topic, records, timestamp_ms):
+            _, keys, values, _ = chunk
             chunks.append((values, keys))  # the metadata's sizes, measured when asked for
-            i, reserved, first = 0, 0, partition
-            while i < len(values):
-                i, need = self._acc.append_many(topic, first, keys, values, i, parts, ts,
-                                                reserved, plain)
-                reserved, first = 0, partition
-                if i < 0:  # the topic's metadata is not known yet
-                    await self.client.wait_for_topic(topic,
-                                                     max(0.0, deadline - time.monotonic()))
-                    i = 0
-                elif need is not None:
-                    await self._pool.reserve_async(need.nbytes,
-                                                   max(0.0, deadline - time.monotonic()))
-                    reserved, first = need.nbytes, need.partition
-            await asyncio.sleep(0)  # let the sender drain between chunks
+            if not held:
+                i = 0 if topic in self._held else await self._append_chunk(
+                    topic, partition, chunk, 0, parts, deadline)
+                if i == len(values):
+                    await asyncio.sleep(0)  # let the sender drain between chunks
+                    continue
+                start = i  # the topic's partitions are not known: hold the rest
+            self._check_holdable(chunk, start if not held else 0, partition)
+            held.append(chunk)
+        if held:
+            await self._held.hold(topic, partition, held, start, parts, deadline)
         return BulkFuture(topic, parts, chunks)
+
+    async def _append_chunk(self, topic: str, partition: int | None, chunk: Chunk, start: int,
+                            parts: list[list[Any]], deadline: float) -> int:
+        """Append ``chunk``'s records from ``start`` (extending ``parts``), waiting for
+        buffer memory until ``deadline``. Returns where it stopped: ``len(values)`` once
+        all are appended, less when the topic's partitions are not known."""
+        ts, keys, values, plain = chunk
+        i, reserved, first = start, 0, partition
+        while i < len(values):
+            j, need = self._acc.append_many(topic, first, keys, values, i, parts, ts,
+                                            reserved, plain)
+            reserved, first = 0, partition
+            if j < 0:
+                return i
+            i = j
+            if need is not None:
+                await self._pool.reserve_async(need.nbytes,
+                                               max(0.0, deadline - time.monotonic()))
+                reserved, first = need.nbytes, need.partition
+        return i
+
+    def _check_holdable(self, chunk: Chunk, start: int, partition: int | None) -> None:
+        """What an append would refuse at once, checked before records are held."""
+        if partition is not None and (type(partition) is not int or partition < 0):
+            raise (TypeError if type(partition) is not int else ValueError)(
+                f"partition must be an int >= 0, not {partition!r}")
+        _, keys, values, _ = chunk
+        limit = self._acc.record_limit
+        for i in range(start, len(values)):
+            value, key = values[i], keys[i] if keys is not None else None
+            size = (RECORD_OVERHEAD_BOUND + (len(value) if value is not None else 0)
+                    + (len(key) if key else 0))
+            if size > limit:
+                raise self._acc.too_large(size, i)
 
     def _chunks(self, topic: str, records: Iterable[Any], timestamp_ms: int | None
                 ) -> Iterator[tuple[int, list[bytes | None] | None, list[bytes | None], bool]]:
@@ -484,11 +537,18 @@ class AsyncProducer(Generic[KS, VS]):
         return fut.result()  # send_many bounds its own waits by max_block_ms
 
     async def _wait_for_topic(self, topic: str, remaining: float) -> None:
+        """Wait until records can be appended to ``topic``: its metadata is known and no
+        records of an earlier send_many wait for it (they go first)."""
+        deadline = time.monotonic() + remaining
+        await self._held.wait_clear(topic, remaining)
+        await self.client.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+
+    async def _wait_for_metadata(self, topic: str, remaining: float) -> None:
         await self.client.wait_for_topic(topic, remaining)
 
     def _wait_for_topic_blocking(self, topic: str, remaining: float) -> None:
         assert self._loop is not None
-        fut = asyncio.run_coroutine_threadsafe(self.client.wait_for_topic(topic, remaining),
+        fut = asyncio.run_coroutine_threadsafe(self._wait_for_topic(topic, remaining),
                                                self._loop)
         try:
             fut.result(remaining + 5.0)  # wait_for_topic enforces `remaining` itself
@@ -578,15 +638,17 @@ class AsyncProducer(Generic[KS, VS]):
         await asyncio.shield(task)
 
     async def _shut_down(self, timeout: float | None, reason: str | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._stage.close()
         try:  # staged records go to batches first (the rest fail when the sender stops)
-            await self._stage.drain_async(None if timeout is None
-                                          else time.monotonic() + timeout)
+            await self._stage.drain_async(deadline)
         except KafkaError as exc:
             log.info("staged records not all appended before close: %s", exc)
+        # Held send_many records may still get their topic's metadata within the timeout.
+        await self._held.close(_left(deadline), reason)
         self._acc.close()
         if self._sender is not None:
-            await self._sender.stop(timeout, reason)
+            await self._sender.stop(_left(deadline), reason)
         if self._client is not None:
             await self._client.close()
 
@@ -606,6 +668,11 @@ class AsyncProducer(Generic[KS, VS]):
         info = await self.client.wait_for_topic(
             topic, self._max_block_s if timeout is None else timeout)
         return list(info.partition_ids)
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds to ``deadline`` (None: no limit), at least 0."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _to_bytes(data: Any, what: str) -> bytes:

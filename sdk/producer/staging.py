@@ -35,7 +35,7 @@ import inspect
 import threading
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Container, Generator
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -278,6 +278,7 @@ class Stage:
         topic_async: Callable[[str, float], Awaitable[Any]],
         max_block_s: float,
         after_blocking_drain: Callable[[], None] = lambda: None,
+        held: Container[str] = frozenset(),
     ) -> None:
         self.lock = threading.Lock()
         self.runs: dict[str, StagedRun] = {}
@@ -294,6 +295,9 @@ class Stage:
         self._topic_async = topic_async
         self._max_block_s = max_block_s
         self._after_blocking_drain = after_blocking_drain
+        # Topics with send_many records waiting for their metadata (sdk.producer.held):
+        # nothing is staged for them until those are appended, so they stay first.
+        self._held = held
         self._value_limit = accumulator.record_limit - RECORD_OVERHEAD_BOUND
         self._put = self.stager(True, None)
 
@@ -388,8 +392,10 @@ class Stage:
 
     def _open_run(self, topic: str) -> StagedRun | None:
         """A run for ``topic``'s first staged record (under the lock); None when the stage
-        is closed or full, or the topic's metadata is not known."""
-        if self.closed or self.held >= self.cap or not self._acc.knows(topic):
+        is closed or full, the topic's metadata is not known, or send_many records wait for
+        it."""
+        if (self.closed or self.held >= self.cap or not self._acc.knows(topic)
+                or topic in self._held):
             return None
         run = self.runs[topic] = StagedRun(self, topic, _monotonic())
         # Its linger runs from now: the sender must look at it in time (the wake-up goes
