@@ -17,6 +17,9 @@ path of ``send`` waits for the held records first (``HeldSends.wait_clear``). Re
 by one caller therefore keep their order within a partition, as if ``send_many`` had
 blocked.
 
+``flush`` waits for held records too (appended, then acknowledged, or failed); ``close``
+lets them be appended within its timeout, then fails the rest with ProducerClosedError.
+
 Memory: held records count against ``buffer_memory``; a ``send_many`` that would hold more
 waits (up to ``max_block_ms``) for earlier held records to leave, as an append waits for
 buffer memory.
@@ -219,6 +222,19 @@ class HeldSends:
                 f"metadata for topic {topic!r} not available within max_block_ms (records of "
                 "an earlier send_many still wait for it, and later records go after them)"
             ) from None
+
+    async def settled(self, timeout_s: float | None) -> bool:
+        """Wait until the records held now are appended or failed (flush); False when
+        ``timeout_s`` passed first."""
+        entries = [e for queue in self.topics.values() for e in queue]
+        if not entries:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.gather(*(asyncio.shield(e.aio_wait())
+                                                    for e in entries)), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     async def _run(self, topic: str, queue: deque[HeldRecords]) -> None:
         try:

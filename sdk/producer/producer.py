@@ -589,6 +589,9 @@ class AsyncProducer(Generic[KS, VS]):
         except KafkaTimeoutError:
             raise KafkaTimeoutError(f"flush did not finish within {timeout:g} s; records are "
                                     "still waiting for buffer memory or metadata") from None
+        if not await self._held.settled(_left(deadline)):
+            raise KafkaTimeoutError(f"flush did not finish within {timeout:g} s; send_many "
+                                    "records still wait for their topic's metadata")
         batches = self._acc.snapshot_incomplete()
         if not batches:
             return

@@ -127,6 +127,23 @@ def test_order_is_kept_when_the_topic_appears_late(
     _assert_in_order(sent)
 
 
+def test_flush_waits_for_held_records(no_auto_create: EmbeddedBroker, topic: str) -> None:
+    bootstrap = no_auto_create.bootstrap_servers
+    with Producer(bootstrap_servers=bootstrap, max_block_ms=MINUTE_MS) as p:
+        bulk = p.send_many(topic, [b"a", b"b"])
+        with pytest.raises(KafkaTimeoutError) as timed_out:
+            p.flush(timeout=0.1)
+        assert "wait for their topic's metadata" in str(timed_out.value)
+        creator = threading.Timer(0.2, _create, (bootstrap, topic, 1))
+        creator.start()
+        try:
+            p.flush(timeout=15)
+        finally:
+            creator.join()
+        assert bulk.done()
+        assert [m.offset for m in bulk.result(0)] == [0, 1]
+
+
 def test_the_async_face_returns_at_once_and_keeps_order(
         no_auto_create: EmbeddedBroker, topic: str) -> None:
     async def scenario() -> list[RecordMetadata]:
