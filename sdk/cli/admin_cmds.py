@@ -31,6 +31,7 @@ from sdk.cli.common import (
     parse_key_values,
 )
 from sdk.cli.partition_cmds import HANDLERS as PARTITION_HANDLERS
+from sdk.cli.security_cmds import HANDLERS as SECURITY_HANDLERS
 from sdk.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 __all__ = ["HANDLERS", "parse_time"]
@@ -346,4 +347,5 @@ HANDLERS: dict[tuple[str, str | None], Handler] = {
     ("groups", "reset-offsets"): groups_reset_offsets,
     ("cluster", None): cluster,
     **PARTITION_HANDLERS,
+    **SECURITY_HANDLERS,
 }

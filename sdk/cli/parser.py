@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     _consume(command(commands, "consume", "print records of a topic"))
     _groups(command, commands)
     _partitions(command, commands)
+    _acls(command, commands)
+    _users(command, commands)
     command(commands, "cluster", "show the cluster id, controller and brokers")
     return parser
 
@@ -224,3 +226,69 @@ def _partitions(command, commands) -> None:  # type: ignore[no-untyped-def]
     p = command(actions, "reassignments", "list the partition moves in progress")
     p.add_argument("--topic", action="append", metavar="TOPIC",
                    help="only the moves of TOPIC (repeatable)")
+
+
+_OPERATIONS = ("ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, "
+               "DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, "
+               "DESCRIBE_TOKENS, TWO_PHASE_COMMIT")
+
+
+def _acl_options(p: argparse.ArgumentParser, *, create: bool) -> None:
+    which = "the binding's" if create else "only bindings for this"
+    p.add_argument("--topic", action="append", metavar="TOPIC", help=f"{which} topic "
+                   "(repeatable; '*' with a literal pattern: every topic)")
+    p.add_argument("--group", action="append", metavar="GROUP", help=f"{which} group")
+    p.add_argument("--cluster", action="store_true", help=f"{which} cluster")
+    p.add_argument("--transactional-id", action="append", metavar="ID",
+                   help=f"{which} transactional id")
+    p.add_argument("--user", action="append", metavar="PRINCIPAL", help=f"{which} user "
+                   "resource (delegation tokens)")
+    p.add_argument("--delegation-token", action="append", metavar="TOKEN",
+                   help=f"{which} delegation token")
+    p.add_argument("--resource-pattern-type", metavar="TYPE",
+                   default="literal" if create else "any",
+                   help="literal or prefixed" + ("" if create else "; in a filter also "
+                        "any (default) or match (every binding that applies to the name)"))
+    p.add_argument("--principal", action="append", required=create, metavar="TYPE:NAME",
+                   help="e.g. User:alice, or User:* for everyone (repeatable)")
+    p.add_argument("--host", default="*" if create else None, metavar="HOST",
+                   help="client host the binding applies to" + (" (default * : any)"
+                                                                 if create else ""))
+    p.add_argument("--operation", action="append", required=create, metavar="OP",
+                   help=f"{_OPERATIONS} (repeatable)")
+
+
+def _acls(command, commands) -> None:  # type: ignore[no-untyped-def]
+    acls = commands.add_parser("acls", help="create, list, delete ACL bindings")
+    actions = acls.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = command(actions, "create", "allow (or --deny) principals operations on resources")
+    _acl_options(p, create=True)
+    p.add_argument("--deny", action="store_true", help="a DENY binding (default: ALLOW)")
+    p = command(actions, "list", "the ACL bindings matching the options (default: all)")
+    _acl_options(p, create=False)
+    p.add_argument("--permission", metavar="allow|deny", help="only ALLOW or DENY bindings")
+    p = command(actions, "delete", "delete the ACL bindings matching the options")
+    _acl_options(p, create=False)
+    p.add_argument("--permission", metavar="allow|deny", help="only ALLOW or DENY bindings")
+    p.add_argument("--all", action="store_true", help="with no filter option: delete every "
+                   "ACL binding")
+
+
+def _users(command, commands) -> None:  # type: ignore[no-untyped-def]
+    users = commands.add_parser("users", help="SCRAM users: describe, set a password, delete")
+    actions = users.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = command(actions, "describe", "SCRAM mechanisms and iterations of users")
+    p.add_argument("users", nargs="*", metavar="USER", help="users (default: all)")
+    p = command(actions, "set-password", "set a user's SCRAM password (salted here; read "
+                "from --password-file, standard input or a prompt)")
+    p.add_argument("user", metavar="USER")
+    p.add_argument("--mechanism", default="SCRAM-SHA-256",
+                   help="SCRAM-SHA-256 (default) or SCRAM-SHA-512")
+    p.add_argument("--iterations", type=_positive_int, default=4096,
+                   help="PBKDF2 iterations (default 4096, Kafka's minimum)")
+    p.add_argument("--password-file", metavar="FILE",
+                   help="read the password from the first line of FILE")
+    p = command(actions, "delete", "delete a user's SCRAM credentials")
+    p.add_argument("user", metavar="USER")
+    p.add_argument("--mechanism", action="append", metavar="MECHANISM",
+                   help="only this mechanism (repeatable; default: every one the user has)")
