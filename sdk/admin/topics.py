@@ -23,8 +23,9 @@ from sdk.admin.results import (
     TopicListing,
     TopicResult,
 )
-from sdk.errors import KafkaError, UnsupportedVersionError, for_code
+from sdk.errors import KafkaError, TopicAlreadyExistsError, UnsupportedVersionError, for_code
 from sdk.net import CONTROLLER
+from sdk.net.topic_problems import topics_created
 from sdk.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -132,6 +133,9 @@ async def create_topics(d: Dispatcher, new_topics: Sequence[NewTopic], *, valida
         fail=lambda name, exc: CreateTopicResult(name, exc),
         error_of=lambda r: r.error,
     )
+    if not validate_only:  # clients of this process stop remembering them as missing
+        topics_created(name for name, r in results.items()
+                       if r.error is None or isinstance(r.error, TopicAlreadyExistsError))
     return ResultSet(results, "create topics")
 
 

@@ -62,10 +62,26 @@ _LIVE: weakref.WeakSet[TopicProblems] = weakref.WeakSet()
 def topics_created(names: Iterable[str]) -> None:
     """This process created ``names``: every client forgets them as missing, so a send
     right after ``create_topics`` waits for the topic instead of failing on an answer that
-    predates the creation."""
+    predates the creation.
+
+    A client on another event loop (another thread) forgets them on its loop, before
+    anything its thread asks that loop afterwards."""
     names = list(names)
+    if not names:
+        return
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
     for problems in list(_LIVE):
-        problems.forget_missing(names)
+        loop = problems._client._loop
+        if loop is None or loop is here or loop.is_closed():
+            problems.forget_missing(names)
+        else:
+            try:
+                loop.call_soon_threadsafe(problems.forget_missing, names)
+            except RuntimeError:  # closed meanwhile: nothing to forget
+                pass
 
 
 class TopicProblems:
@@ -103,7 +119,7 @@ class TopicProblems:
         info = client.metadata.topic(topic)
         if (info is None or info.error_code != UNKNOWN_TOPIC
                 or now - answered > MISSING_TOPIC_MEMORY_S):
-            del self._missing[topic]  # forgotten: wait for it again
+            self._missing.pop(topic, None)  # forgotten: wait for it again
             return
         if now - answered >= client.config.retry_backoff_ms / 1000:
             timeout = max(0.001, min(deadline - now, client.config.request_timeout_ms / 1000))
