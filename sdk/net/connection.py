@@ -258,6 +258,10 @@ class BrokerConnection:
             if isinstance(exc.__cause__, ssl.SSLError):
                 # TLS 1.3: a broker refusing our certificate says so after the handshake.
                 raise _tls_error(host, port, node_id, exc.__cause__) from exc.__cause__
+            if security is None and "frame size" in str(exc):
+                # A TLS listener answers our plaintext with an alert record (0x15 0x03 ...).
+                raise KafkaConnectionError(f"{exc} (a TLS listener? set security_protocol "
+                                           "to SSL or SASL_SSL)", cause=exc) from exc
             raise
         except BaseException:
             conn.close()
@@ -317,8 +321,8 @@ class BrokerConnection:
                 for chunk in held.chunks:
                     sock.write(chunk)
         self.reauthentications += 1
-        log.debug("re-authenticated with %s (node %s); %d request(s) were held meanwhile",
-                  self.address, self.node_id, len(held.chunks))
+        log.debug("%s re-authenticated with %s (node %s); %d request(s) were held meanwhile",
+                  self._framing.client_id, self.address, self.node_id, len(held.chunks))
 
     async def _connect_socket(self) -> None:
         context = self._security.ssl_context if self._security is not None else None
@@ -334,6 +338,12 @@ class BrokerConnection:
         except ssl.SSLError as exc:
             raise _tls_error(self.host, self.port, self.node_id, exc) from exc
         except OSError as exc:
+            if context is not None and not str(exc) and exc.errno is None:
+                # A plaintext listener drops the ClientHello without a word.
+                raise KafkaConnectionError(
+                    f"TLS handshake with {self.address} (node {self.node_id}) failed: the "
+                    f"broker closed the connection (is this a TLS listener?)", cause=exc
+                ) from exc
             raise KafkaConnectionError(
                 f"{describe_connect_error(self.host, self.port, exc)} (node {self.node_id})",
                 cause=exc,

@@ -9,6 +9,7 @@ certificate does not name). PLAINTEXT stays the inter-broker and admin listener.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 from apache_support import apache_cluster
 from cryptography.hazmat.primitives import serialization
 
+from sdk import AdminClient, Consumer, Producer
+from sdk.types import NewTopic
 from tools.apache_kafka import ApacheKafkaCluster
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}  # PLAIN and SCRAM (both hashes)
@@ -62,6 +65,9 @@ def broker_config(tls: Any, directory: Path, *, oauth_reauth_ms: int | None = No
         "ssl.truststore.location": str(tls.ca_file),
         "listener.name.mtls.ssl.client.auth": "required",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        # SASL_PLAINTEXT offers no OAUTHBEARER: the unsupported-mechanism case.
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "group.initial.rebalance.delay.ms": "0",
     }
     users = {f"user_{name}": password for name, password in USERS.items()}
     for listener in ("sasl_ssl", "sasl_plaintext"):
@@ -88,3 +94,35 @@ def secured_apache(tls: Any, directory: Path, *, oauth_reauth_ms: int | None = N
     with apache_cluster(1, config=settings, listeners=LISTENERS,
                         scram_users=scram_users()) as cluster:
         yield cluster
+
+
+def roundtrip(settings: Mapping[str, Any], *, records: int = 50, partitions: int = 2) -> str:
+    """Create a topic, produce ``records``, read them back in a consumer group and look at
+    the group with the admin client: every client over the same secured settings. Returns
+    the topic's name."""
+    topic = f"secured-{uuid.uuid4().hex[:10]}"
+    with AdminClient(dict(settings)) as admin:
+        created = admin.create_topics([NewTopic(topic, partitions, 1)])
+        assert created.ok, created.errors
+        assert topic in admin.list_topics()
+    values = [f"value-{i}".encode() for i in range(records)]
+    with Producer(dict(settings), acks="all") as producer:
+        futures = [producer.send(topic, value) for value in values]
+        producer.flush(timeout=30)
+        offsets = [f.result(timeout=0).offset for f in futures]
+    assert len(offsets) == records
+    group = f"group-{topic}"
+    seen: list[bytes] = []
+    with Consumer(topic, dict(settings), group_id=group, auto_offset_reset="earliest",
+                  enable_auto_commit=False) as consumer:
+        for _ in range(120):
+            for batch in consumer.poll(timeout_ms=500).values():
+                seen.extend(r.value for r in batch)
+            if len(seen) >= records:
+                break
+        consumer.commit()
+    assert sorted(seen) == sorted(values)
+    with AdminClient(dict(settings)) as admin:
+        committed = admin.list_consumer_group_offsets(group)
+        assert sum(committed[tp].offset or 0 for tp in committed) == records
+    return topic

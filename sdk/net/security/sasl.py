@@ -143,7 +143,9 @@ async def authenticate(settings: SaslSettings, exchange: Exchange, version_for: 
         raise UnsupportedSaslMechanismError(
             f"{name} is not enabled on broker {where}; it offers: {offered}")
     if handshake.error_code:
-        raise for_code(handshake.error_code)(f"{name} handshake with broker {where}")
+        hint = (" (the listener takes no SASL: is security_protocol right for this port?)"
+                if handshake.error_code == IllegalSaslStateError.errno else "")
+        raise for_code(handshake.error_code)(f"{name} handshake with broker {where}{hint}")
     mechanism = _FACTORIES[name](settings)
     message: bytes | None = await mechanism.initial()
     rounds = 0
@@ -157,7 +159,7 @@ async def authenticate(settings: SaslSettings, exchange: Exchange, version_for: 
         if response.error_code:
             detail = response.error_message or ""
             status = getattr(mechanism, "error_status", None)
-            if status:
+            if status and status not in detail:
                 detail = f"{detail} (token refused: {status})".strip()
             raise for_code(response.error_code)(
                 f"{name} authentication with broker {where} failed: {detail or 'no reason given'}")

@@ -1,0 +1,259 @@
+"""The SDK over SASL against Apache Kafka (one node, its SASL listeners; see apache_secured).
+
+Every mechanism carries a producer, a consumer group and admin calls; wrong credentials,
+an expired token and a mechanism the listener does not offer are typed errors, raised by
+the call that needed the broker, told to on_error, and never retried in a storm; an
+OAUTHBEARER session outlives several KIP-368 re-authentications under load with no record
+lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from security.apache_secured import (
+    USERS,
+    oauth_jaas,
+    plain_jaas,
+    roundtrip,
+    scram_jaas,
+    secured_apache,
+)
+
+from sdk import AdminClient, Consumer, Producer
+from sdk.errors import (
+    AuthenticationError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+)
+from sdk.net.security import OAuthBearerToken
+from sdk.net.security.oauth import unsecured_token
+from sdk.types import NewTopic
+from tools.apache_kafka import ApacheKafkaCluster
+
+pytestmark = pytest.mark.integration
+
+REAUTH_MS = 2000  # the broker's connections.max.reauth.ms for OAUTHBEARER sessions
+
+
+@pytest.fixture(scope="module")
+def kafka(tls: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with secured_apache(tls, tmp_path_factory.mktemp("sasl-kafka"),
+                        oauth_reauth_ms=REAUTH_MS) as cluster:
+        yield cluster
+
+
+def sasl_ssl(kafka: ApacheKafkaCluster, tls: Any, **mechanism: Any) -> dict[str, Any]:
+    """Java's property names for the TLS part, as a Java client's file would have them."""
+    return {"bootstrap.servers": kafka.listener_bootstrap("SASL_SSL"),
+            "security.protocol": "SASL_SSL", "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(tls.ca_file), **mechanism}
+
+
+async def _async_token() -> OAuthBearerToken:
+    return unsecured_token({"unsecuredLoginStringClaim_sub": "alice",
+                            "unsecuredLoginLifetimeSeconds": "600"})
+
+
+MECHANISMS: dict[str, dict[str, Any]] = {
+    "plain-librdkafka-names": {"sasl.mechanisms": "PLAIN", "sasl.username": "alice",
+                               "sasl.password": USERS["alice"]},
+    "plain-jaas": {"sasl.mechanism": "PLAIN", "sasl.jaas.config": plain_jaas("bob")},
+    "scram-sha-256": {"sasl_mechanism": "SCRAM-SHA-256", "sasl_username": "alice",
+                      "sasl_password": USERS["alice"]},
+    "scram-sha-512-jaas": {"sasl.mechanism": "SCRAM-SHA-512",
+                           "sasl.jaas.config": scram_jaas("bob")},
+    "oauthbearer-unsecured-jaas": {"sasl.mechanism": "OAUTHBEARER",
+                                   "sasl.jaas.config": oauth_jaas("alice")},
+    "oauthbearer-async-provider": {"sasl.mechanism": "OAUTHBEARER",
+                                   "sasl_oauth_token_provider": _async_token},
+}
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_produce_consume_admin_over_sasl_ssl(kafka: ApacheKafkaCluster, tls: Any,
+                                             name: str) -> None:
+    roundtrip(sasl_ssl(kafka, tls, **MECHANISMS[name]))
+
+
+def test_scram_over_sasl_plaintext(kafka: ApacheKafkaCluster) -> None:
+    roundtrip({"bootstrap.servers": kafka.listener_bootstrap("SASL_PLAINTEXT"),
+               "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+               "sasl.username": "alice", "sasl.password": USERS["alice"]}, records=20)
+
+
+def _attempts(caplog: pytest.LogCaptureFixture) -> int:
+    """Connection attempts that failed authentication, as the network client logs them."""
+    return sum(1 for r in caplog.records
+               if r.name == "sdk.net.client" and "unreachable" in r.getMessage()
+               and "authentication" in r.getMessage().lower())
+
+
+def _expired_token() -> str:
+    return unsecured_token({"unsecuredLoginStringClaim_sub": "alice"},
+                           now_ms=int(time.time() * 1000) - 7_200_000).value
+
+
+BAD_CREDENTIALS: dict[str, tuple[dict[str, Any], str]] = {
+    "plain-wrong-password": ({"sasl.mechanism": "PLAIN", "sasl.username": "alice",
+                              "sasl.password": "not-the-password"}, "Invalid username or password"),
+    "scram-wrong-password": ({"sasl.mechanism": "SCRAM-SHA-256",
+                              "sasl.jaas.config": scram_jaas("alice").replace(
+                                  USERS["alice"], "not-the-password")}, "invalid credentials"),
+    "scram-unknown-user": ({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "mallory",
+                            "sasl.password": "not-the-password"}, "SCRAM-SHA-512"),
+    "oauthbearer-expired-token": ({"sasl.mechanism": "OAUTHBEARER",
+                                   "sasl_oauth_token_provider": _expired_token},
+                                  "invalid_token"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CREDENTIALS))
+def test_refused_credentials_are_typed_told_and_not_retried_in_a_storm(
+        kafka: ApacheKafkaCluster, tls: Any, name: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    mechanism, broker_words = BAD_CREDENTIALS[name]
+    told: list[KafkaError] = []
+    # A short first backoff would retry ~10 times in 2 s; an authentication failure waits
+    # reconnect_backoff_max_ms (1.5 s) instead.
+    settings = {**sasl_ssl(kafka, tls, **mechanism), "reconnect.backoff.ms": 1,
+                "reconnect.backoff.max.ms": 1500, "on_error": told.append}
+    caplog.set_level(logging.INFO, logger="sdk.net.client")
+    with Producer(dict(settings), max_block_ms=10_000) as producer:
+        with pytest.raises(SaslAuthenticationFailedError) as info:
+            producer.send("any-topic", b"x").result(timeout=10)
+        text = str(info.value)
+        assert "SASL_AUTHENTICATION_FAILED" in text and mechanism["sasl.mechanism"] in text
+        assert broker_words in text
+        assert "not-the-password" not in text and "not-the-password" not in repr(producer)
+        # Sends keep failing at once with the same error during a bounded window; count
+        # the connection attempts made meanwhile.
+        window_end = time.monotonic() + 4.0
+        failures = 0
+        while time.monotonic() < window_end:
+            with pytest.raises(AuthenticationError):
+                producer.send("any-topic", b"x").result(timeout=10)
+            failures += 1
+            time.sleep(0.05)
+    assert failures > 10
+    attempts = _attempts(caplog)
+    assert 1 <= attempts <= 4, f"{attempts} authentication attempts in a 4 s window"
+    assert any(isinstance(e, SaslAuthenticationFailedError) for e in told)
+    for record in caplog.records:
+        assert "not-the-password" not in record.getMessage()
+
+
+def test_consumer_poll_and_admin_raise_refused_credentials(kafka: ApacheKafkaCluster,
+                                                          tls: Any) -> None:
+    settings = sasl_ssl(kafka, tls, **{"sasl.mechanism": "PLAIN", "sasl.username": "alice",
+                                       "sasl.password": "wrong"})
+    with Consumer("any-topic", dict(settings), group_id="g-refused") as consumer:
+        with pytest.raises(SaslAuthenticationFailedError, match="PLAIN"):
+            for _ in range(20):
+                consumer.poll(timeout_ms=500)
+    with Consumer(dict(settings)) as consumer:  # no group: metadata only
+        consumer.subscribe(["any-topic"])
+        with pytest.raises(SaslAuthenticationFailedError):
+            for _ in range(20):
+                consumer.poll(timeout_ms=500)
+    with AdminClient(dict(settings)) as admin:
+        with pytest.raises(SaslAuthenticationFailedError):
+            admin.list_topics()
+
+
+def test_mechanism_the_listener_does_not_offer(kafka: ApacheKafkaCluster) -> None:
+    settings = {"bootstrap.servers": kafka.listener_bootstrap("SASL_PLAINTEXT"),
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                "sasl.jaas.config": oauth_jaas()}
+    with AdminClient(settings) as admin:
+        with pytest.raises(UnsupportedSaslMechanismError) as info:
+            admin.list_topics()
+    assert "OAUTHBEARER is not enabled" in str(info.value)
+    assert "SCRAM-SHA-512" in str(info.value)  # what the broker offers instead
+
+
+def test_oauthbearer_session_outlives_reauthentications_under_load(
+        kafka: ApacheKafkaCluster, tls: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """connections.max.reauth.ms=2000: every connection re-authenticates every ~1.8 s while
+    records flow both ways; at least three re-authentications each for the producer's and
+    the consumer's connections, and every record arrives exactly once."""
+    caplog.set_level(logging.DEBUG, logger="sdk.net.connection")
+    tokens: list[int] = []
+
+    def provider() -> tuple[str, int]:
+        tokens.append(1)
+        token = unsecured_token({"unsecuredLoginStringClaim_sub": "alice",
+                                 "unsecuredLoginLifetimeSeconds": "3"})
+        assert token.expires_at_ms is not None
+        return token.value, token.expires_at_ms
+
+    settings = sasl_ssl(kafka, tls, **{"sasl.mechanism": "OAUTHBEARER",
+                                       "sasl_oauth_token_provider": provider})
+    topic = f"reauth-{uuid.uuid4().hex[:8]}"
+    with AdminClient(dict(settings)) as admin:
+        assert admin.create_topics([NewTopic(topic, 2, 1)]).ok
+    seen: list[bytes] = []
+    stop = threading.Event()
+    consumer_error: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            with Consumer(topic, dict(settings), group_id=f"g-{topic}",
+                          auto_offset_reset="earliest", client_id="reauth-consumer") as c:
+                while not stop.is_set():
+                    for batch in c.poll(timeout_ms=200).values():
+                        seen.extend(r.value for r in batch)
+        except BaseException as exc:  # reported below
+            consumer_error.append(exc)
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    sent = 0
+    try:
+        with Producer(dict(settings), client_id="reauth-producer", linger_ms=5) as producer:
+            futures = []
+            deadline = time.monotonic() + 120  # a bound on a hung run, not an expectation
+            while time.monotonic() < deadline:
+                futures.extend(producer.send(topic, f"r{sent + i}".encode()) for i in range(20))
+                sent += 20
+                time.sleep(0.02)
+                if (_reauths(caplog, "reauth-producer") >= 3 and sent >= 2000
+                        and _reauths(caplog, "reauth-consumer") >= 3):
+                    break
+            producer.flush(timeout=30)
+            for future in futures:
+                future.result(timeout=0)  # every record acknowledged, none failed
+        for _ in range(600):
+            if len(seen) >= sent or consumer_error:
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        reader.join(30)
+    assert not consumer_error, consumer_error
+    assert _reauths(caplog, "reauth-producer") >= 3
+    assert _reauths(caplog, "reauth-consumer") >= 3
+    assert len(seen) == sent and len(set(seen)) == sent
+    assert len(tokens) >= 2  # the 3 s tokens were renewed for re-authentications
+
+
+def _reauths(caplog: pytest.LogCaptureFixture, client_id: str) -> int:
+    return sum(1 for r in list(caplog.records)
+               if r.name == "sdk.net.connection" and "re-authenticated" in r.getMessage()
+               and client_id in r.getMessage())
+
+
+def test_credentials_not_in_reprs(kafka: ApacheKafkaCluster, tls: Any, tmp_path: Path) -> None:
+    settings = sasl_ssl(kafka, tls, **{"sasl.mechanism": "PLAIN",
+                                       "sasl.jaas.config": plain_jaas("alice")})
+    with Producer(dict(settings)) as producer, AdminClient(dict(settings)) as admin:
+        admin.list_topics()
+        for shown in (repr(producer), repr(admin), str(producer)):
+            assert USERS["alice"] not in shown
