@@ -9,6 +9,7 @@ certificate does not name). PLAINTEXT stays the inter-broker and admin listener.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -104,6 +105,10 @@ def roundtrip(settings: Mapping[str, Any], *, records: int = 50, partitions: int
     with AdminClient(dict(settings)) as admin:
         created = admin.create_topics([NewTopic(topic, partitions, 1)])
         assert created.ok, created.errors
+        for _ in range(100):  # the broker's metadata learns the topic a moment later
+            if topic in admin.list_topics():
+                break
+            time.sleep(0.1)
         assert topic in admin.list_topics()
     values = [f"value-{i}".encode() for i in range(records)]
     with Producer(dict(settings), acks="all") as producer:
