@@ -202,8 +202,8 @@ def _fetch(chk: Check, req: Any) -> Outcome:
 
 
 def _offset_for_leader_epoch(chk: Check, req: Any) -> Outcome:
-    if _is_replica(req):
-        return None if chk.cluster(CLUSTER_ACTION) else chk.refuse(CLUSTER_DENIED)
+    if chk.cluster(CLUSTER_ACTION):  # a follower (or anyone with it) sees every topic
+        return None
     return _per_topic(DESCRIBE, "topics", "topic")(chk, req)
 
 
@@ -283,6 +283,10 @@ def _hide_offsets(chk: Check, all_topics: bool) -> Patch:
 
 
 def _find_coordinator(chk: Check, req: Any) -> Outcome:
+    if req.key_type == 2:  # SHARE (KIP-932): brokers only
+        return None if chk.cluster(CLUSTER_ACTION) else chk.refuse(CLUSTER_DENIED)
+    if req.key_type not in (0, 1):
+        return None  # the handler refuses unknown key types
     kind, code = (GROUP, GROUP_DENIED) if req.key_type == 0 else (TRANSACTIONAL_ID, TXN_DENIED)
     if chk.ctx.api_version < 4:
         return None if chk(DESCRIBE, kind, req.key) else chk.refuse(code)

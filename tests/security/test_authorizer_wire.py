@@ -1,0 +1,201 @@
+"""The reference broker's per-API authorization on the wire, for what the SDK's clients do
+not send (transactional ids, several groups in one OffsetFetch, batched FindCoordinator) or
+do not show (partial answers): each request from User:ANONYMOUS on the PLAINTEXT listener,
+ACLs set by the super user User:admin over SASL_PLAINTEXT; ``allow.everyone.if.no.acl.found``
+is false. Kafka's codes: 29 TOPIC_, 30 GROUP_, 31 CLUSTER_, 53 TRANSACTIONAL_ID_
+AUTHORIZATION_FAILED."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: the helpers beside us
+from raw_wire import Wire
+
+from sdk import (
+    AclBinding,
+    AclOperation,
+    AdminClient,
+    NewTopic,
+    OffsetSpec,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    TopicPartition,
+)
+from sdk.protocol.messages.describe_groups import DescribeGroupsRequest
+from sdk.protocol.messages.fetch import FetchRequest
+from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
+from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
+from sdk.protocol.messages.list_groups import ListGroupsRequest
+from sdk.protocol.messages.metadata import MetadataRequest
+from sdk.protocol.messages.offset_commit import OffsetCommitRequest
+from sdk.protocol.messages.offset_fetch import OffsetFetchRequest
+from sdk.protocol.messages.produce import ProduceRequest
+from sdk.records.builder import RecordBatchBuilder
+from server_ref import EmbeddedBroker
+
+TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
+ANON = "User:ANONYMOUS"
+CONFIG = {
+    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+        'org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_admin="admin-secret";',
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+class Setup:
+    def __init__(self, broker: EmbeddedBroker, root: AdminClient) -> None:
+        self.broker = broker
+        self.root = root
+        n = uuid.uuid4().hex[:8]
+        self.open, self.closed = f"open-{n}", f"closed-{n}"
+        self.group, self.other_group = f"g-{n}", f"h-{n}"
+        root.create_topics([NewTopic(self.open, 1, 1), NewTopic(self.closed, 1, 1)]
+                           ).raise_if_failed()
+        root.create_acls([
+            acl(ResourceType.TOPIC, self.open, AclOperation.ALL),
+            acl(ResourceType.GROUP, self.group, AclOperation.READ),
+            acl(ResourceType.TRANSACTIONAL_ID, "tx-allowed", AclOperation.WRITE),
+        ]).raise_if_failed()
+
+    def wire(self) -> Wire:
+        return Wire(self.broker.listener_address("PLAINTEXT"))
+
+    def end_offset(self, topic: str) -> int:
+        tp = TopicPartition(topic, 0)
+        return self.root.list_offsets({tp: OffsetSpec.LATEST})[tp].offset
+
+
+def acl(kind: ResourceType, name: str, op: AclOperation, *,
+        pattern: PatternType = PatternType.LITERAL) -> AclBinding:
+    return AclBinding(ResourcePattern(kind, name, pattern), ANON, operation=op)
+
+
+@pytest.fixture(scope="module")
+def setup() -> Iterator[Setup]:
+    with EmbeddedBroker(data_dir=None, port=0, config=CONFIG) as broker, \
+            AdminClient(bootstrap_servers=broker.listener_address("SASL_PLAINTEXT"),
+                        security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                        sasl_username="admin", sasl_password="admin-secret") as root:
+        yield Setup(broker, root)
+
+
+def _batch() -> bytes:
+    builder = RecordBatchBuilder(0)
+    builder.append(None, int(time.time() * 1000), b"k", b"v", ())
+    return builder.build()
+
+
+def _produce(topics: list[str], transactional_id: str | None = None) -> ProduceRequest:
+    return ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=5000,
+                          topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=[
+                              ProduceRequest.PartitionProduceData(index=0, records=_batch())])
+                              for t in topics])
+
+
+def test_produce_per_topic_and_transactional_id(setup: Setup) -> None:
+    with setup.wire() as w:
+        response = w.call(_produce([setup.open, setup.closed]), 9)
+        codes = {t.name: t.partition_responses[0].error_code for t in response.responses}
+        assert codes == {setup.open: 0, setup.closed: TOPIC_DENIED}
+        # A transactional id it may not use refuses the whole request.
+        response = w.call(_produce([setup.open], transactional_id="tx-denied"), 9)
+        assert [p.error_code for t in response.responses for p in t.partition_responses] == \
+            [TXN_DENIED]
+    assert setup.end_offset(setup.open) == 1 and setup.end_offset(setup.closed) == 0
+
+
+def test_init_producer_id(setup: Setup) -> None:
+    with setup.wire() as w:
+        denied = w.call(InitProducerIdRequest(transactional_id="tx-denied",
+                                              transaction_timeout_ms=60000), 4)
+        assert denied.error_code == TXN_DENIED
+        # No transactional id: WRITE on some topic (the open one) is enough (KIP-679).
+        idempotent = w.call(InitProducerIdRequest(transactional_id=None,
+                                                  transaction_timeout_ms=-1), 4)
+        assert idempotent.error_code == 0 and idempotent.producer_id >= 0
+
+
+def test_find_coordinator_per_key(setup: Setup) -> None:
+    with setup.wire() as w:
+        groups = w.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[
+            setup.group, setup.other_group]), 4)
+        codes = {c.key: c.error_code for c in groups.coordinators}
+        assert codes == {setup.group: 0, setup.other_group: GROUP_DENIED}
+        txn = w.call(FindCoordinatorRequest(key="tx-denied", key_type=1), 3)
+        assert txn.error_code == TXN_DENIED
+        old = w.call(FindCoordinatorRequest(key=setup.other_group, key_type=0), 2)
+        assert old.error_code == GROUP_DENIED
+
+
+def test_fetch_per_topic(setup: Setup) -> None:
+    def part() -> list[FetchRequest.FetchPartition]:
+        return [FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                            partition_max_bytes=1 << 20)]
+
+    with setup.wire() as w:
+        response = w.call(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0,
+                                       max_bytes=1 << 20, topics=[
+                                           FetchRequest.FetchTopic(topic=setup.open,
+                                                                   partitions=part()),
+                                           FetchRequest.FetchTopic(topic=setup.closed,
+                                                                   partitions=part())]), 12)
+        codes = {t.topic: t.partitions[0].error_code for t in response.responses}
+        assert codes == {setup.open: 0, setup.closed: TOPIC_DENIED}
+        # A follower's fetch needs CLUSTER_ACTION: every partition refused.
+        follower = w.call(FetchRequest(replica_id=7, max_wait_ms=0, min_bytes=0,
+                                       max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+                                           topic=setup.open, partitions=part())]), 12)
+        assert [p.error_code for t in follower.responses for p in t.partitions] == \
+            [TOPIC_DENIED]
+
+
+def test_metadata_all_and_named(setup: Setup) -> None:
+    with setup.wire() as w:
+        every = w.call(MetadataRequest(topics=None), 12)
+        names = {t.name for t in every.topics}
+        assert setup.open in names and setup.closed not in names
+        named = w.call(MetadataRequest(topics=[
+            MetadataRequest.MetadataRequestTopic(name=setup.closed),
+            MetadataRequest.MetadataRequestTopic(name="never-made")],
+            allow_auto_topic_creation=True), 12)
+        assert {t.name: t.error_code for t in named.topics} == {
+            setup.closed: TOPIC_DENIED, "never-made": TOPIC_DENIED}
+        assert all(t.partitions == [] for t in named.topics)
+    assert "never-made" not in setup.root.list_topics()  # no CREATE: nothing auto-created
+
+
+def test_offsets_and_groups(setup: Setup) -> None:
+    with setup.wire() as w:
+        commit = w.call(OffsetCommitRequest(
+            group_id=setup.group, generation_id_or_member_epoch=-1, member_id="",
+            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0,
+                                                                 committed_offset=0)])
+                for t in (setup.open, setup.closed)]), 8)
+        assert {t.name: t.partitions[0].error_code for t in commit.topics} == {
+            setup.open: 0, setup.closed: TOPIC_DENIED}
+        fetched = w.call(OffsetFetchRequest(groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(group_id=setup.group, topics=None),
+            OffsetFetchRequest.OffsetFetchRequestGroup(group_id=setup.other_group,
+                                                       topics=None)]), 8)
+        by_group = {g.group_id: g for g in fetched.groups}
+        assert by_group[setup.other_group].error_code == GROUP_DENIED
+        assert [t.name for t in by_group[setup.group].topics] == [setup.open]
+        listed = w.call(ListGroupsRequest(), 4)
+        assert {g.group_id for g in listed.groups} <= {setup.group}  # DESCRIBE only
+        described = w.call(DescribeGroupsRequest(groups=[setup.group, setup.other_group]), 5)
+        assert {g.group_id: g.error_code for g in described.groups} == {
+            setup.group: 0, setup.other_group: GROUP_DENIED}
