@@ -30,6 +30,7 @@ from sdk.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
+from sdk.net.config_names import Alias, lookup
 
 __all__ = [
     "EXIT_FAILED",
@@ -175,7 +176,16 @@ def connection_subset(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The settings an admin client understands (for the topic checks of produce/consume,
     whose properties may also hold producer- or consumer-only keys)."""
     known = set(AdminConfig.model_fields)
-    return {k: v for k, v in settings.items() if _normal(k) in known}
+
+    def admin_takes(key: str) -> bool:
+        if _normal(key) in known:
+            return True
+        # Another client's name for one of the admin's settings (ssl.truststore.location,
+        # ssl.ca.location, sasl.mechanisms ...): dropping it would lose TLS/SASL settings.
+        entry, _ = lookup(key.strip(), "A")
+        return isinstance(entry, Alias) and _normal(entry.target) in known
+
+    return {k: v for k, v in settings.items() if admin_takes(k)}
 
 
 def connect_admin(settings: Mapping[str, Any], timeout_ms: int) -> AdminClient:

@@ -10,6 +10,9 @@ lost.
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -257,3 +260,54 @@ def test_credentials_not_in_reprs(kafka: ApacheKafkaCluster, tls: Any, tmp_path:
         admin.list_topics()
         for shown in (repr(producer), repr(admin), str(producer)):
             assert USERS["alice"] not in shown
+
+
+# ------------------------------------------------------------------------------ CLI
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+    proc = subprocess.run([sys.executable, "-m", "sdk", *args], input=stdin, text=True,
+                          capture_output=True, cwd=ROOT, env=env, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_cli_over_sasl_ssl_with_x_and_command_config(kafka: ApacheKafkaCluster, tls: Any,
+                                                     tmp_path: Path) -> None:
+    """-X takes librdkafka's names; --command-config a Java client's properties file."""
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    x = ["-X", "security.protocol=SASL_SSL", "-X", f"ssl.ca.location={tls.ca_file}",
+         "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=alice",
+         "-X", f"sasl.password={USERS['alice']}"]
+    bootstrap = ["--bootstrap-server", kafka.listener_bootstrap("SASL_SSL")]
+    created = _cli(*bootstrap, *x, "topics", "create", topic, "--partitions", "1")
+    assert created.returncode == 0, created.stderr
+    produced = _cli(*bootstrap, *x, "produce", topic, "--quiet", stdin="one\ntwo\nthree\n")
+    assert produced.returncode == 0, produced.stderr
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        f"bootstrap.servers={kafka.listener_bootstrap('SASL_SSL')}\n"
+        "security.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={tls.ca_file}\nsasl.mechanism=PLAIN\n"
+        f"sasl.jaas.config={plain_jaas('bob')}\n")
+    consumed = _cli("--command-config", str(properties), "consume", topic,
+                    "--from-beginning", "--max-messages", "3")
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.split() == ["one", "two", "three"]
+    listed = _cli("--command-config", str(properties), "topics", "list")
+    assert topic in listed.stdout
+
+
+def test_cli_wrong_password_is_one_clear_error_line(kafka: ApacheKafkaCluster,
+                                                    tls: Any) -> None:
+    run = _cli("--bootstrap-server", kafka.listener_bootstrap("SASL_SSL"),
+               "-X", "security.protocol=SASL_SSL", "-X", f"ssl.ca.location={tls.ca_file}",
+               "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=alice",
+               "-X", "sasl.password=definitely-wrong", "topics", "list")
+    assert run.returncode != 0
+    assert "SASL_AUTHENTICATION_FAILED" in run.stderr and "PLAIN" in run.stderr
+    assert "definitely-wrong" not in run.stderr + run.stdout
