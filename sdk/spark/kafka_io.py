@@ -63,9 +63,19 @@ def admin_config(options: SourceOptions) -> dict[str, str]:
     """The connection settings among the ``kafka.*`` options (an admin client rejects the
     consumer-only ones)."""
     from sdk.admin import AdminConfig
+    from sdk.net.config_names import Alias, lookup
 
     shared = AdminConfig.model_fields
-    return {k: v for k, v in options.consumer_config.items() if k.replace(".", "_") in shared}
+
+    def admin_takes(key: str) -> bool:
+        if key.replace(".", "_") in shared:
+            return True
+        # Java's or librdkafka's name for an admin setting (ssl.truststore.location ...):
+        # dropping it would leave the driver's admin client without its TLS/SASL settings.
+        entry, _ = lookup(key, "A")
+        return isinstance(entry, Alias) and entry.target.replace(".", "_") in shared
+
+    return {k: v for k, v in options.consumer_config.items() if admin_takes(k)}
 
 
 class ClusterLookup:
