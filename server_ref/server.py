@@ -179,14 +179,17 @@ class Connection(asyncio.Protocol):
             self.server.security_stats["timed_out"] += 1
             self.abort("authentication not finished within connections.max.idle.ms")
 
-    def close_after_writes(self, reason: str) -> None:
-        """Close once the responses queued so far are written (a failed authentication)."""
+    def close_after_writes(self, reason: str, delay_s: float = 0.0) -> None:
+        """Close ``delay_s`` after the responses queued so far are written (a failed
+        authentication: Kafka's connection.failed.authentication.delay.ms)."""
         log.info("closing connection from %s: %s", self.peer, reason)
-        self._track(asyncio.get_running_loop().create_task(self._close_when_written()))
+        self._track(asyncio.get_running_loop().create_task(self._close_when_written(delay_s)))
 
-    async def _close_when_written(self) -> None:
+    async def _close_when_written(self, delay_s: float) -> None:
         while self.writer is not None and not self.closed:
             await asyncio.wait([self.writer])
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
         if not self.closed and self.transport is not None:
             self.closed = True
             self.transport.close()  # flushes what is buffered, then closes

@@ -29,6 +29,7 @@ _LISTENER = re.compile(r"([^:/]+)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)")
 _SECURITY_NAMES = {"listeners", "advertised.listeners", "listener.security.protocol.map",
                    "inter.broker.listener.name", "security.inter.broker.protocol",
                    "connections.max.reauth.ms", "connections.max.idle.ms",
+                   "connection.failed.authentication.delay.ms",
                    "principal.builder.class"}
 _SECURITY_PREFIXES = ("listener.name.", "ssl.", "sasl.")
 

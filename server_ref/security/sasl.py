@@ -6,7 +6,9 @@ are served; anything else, an unparsable frame or a frame over ``sasl.server.max
 closes the connection. SaslHandshake v0 switches to raw tokens (size-prefixed, no Kafka
 header), v1 to SaslAuthenticate requests. An unsupported mechanism is answered with
 UNSUPPORTED_SASL_MECHANISM and the enabled list, a failed exchange with
-SASL_AUTHENTICATION_FAILED and a message (raw tokens: no answer); both then close.
+SASL_AUTHENTICATION_FAILED and a message (raw tokens: no answer); both then close, after
+``connection.failed.authentication.delay.ms`` (100 ms, as Kafka: it slows password guessing
+and lets the client read the answer before the end of the stream).
 
 The session lifetime (SaslAuthenticate v1+ ``session_lifetime_ms``) is the smaller of
 ``connections.max.reauth.ms`` (listener- and mechanism-prefixed forms first) and the
@@ -60,6 +62,7 @@ SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 33, 58
 DEFAULT_MAX_RECEIVE = 524288  # Kafka's sasl.server.max.receive.size
+DEFAULT_FAILURE_DELAY_MS = 100  # Kafka's connection.failed.authentication.delay.ms
 
 
 @dataclass(slots=True)
@@ -71,6 +74,7 @@ class SaslSettings:
     oauth_options: dict[str, str] = field(default_factory=dict, repr=False)
     reauth_ms: dict[str, int] = field(default_factory=dict)  # per mechanism, 0: none
     max_receive: int = DEFAULT_MAX_RECEIVE
+    failure_delay_ms: int = DEFAULT_FAILURE_DELAY_MS
     credentials: CredentialStore | None = field(default=None, repr=False)
 
 
@@ -108,9 +112,14 @@ def sasl_settings(settings: Mapping[str, str], listener: str,
         except ValueError:
             raise ConfigError(f"connections.max.reauth.ms={reauth} is not a number",
                               key="connections.max.reauth.ms", value=reauth) from None
-    size = listener_value(settings, listener, "sasl.server.max.receive.size")
-    if size is not None:
-        out.max_receive = int(size)
+    for key, attribute in (("sasl.server.max.receive.size", "max_receive"),
+                           ("connection.failed.authentication.delay.ms", "failure_delay_ms")):
+        text = listener_value(settings, listener, key)
+        try:
+            if text is not None:
+                setattr(out, attribute, max(0, int(text)))
+        except ValueError:
+            raise ConfigError(f"{key}={text} is not a number", key=key, value=text) from None
     return out
 
 
@@ -293,7 +302,7 @@ class SaslGate:
         self.conn.server.security_stats["failed"] += 1
         self._respond(api_key, version, correlation_id, response)
         self.state = State.FAILED
-        self.conn.close_after_writes(reason)
+        self.conn.close_after_writes(reason, self.settings.failure_delay_ms / 1000)
 
     def _close(self, reason: str, quiet: bool = False) -> None:
         self.state = State.FAILED
