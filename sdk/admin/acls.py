@@ -167,9 +167,11 @@ async def describe_user_scram_credentials(
             raise ValueError(f"user names must be non-empty strings, not {name!r}")
 
     def build(version: int) -> DescribeUserScramCredentialsRequest:
+        # "Every user" travels as an empty list, as Java's admin sends it: Kafka 4.3 answers
+        # an unauthorized request with users=null with nothing at all (its error response
+        # builder fails on the null list and the request is dropped).
         return DescribeUserScramCredentialsRequest(
-            users=None if names is None else
-            [DescribeUserScramCredentialsRequest.UserName(name=n) for n in names])
+            users=[DescribeUserScramCredentialsRequest.UserName(name=n) for n in names or ()])
 
     response: DescribeUserScramCredentialsResponse = await d.call(
         build, DescribeUserScramCredentialsRequest.API_KEY, deadline)

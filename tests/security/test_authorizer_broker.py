@@ -1,19 +1,24 @@
-"""The reference broker's authorizer with real principals: alice and bob log in with SASL
-PLAIN on a SASL_PLAINTEXT listener, and the PLAINTEXT listener's User:ANONYMOUS is the super
-user that manages ACLs and reads back what was (not) stored. ``allow.everyone.if.no.acl.found``
-is false (Kafka's default): a principal may do only what an ACL allows.
+"""The authorizer with real principals, on our broker and on Apache Kafka (one KRaft node),
+the same steps and the same answers: alice and bob log in with SASL PLAIN on a
+SASL_PLAINTEXT listener, and the PLAINTEXT listener's User:ANONYMOUS is the super user that
+manages ACLs and reads back what was (not) stored (on Apache Kafka the KRaft controller's
+connections are ANONYMOUS too, so it has to be). ``allow.everyone.if.no.acl.found`` is false
+(Kafka's default): a principal may do only what an ACL allows.
 
-The same steps against Apache Kafka's authorizer are in test_acls_differential.py (with
-PLAINTEXT, ANONYMOUS principals); these add what needs a second identity on the same broker.
+Apache Kafka applies an ACL change from its metadata log a little after the admin call
+returns (our broker at once): ``settle`` waits until DescribeAcls shows it.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from apache_support import apache_cluster
 
 from sdk import (
     AclBinding,
@@ -39,8 +44,7 @@ from server_ref import EmbeddedBroker
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_alice="alice-secret" user_bob="bob-secret";')
-CONFIG = {
-    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+SECURITY = {
     "sasl.enabled.mechanisms": "PLAIN",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -49,29 +53,67 @@ CONFIG = {
 ALICE = "User:alice"
 
 
-@pytest.fixture(scope="module")
-def ref() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker(data_dir=None, port=0, config=CONFIG) as broker:
-        yield broker
+@dataclass
+class Target:
+    kind: str
+    plaintext: Callable[[], str]  # addresses change on neither broker's restart
+    sasl: Callable[[], str]
+    restart: Callable[[], None]
 
 
-def as_user(ref: EmbeddedBroker, user: str) -> dict[str, Any]:
-    return {"bootstrap_servers": ref.listener_address("SASL_PLAINTEXT"),
-            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
-            "sasl_username": user, "sasl_password": f"{user}-secret"}
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    if request.param == "ref":
+        config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                  **SECURITY}
+        with EmbeddedBroker(data_dir=None, port=0, config=config) as broker:
+            yield Target("ref", lambda: broker.listener_address("PLAINTEXT"),
+                         lambda: broker.listener_address("SASL_PLAINTEXT"), broker.restart)
+    else:
+        with apache_cluster(1, config=SECURITY,
+                            listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"}) as cluster:
+            def restart() -> None:
+                cluster.stop(1)
+                cluster.start(1)
+
+            yield Target("kafka", lambda: cluster.bootstrap_servers,
+                         lambda: cluster.listener_address("SASL_PLAINTEXT"), restart)
+
+
+def as_user(target: Target, user: str) -> dict[str, Any]:
+    return {"bootstrap_servers": target.sasl(), "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN", "sasl_username": user,
+            "sasl_password": f"{user}-secret"}
 
 
 @pytest.fixture
-def root(ref: EmbeddedBroker) -> Iterator[AdminClient]:
+def root(target: Target) -> Iterator[AdminClient]:
     """The super user (PLAINTEXT: User:ANONYMOUS)."""
-    with AdminClient(bootstrap_servers=ref.listener_address("PLAINTEXT")) as admin:
+    with AdminClient(bootstrap_servers=target.plaintext()) as admin:
         yield admin
 
 
 @pytest.fixture
-def alice_admin(ref: EmbeddedBroker) -> Iterator[AdminClient]:
-    with AdminClient(**as_user(ref, "alice"), request_timeout_ms=10000) as admin:
+def alice_admin(target: Target) -> Iterator[AdminClient]:
+    with AdminClient(**as_user(target, "alice"), request_timeout_ms=10000) as admin:
         yield admin
+
+
+def grant(root: AdminClient, bindings: list[AclBinding]) -> None:
+    """Create ``bindings`` and wait until the broker's authorizer has them."""
+    root.create_acls(bindings).raise_if_failed()
+    deadline = time.monotonic() + 30
+    while not set(bindings) <= set(root.describe_acls()):
+        assert time.monotonic() < deadline, "the ACLs never showed"
+        time.sleep(0.1)
+
+
+def wait_topic(admin: AdminClient, topic: str) -> None:
+    """Apache Kafka's broker knows a new topic a moment after CreateTopics returns."""
+    deadline = time.monotonic() + 30
+    while topic not in admin.list_topics():
+        assert time.monotonic() < deadline, f"{topic} never showed"
+        time.sleep(0.1)
 
 
 def name(prefix: str) -> str:
@@ -84,41 +126,41 @@ def allow(kind: ResourceType, resource: str, *ops: AclOperation, principal: str 
             for op in ops]
 
 
-def test_unauthorized_produce_fails_and_stores_nothing(ref: EmbeddedBroker,
+def test_unauthorized_produce_fails_and_stores_nothing(target: Target,
                                                        root: AdminClient) -> None:
     secret = name("secret")
     root.create_topics([NewTopic(secret, 1, 1)]).raise_if_failed()
+    wait_topic(root, secret)
     # WRITE on topics of her own: enough for an idempotent producer id (KIP-679), not for
     # the secret topic.
     own = allow(ResourceType.TOPIC, "alice-own-", AclOperation.WRITE,
                 pattern=PatternType.PREFIXED)
-    root.create_acls(own + allow(ResourceType.TOPIC, secret, AclOperation.DESCRIBE)
-                     ).raise_if_failed()
+    grant(root, own + allow(ResourceType.TOPIC, secret, AclOperation.DESCRIBE))
     tp = TopicPartition(secret, 0)
-    with Producer(**as_user(ref, "alice"), linger_ms=0) as producer:
+    with Producer(**as_user(target, "alice"), linger_ms=0) as producer:
         with pytest.raises(TopicAuthorizationFailedError):
             producer.send(secret, b"not for alice").result(timeout=30)
         assert root.list_offsets({tp: OffsetSpec.LATEST})[tp].offset == 0  # nothing stored
-        root.create_acls(allow(ResourceType.TOPIC, secret, AclOperation.WRITE)
-                         ).raise_if_failed()
-        producer.send(secret, b"now allowed").result(timeout=30)  # applied at once
+        grant(root, allow(ResourceType.TOPIC, secret, AclOperation.WRITE))
+        producer.send(secret, b"now allowed").result(timeout=30)
     assert root.list_offsets({tp: OffsetSpec.LATEST})[tp].offset == 1
 
     # bob has no ACL at all: even the idempotent producer id is refused, as Kafka does
     # (IDEMPOTENT_WRITE on the cluster or WRITE on some topic is needed).
-    with Producer(**as_user(ref, "bob"), linger_ms=0) as producer:
+    with Producer(**as_user(target, "bob"), linger_ms=0) as producer:
         with pytest.raises((ClusterAuthorizationFailedError, TopicAuthorizationFailedError)):
             producer.send(secret, b"bob").result(timeout=30)
     assert root.list_offsets({tp: OffsetSpec.LATEST})[tp].offset == 1
 
 
-def test_metadata_lists_only_describable_topics(ref: EmbeddedBroker, root: AdminClient,
+def test_metadata_lists_only_describable_topics(target: Target, root: AdminClient,
                                                 alice_admin: AdminClient) -> None:
     prefix = name("vis")
     seen, unseen = f"{prefix}-a", name("invisible")
     root.create_topics([NewTopic(seen, 1, 1), NewTopic(unseen, 1, 1)]).raise_if_failed()
-    root.create_acls(allow(ResourceType.TOPIC, prefix, AclOperation.READ,
-                           pattern=PatternType.PREFIXED)).raise_if_failed()  # READ ⇒ DESCRIBE
+    grant(root, allow(ResourceType.TOPIC, prefix, AclOperation.READ,
+                      pattern=PatternType.PREFIXED))  # READ implies DESCRIBE
+    wait_topic(root, unseen)
     listed = alice_admin.list_topics()
     assert seen in listed and unseen not in listed
     assert unseen in root.list_topics()
@@ -127,44 +169,46 @@ def test_metadata_lists_only_describable_topics(ref: EmbeddedBroker, root: Admin
     assert isinstance(described[unseen].error, TopicAuthorizationFailedError)
 
 
-def test_auto_creation_needs_create(ref: EmbeddedBroker, root: AdminClient) -> None:
+def test_auto_creation_needs_create(target: Target, root: AdminClient) -> None:
     prefix = name("auto")
     topic = f"{prefix}-x"
-    root.create_acls(allow(ResourceType.TOPIC, prefix, AclOperation.WRITE,
-                           pattern=PatternType.PREFIXED)).raise_if_failed()
-    with Producer(**as_user(ref, "alice"), linger_ms=0, max_block_ms=5000) as producer:
+    grant(root, allow(ResourceType.TOPIC, prefix, AclOperation.WRITE,
+                      pattern=PatternType.PREFIXED))
+    with Producer(**as_user(target, "alice"), linger_ms=0, max_block_ms=5000) as producer:
         with pytest.raises(TopicAuthorizationFailedError):
             producer.send(topic, b"x").result(timeout=30)
     assert topic not in root.list_topics()  # the refused auto-creation made nothing
-    root.create_acls(allow(ResourceType.TOPIC, prefix, AclOperation.CREATE,
-                           pattern=PatternType.PREFIXED)).raise_if_failed()
+    grant(root, allow(ResourceType.TOPIC, prefix, AclOperation.CREATE,
+                      pattern=PatternType.PREFIXED))
     # A new producer: the first one remembers the topic's refusal for a while (sdk.net).
-    with Producer(**as_user(ref, "alice"), linger_ms=0, max_block_ms=5000) as producer:
+    with Producer(**as_user(target, "alice"), linger_ms=0, max_block_ms=5000) as producer:
         producer.send(topic, b"x").result(timeout=30)
-    assert topic in root.list_topics()
+    wait_topic(root, topic)
 
 
-def test_group_refusal(ref: EmbeddedBroker, root: AdminClient,
+def test_group_refusal(target: Target, root: AdminClient,
                        alice_admin: AdminClient) -> None:
     topic, group = name("gt"), name("group")
     root.create_topics([NewTopic(topic, 1, 1)]).raise_if_failed()
-    root.create_acls(allow(ResourceType.TOPIC, topic, AclOperation.READ)).raise_if_failed()
+    grant(root, allow(ResourceType.TOPIC, topic, AclOperation.READ))
+    wait_topic(root, topic)
     tp = TopicPartition(topic, 0)
     refused = alice_admin.alter_consumer_group_offsets(group, {tp: 0})
     assert isinstance(refused[tp].error, GroupAuthorizationFailedError)
-    root.create_acls(allow(ResourceType.GROUP, group, AclOperation.READ)).raise_if_failed()
+    grant(root, allow(ResourceType.GROUP, group, AclOperation.READ))
     assert alice_admin.alter_consumer_group_offsets(group, {tp: 0})[tp].error is None
     assert alice_admin.list_consumer_group_offsets(group)[tp].offset == 0
     # Committing needs READ on the topic too.
     other = name("gt-other")
     root.create_topics([NewTopic(other, 1, 1)]).raise_if_failed()
+    wait_topic(root, other)
     otp = TopicPartition(other, 0)
     mixed = alice_admin.alter_consumer_group_offsets(group, {tp: 0, otp: 0})
     assert mixed[tp].error is None
     assert isinstance(mixed[otp].error, TopicAuthorizationFailedError)
 
 
-def test_cluster_refusals(ref: EmbeddedBroker, root: AdminClient,
+def test_cluster_refusals(target: Target, root: AdminClient,
                           alice_admin: AdminClient) -> None:
     mine = allow(ResourceType.TOPIC, "x", AclOperation.READ)
     with pytest.raises(ClusterAuthorizationFailedError):
@@ -186,14 +230,17 @@ def test_cluster_refusals(ref: EmbeddedBroker, root: AdminClient,
     assert isinstance(created[topic].error, TopicAuthorizationFailedError)
 
 
-def test_acls_survive_a_restart(ref: EmbeddedBroker, root: AdminClient) -> None:
+def test_acls_survive_a_restart(target: Target, root: AdminClient) -> None:
     marker = allow(ResourceType.TRANSACTIONAL_ID, name("txn"), AclOperation.WRITE,
                    principal="User:carol")
-    root.create_acls(marker).raise_if_failed()
+    grant(root, marker)
     before = set(root.describe_acls())
-    ref.restart()
-    with AdminClient(bootstrap_servers=ref.listener_address("PLAINTEXT")) as again:
+    target.restart()
+    with AdminClient(bootstrap_servers=target.plaintext()) as again:
         assert set(again.describe_acls()) == before
         assert marker[0] in before
         again.delete_acls([AclBindingFilter.of(marker[0])]).raise_if_failed()
-        assert marker[0] not in set(again.describe_acls())
+        deadline = time.monotonic() + 30
+        while marker[0] in set(again.describe_acls()):
+            assert time.monotonic() < deadline, "the deleted ACL stayed"
+            time.sleep(0.1)
