@@ -83,7 +83,7 @@ class ConsumerConfig(CommonConfig):
     default_api_timeout_ms: PositiveInt = 60_000
 
     # --- fetching ------------------------------------------------------------------------
-    fetch_min_bytes: PositiveInt = 1
+    fetch_min_bytes: NonNegativeInt = 1  # 0 as Kafka allows: answered at once (fetcher.py)
     fetch_max_wait_ms: NonNegativeInt = 500
     fetch_max_bytes: PositiveInt = 52_428_800
     max_partition_fetch_bytes: PositiveInt = 1_048_576

@@ -334,21 +334,31 @@ class AsyncConsumer(Generic[K, V]):
         """Give every assigned partition a position: committed offset, else the reset policy."""
         assert self._positions_lock is not None
         async with self._positions_lock:
-            try:
-                await self._lookup_positions(timeout_s)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            try:  # an answer dropped as stale is asked for again
+                while (await self._lookup_positions(max(deadline - loop.time(), 0.001))
+                       and loop.time() < deadline):
+                    pass
             finally:
                 self._fetcher.wake()  # whatever was found can be fetched now
 
-    async def _lookup_positions(self, timeout_s: float) -> None:
+    async def _lookup_positions(self, timeout_s: float) -> bool:
+        """One round of lookups; whether an answer was dropped as stale."""
+        stale = False
         missing = self._subs.missing_positions()
         if missing:
+            # An answer applies only to the assignment it was asked for: a rebalance, seek
+            # or reset meanwhile makes it stale (the next lookup asks again).
+            tokens = {tp: self._subs.position_token(tp) for tp in missing}
             committed: Mapping[TopicPartition, OffsetAndMetadata | None] = {}
             if self._group_client is not None and self.config.group_id is not None:
                 committed = await fetch_committed(
                     self._group_client, self.config.group_id, missing, timeout_s=timeout_s)
             for tp in missing:
-                if not self._subs.is_assigned(tp):
-                    continue  # revoked while we waited
+                if not self._subs.still_current(tp, tokens[tp]):
+                    stale = True
+                    continue
                 found = committed.get(tp)
                 if found is not None:
                     self._subs.seek(tp, found.offset, found.leader_epoch)
@@ -356,7 +366,7 @@ class AsyncConsumer(Generic[K, V]):
                     self._subs.request_reset(tp)
         resets = self._subs.reset_pending()
         if not resets:
-            return
+            return stale
         unresolved = [tp for tp, s in resets.items() if s is OffsetResetStrategy.NONE]
         if unresolved:
             raise NoOffsetForPartitionError(unresolved)
@@ -364,13 +374,17 @@ class AsyncConsumer(Generic[K, V]):
             tp: EARLIEST_TIMESTAMP if s is OffsetResetStrategy.EARLIEST else LATEST_TIMESTAMP
             for tp, s in resets.items()
         }
+        tokens = {tp: self._subs.position_token(tp) for tp in resets}
         found_offsets = await list_offsets(self._client, timestamps,
                                            read_committed=self._read_committed,
                                            timeout_s=timeout_s)
         for tp, strategy in resets.items():
             result = found_offsets.get(tp)
-            if result is not None:
+            if not self._subs.still_current(tp, tokens[tp]):
+                stale = True
+            elif result is not None:
                 self._subs.complete_reset(tp, result.offset, strategy, result.leader_epoch)
+        return stale
 
     # ================================================================ offsets
 

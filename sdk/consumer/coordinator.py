@@ -341,10 +341,28 @@ class ConsumerCoordinator:
         their new owner can read the committed offsets; should that fail, the commit raises
         CommitFailedError naming them (after committing the rest): returning normally would
         say they are committed while their new owner reads them again.
+
+        A group member never sends offsets of partitions it does not own now (taken by a
+        rebalance while the application held their records, or never assigned): the
+        coordinator would accept them, since it checks only the generation, and they
+        would overwrite the owner's. They raise CommitFailedError naming them, after the
+        owned ones are committed. (Java sends them with the current generation.)
         """
         wanted = dict(self.consumed_offsets() if offsets is None else offsets)
         if not wanted:
             return
+        # A group member commits only what it owns now. Offsets of partitions a rebalance
+        # took away (while the application was slow with their records) would overwrite
+        # what their new owner commits: the coordinator checks the generation, not who
+        # owns a partition, so it takes them. They are refused here, by name.
+        not_owned = ({tp: om for tp, om in wanted.items() if not self._subs.is_assigned(tp)}
+                     if self._subs.uses_group else {})
+        if not_owned:
+            if self.membership.generation < 0:
+                raise self._not_a_member()
+            wanted = {tp: om for tp, om in wanted.items() if tp not in not_owned}
+            if not wanted:
+                raise self._not_owned_error(not_owned, {})
         timeout = self._default_timeout_s if timeout_s is None else timeout_s
         deadline = self._loop.time() + timeout
         # A partition's state object survives a cooperative rebalance that keeps it; a new
@@ -388,7 +406,11 @@ class ConsumerCoordinator:
                 f"{'it' if len(given_away) == 1 else 'them'} from this member without "
                 "committing (see the warning logged then), so the new owner reads from the "
                 "offset committed before"
+                + (f"; {_offsets(not_owned)} not committed either: not assigned to this "
+                   "member" if not_owned else "")
                 + (f"; committed: {_offsets(wanted)}" if wanted else ""), cause=cause)
+        if not_owned:
+            raise self._not_owned_error(not_owned, wanted)
 
     async def _hand_over_open_commits(self, revoked: set[TopicPartition]) -> None:
         """Cooperative revocation: commit what unfinished commit() calls hold for the revoked
@@ -407,6 +429,16 @@ class ConsumerCoordinator:
             return
         for c in holding:  # a later call's offset supersedes an earlier one's
             c.handed_over.update(tp for tp in c.offsets if tp in offsets)
+
+    def _not_owned_error(self, not_owned: Mapping[TopicPartition, OffsetAndMetadata],
+                         committed: Mapping[TopicPartition, OffsetAndMetadata]
+                         ) -> CommitFailedError:
+        return CommitFailedError(
+            f"commit for group {self.group_id!r}: {_offsets(not_owned)} not committed: "
+            f"{'it is' if len(not_owned) == 1 else 'they are'} not assigned to this member "
+            "now (a rebalance gave them to another member, whose commits they would "
+            "overwrite; its consumption carries on from its own position)"
+            + (f"; committed: {_offsets(committed)}" if committed else ""))
 
     def _not_a_member(self) -> CommitFailedError:
         """A group member commits with its generation; without one the broker would refuse

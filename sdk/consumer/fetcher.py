@@ -82,6 +82,10 @@ class Fetcher:
         self._node_retry_at: dict[int, float] = {}
         self._node_failures: Counter[int] = Counter()
         self._backoff = Backoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+        # With fetch_min_bytes=0 a Fetch that brought nothing is followed after this long
+        # (the broker does not hold it): at most fetch_max_wait_ms, and retry_backoff_ms.
+        self._idle_pause_s = (min(config.fetch_max_wait_ms, config.retry_backoff_ms) / 1000
+                              if config.fetch_min_bytes == 0 else 0.0)
         self._errors: deque[KafkaError] = deque()
         self._wake = asyncio.Event()
         self._data = asyncio.Event()
@@ -229,8 +233,12 @@ class Fetcher:
                                            max_version=_FETCH_TOPIC_IDS_VERSION - 1)
             request = self._build_request(parts, version, topic_ids or {})
             response: FetchResponse = await conn.send(request, version, timeout_s=self._timeout_s)
-            self._handle_response(node, response, parts, version)
+            got_data = self._handle_response(node, response, parts, version)
             self._node_failures.pop(node, None)
+            if not got_data and self._idle_pause_s:
+                # fetch_min_bytes=0: the broker answers at once even with nothing to give;
+                # asking again at once would spin. Pause as a broker's long poll would.
+                self._node_retry_at[node] = time.monotonic() + self._idle_pause_s
         except asyncio.CancelledError:
             raise
         except UnsupportedVersionError as exc:
@@ -261,7 +269,8 @@ class Fetcher:
     # ------------------------------------------------------------------ responses
 
     def _handle_response(self, node: int, response: FetchResponse,
-                         parts: list[tuple[TopicPartition, int, int]], version: int) -> None:
+                         parts: list[tuple[TopicPartition, int, int]], version: int) -> bool:
+        """Buffer what ``response`` brought; whether it brought anything."""
         if response.error_code:
             raise for_code(response.error_code)(f"Fetch from node {node}")
         sent = {tp: (offset, epoch) for tp, offset, epoch in parts}
@@ -282,6 +291,7 @@ class Fetcher:
                 got_data |= self._handle_partition(tp, offset, epoch, p)
         if got_data:
             self._data.set()
+        return got_data
 
     def _is_current(self, tp: TopicPartition, offset: int, epoch: int) -> bool:
         if not self._subs.is_assigned(tp):

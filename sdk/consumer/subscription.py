@@ -244,6 +244,18 @@ class SubscriptionState:
         except KeyError:
             raise IllegalStateError(f"partition {tp} is not assigned to this consumer") from None
 
+    def position_token(self, tp: TopicPartition) -> tuple[PartitionState, int]:
+        """What a position lookup for ``tp`` starts from: its state object (a new one once
+        it was revoked, even if it is assigned again since) and its seek/reset epoch."""
+        st = self.state(tp)
+        return st, st.epoch
+
+    def still_current(self, tp: TopicPartition, token: tuple[PartitionState, int]) -> bool:
+        """Whether ``tp`` is assigned as ``token`` saw it: not revoked (nor revoked and
+        given back), sought or reset since. A lookup's answer applies only then."""
+        st = self._assignment.get(tp)
+        return st is not None and st is token[0] and st.epoch == token[1]
+
     # -------------------------------------------------------------------- positions
 
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
