@@ -31,6 +31,7 @@ from sdk.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 from sdk.protocol.message import Message
+from sdk.records.header import ATTRIBUTES_OFFSET, MAGIC_OFFSET, TRANSACTIONAL_MASK
 from server_ref.handlers.unsupported import error_response
 from server_ref.security.acls import (
     ALTER,
@@ -189,10 +190,24 @@ def _is_replica(req: Any) -> bool:
 
 
 def _produce(chk: Check, req: Any) -> Outcome:
-    if req.transactional_id is not None and not chk(WRITE, TRANSACTIONAL_ID,
-                                                    req.transactional_id):
+    # As Kafka: the transactional id is checked when the records are transactional (and
+    # transactional records without an id are refused the same way).
+    if _has_transactional_records(req) and (
+            req.transactional_id is None
+            or not chk(WRITE, TRANSACTIONAL_ID, req.transactional_id)):
         return chk.refuse(TXN_DENIED)
     return _per_topic(WRITE, "topic_data")(chk, req)
+
+
+def _has_transactional_records(req: Any) -> bool:
+    """Whether a partition's first batch is transactional (what Kafka looks at)."""
+    for t in req.topic_data:
+        for p in t.partition_data:
+            r = p.records
+            if r and len(r) > ATTRIBUTES_OFFSET + 1 and r[MAGIC_OFFSET] >= 2 \
+                    and r[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK:
+                return True
+    return False
 
 
 def _fetch(chk: Check, req: Any) -> Outcome:

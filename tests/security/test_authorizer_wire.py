@@ -1,19 +1,22 @@
-"""The reference broker's per-API authorization on the wire, for what the SDK's clients do
-not send (transactional ids, several groups in one OffsetFetch, batched FindCoordinator) or
-do not show (partial answers): each request from User:ANONYMOUS on the PLAINTEXT listener,
-ACLs set by the super user User:admin over SASL_PLAINTEXT; ``allow.everyone.if.no.acl.found``
-is false. Kafka's codes: 29 TOPIC_, 30 GROUP_, 31 CLUSTER_, 53 TRANSACTIONAL_ID_
-AUTHORIZATION_FAILED."""
+"""Per-API authorization on the wire, for what the SDK's clients do not send (transactional
+ids, several groups in one OffsetFetch, batched FindCoordinator, a follower's fetch) or do
+not show (partial answers), on our broker and on Apache Kafka (one KRaft node) with the same
+expected answers: each request from User:alice, logged in with SASL PLAIN on the
+SASL_PLAINTEXT listener; ACLs set by the super user, User:ANONYMOUS on PLAINTEXT;
+``allow.everyone.if.no.acl.found`` is false. Kafka's codes: 29 TOPIC_, 30 GROUP_,
+53 TRANSACTIONAL_ID_ AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from apache_support import apache_cluster
 
 sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: the helpers beside us
 from raw_wire import Wire
@@ -41,68 +44,102 @@ from sdk.protocol.messages.produce import ProduceRequest
 from sdk.records.builder import RecordBatchBuilder
 from server_ref import EmbeddedBroker
 
-TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
-ANON = "User:ANONYMOUS"
-CONFIG = {
-    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+TOPIC_DENIED, GROUP_DENIED, TXN_DENIED = 29, 30, 53
+ALICE = "User:alice"
+SECURITY = {
     "sasl.enabled.mechanisms": "PLAIN",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config":
         'org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'user_admin="admin-secret";',
+        'user_alice="alice-secret";',
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "super.users": "User:admin",
+    "super.users": "User:ANONYMOUS",
     "group.initial.rebalance.delay.ms": "0",
 }
 
 
 class Setup:
-    def __init__(self, broker: EmbeddedBroker, root: AdminClient) -> None:
-        self.broker = broker
+    def __init__(self, sasl_address: str, root: AdminClient) -> None:
+        self.sasl_address = sasl_address
         self.root = root
         n = uuid.uuid4().hex[:8]
         self.open, self.closed = f"open-{n}", f"closed-{n}"
         self.group, self.other_group = f"g-{n}", f"h-{n}"
         root.create_topics([NewTopic(self.open, 1, 1), NewTopic(self.closed, 1, 1)]
                            ).raise_if_failed()
-        root.create_acls([
-            acl(ResourceType.TOPIC, self.open, AclOperation.ALL),
-            acl(ResourceType.GROUP, self.group, AclOperation.READ),
-            acl(ResourceType.TRANSACTIONAL_ID, "tx-allowed", AclOperation.WRITE),
-        ]).raise_if_failed()
+        bindings = [acl(ResourceType.TOPIC, self.open, AclOperation.ALL),
+                    acl(ResourceType.GROUP, self.group, AclOperation.READ),
+                    acl(ResourceType.TRANSACTIONAL_ID, "tx-allowed", AclOperation.WRITE)]
+        root.create_acls(bindings).raise_if_failed()
+        # Apache Kafka applies both a moment after the calls return.
+        wait(lambda: set(bindings) <= set(root.describe_acls())
+             and {self.open, self.closed} <= set(root.list_topics()))
 
     def wire(self) -> Wire:
-        return Wire(self.broker.listener_address("PLAINTEXT"))
+        w = Wire(self.sasl_address)
+        assert w.plain("alice", "alice-secret").error_code == 0
+        return w
 
     def end_offset(self, topic: str) -> int:
         tp = TopicPartition(topic, 0)
         return self.root.list_offsets({tp: OffsetSpec.LATEST})[tp].offset
 
 
+def wait(condition: Callable[[], bool], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the broker never got there"
+        time.sleep(0.1)
+
+
 def acl(kind: ResourceType, name: str, op: AclOperation, *,
         pattern: PatternType = PatternType.LITERAL) -> AclBinding:
-    return AclBinding(ResourcePattern(kind, name, pattern), ANON, operation=op)
+    return AclBinding(ResourcePattern(kind, name, pattern), ALICE, operation=op)
 
 
-@pytest.fixture(scope="module")
-def setup() -> Iterator[Setup]:
-    with EmbeddedBroker(data_dir=None, port=0, config=CONFIG) as broker, \
-            AdminClient(bootstrap_servers=broker.listener_address("SASL_PLAINTEXT"),
-                        security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                        sasl_username="admin", sasl_password="admin-secret") as root:
-        yield Setup(broker, root)
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def setup(request: pytest.FixtureRequest) -> Iterator[Setup]:
+    if request.param == "ref":
+        config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                  **SECURITY}
+        with EmbeddedBroker(data_dir=None, port=0, config=config) as broker, \
+                AdminClient(bootstrap_servers=broker.listener_address("PLAINTEXT")) as root:
+            yield Setup(broker.listener_address("SASL_PLAINTEXT"), root)
+    else:
+        with apache_cluster(1, config=SECURITY,
+                            listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"}) as cluster, \
+                AdminClient(bootstrap_servers=cluster.bootstrap_servers) as root:
+            yield Setup(cluster.listener_address("SASL_PLAINTEXT"), root)
 
 
-def _batch() -> bytes:
-    builder = RecordBatchBuilder(0)
+def _batch(transactional: bool = False) -> bytes:
+    builder = RecordBatchBuilder(0, producer_id=5 if transactional else -1,
+                                 producer_epoch=0 if transactional else -1,
+                                 base_sequence=0 if transactional else -1,
+                                 is_transactional=transactional)
     builder.append(None, int(time.time() * 1000), b"k", b"v", ())
     return builder.build()
 
 
 def _produce(topics: list[str], transactional_id: str | None = None) -> ProduceRequest:
+    records = _batch(transactional=transactional_id is not None)
     return ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=5000,
                           topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=[
-                              ProduceRequest.PartitionProduceData(index=0, records=_batch())])
+                              ProduceRequest.PartitionProduceData(index=0, records=records)])
                               for t in topics])
+
+
+NOT_READY = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS / _NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def until_ready(call: Callable[[], Any], codes: Callable[[Any], list[int]]) -> Any:
+    """Apache Kafka's coordinators need a moment after start (the internal topics are made
+    on first use): repeat while an answer says so."""
+    deadline = time.monotonic() + 60
+    while True:
+        response = call()
+        if not NOT_READY & set(codes(response)) or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
 
 
 def test_produce_per_topic_and_transactional_id(setup: Setup) -> None:
@@ -110,7 +147,7 @@ def test_produce_per_topic_and_transactional_id(setup: Setup) -> None:
         response = w.call(_produce([setup.open, setup.closed]), 9)
         codes = {t.name: t.partition_responses[0].error_code for t in response.responses}
         assert codes == {setup.open: 0, setup.closed: TOPIC_DENIED}
-        # A transactional id it may not use refuses the whole request.
+        # Transactional records under an id it may not use: the whole request is refused.
         response = w.call(_produce([setup.open], transactional_id="tx-denied"), 9)
         assert [p.error_code for t in response.responses for p in t.partition_responses] == \
             [TXN_DENIED]
@@ -123,15 +160,16 @@ def test_init_producer_id(setup: Setup) -> None:
                                               transaction_timeout_ms=60000), 4)
         assert denied.error_code == TXN_DENIED
         # No transactional id: WRITE on some topic (the open one) is enough (KIP-679).
-        idempotent = w.call(InitProducerIdRequest(transactional_id=None,
-                                                  transaction_timeout_ms=-1), 4)
+        idempotent = until_ready(lambda: w.call(InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=-1), 4), lambda r: [r.error_code])
         assert idempotent.error_code == 0 and idempotent.producer_id >= 0
 
 
 def test_find_coordinator_per_key(setup: Setup) -> None:
     with setup.wire() as w:
-        groups = w.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[
-            setup.group, setup.other_group]), 4)
+        groups = until_ready(lambda: w.call(FindCoordinatorRequest(
+            key_type=0, coordinator_keys=[setup.group, setup.other_group]), 4),
+            lambda r: [c.error_code for c in r.coordinators])
         codes = {c.key: c.error_code for c in groups.coordinators}
         assert codes == {setup.group: 0, setup.other_group: GROUP_DENIED}
         txn = w.call(FindCoordinatorRequest(key="tx-denied", key_type=1), 3)
@@ -175,16 +213,18 @@ def test_metadata_all_and_named(setup: Setup) -> None:
             setup.closed: TOPIC_DENIED, "never-made": TOPIC_DENIED}
         assert all(t.partitions == [] for t in named.topics)
     assert "never-made" not in setup.root.list_topics()  # no CREATE: nothing auto-created
+    # (Apache Kafka would have made it by now: its topics show within a second or so.)
 
 
 def test_offsets_and_groups(setup: Setup) -> None:
     with setup.wire() as w:
-        commit = w.call(OffsetCommitRequest(
+        commit = until_ready(lambda: w.call(OffsetCommitRequest(
             group_id=setup.group, generation_id_or_member_epoch=-1, member_id="",
             topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=[
                 OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0,
                                                                  committed_offset=0)])
-                for t in (setup.open, setup.closed)]), 8)
+                for t in (setup.open, setup.closed)]), 8),
+            lambda r: [p.error_code for t in r.topics for p in t.partitions])
         assert {t.name: t.partitions[0].error_code for t in commit.topics} == {
             setup.open: 0, setup.closed: TOPIC_DENIED}
         fetched = w.call(OffsetFetchRequest(groups=[
