@@ -124,13 +124,15 @@ class AclFilter:
 
 
 class AclStore:
-    """The bindings, indexed by resource type; ``version`` grows with every change (the
-    authorizer's decision cache is keyed on it)."""
+    """The bindings, indexed by resource type, by literal name and by prefix; ``version``
+    grows with every change (the authorizer's decision cache is keyed on it)."""
 
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / ACLS_FILE
         self._entries: dict[AclEntry, None] = {}  # insertion-ordered set
         self._by_type: dict[int, list[AclEntry]] = {}
+        self._literal: dict[tuple[int, str], list[AclEntry]] = {}  # "*" included
+        self._prefixed: dict[int, list[AclEntry]] = {}
         self.version = 0
 
     def load(self) -> None:
@@ -140,10 +142,28 @@ class AclStore:
 
     def _reindex(self) -> None:
         by_type: dict[int, list[AclEntry]] = {}
+        literal: dict[tuple[int, str], list[AclEntry]] = {}
+        prefixed: dict[int, list[AclEntry]] = {}
         for e in self._entries:
             by_type.setdefault(e.resource_type, []).append(e)
-        self._by_type = by_type
+            if e.pattern_type == LITERAL:
+                literal.setdefault((e.resource_type, e.name), []).append(e)
+            else:
+                prefixed.setdefault(e.resource_type, []).append(e)
+        self._by_type, self._literal, self._prefixed = by_type, literal, prefixed
         self.version += 1
+
+    def applying_to(self, resource_type: int, name: str) -> list[AclEntry]:
+        """The bindings whose pattern matches the resource: its literal name, the ``*``
+        wildcard, and the prefixes it starts with (a dict lookup each, plus a scan of the
+        prefixed bindings of that type)."""
+        found = self._literal.get((resource_type, name), [])
+        if name != WILDCARD:
+            found = found + self._literal.get((resource_type, WILDCARD), [])
+        prefixes = self._prefixed.get(resource_type)
+        if prefixes:
+            found = found + [e for e in prefixes if name.startswith(e.name)]
+        return found
 
     def _save(self) -> None:
         write_json_atomically(self.path, [

@@ -92,9 +92,7 @@ class Authorizer:
         allowing = _IMPLIED_BY.get(operation) or frozenset({operation, ALL})
         allowed = False
         any_acl = False
-        for e in self.store.of_type(resource_type):
-            if not e.resource_matches(resource_type, name):
-                continue
+        for e in self.store.applying_to(resource_type, name):
             any_acl = True
             if e.principal != principal and e.principal != _ANY_PRINCIPAL:
                 continue
