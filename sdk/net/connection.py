@@ -258,6 +258,13 @@ class BrokerConnection:
             if isinstance(exc.__cause__, ssl.SSLError):
                 # TLS 1.3: a broker refusing our certificate says so after the handshake.
                 raise _tls_error(host, port, node_id, exc.__cause__) from exc.__cause__
+            if (security is not None and security.ssl_context is not None
+                    and isinstance(exc.__cause__, ConnectionResetError)):
+                # Some brokers (asyncio servers) drop a connection whose client certificate
+                # they refuse without the TLS alert that says so.
+                raise KafkaConnectionError(
+                    f"{exc}, right after the TLS handshake (does the listener require a "
+                    "client certificate, ssl.client.auth=required?)", cause=exc) from exc
             if security is None and "frame size" in str(exc):
                 # A TLS listener answers our plaintext with an alert record (0x15 0x03 ...).
                 raise KafkaConnectionError(f"{exc} (a TLS listener? set security_protocol "
