@@ -46,7 +46,7 @@ def sasl_settings(cfg: CommonConfig) -> SaslSettings:
     string's options, or (OAUTHBEARER) the token provider or the unsecured login options."""
     login = (parse_jaas_config(cfg.sasl_jaas_config.get_secret_value())
              if cfg.sasl_jaas_config is not None else None)
-    mechanism = cfg.sasl_mechanism
+    mechanism: str | None = cfg.sasl_mechanism
     if mechanism is None:
         if login is not None and len(login.mechanisms) == 1:
             mechanism = login.mechanisms[0]
