@@ -95,7 +95,8 @@ def alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredent
         derived[(name, mechanism)] = derive_credential(
             mechanism, bytes(upsert.salted_password), bytes(upsert.salt), upsert.iterations)
     store.apply(derived, [(d.name, _BY_NUMBER[d.mechanism]) for d in deletions.values()])
-    results = [Alter.AlterUserScramCredentialsResult(user=name, error_code=0)
+    results = [Alter.AlterUserScramCredentialsResult(user=name, error_code=0,
+                                                     error_message=None)
                for name in (*deletions, *upserts)]
     results += [Alter.AlterUserScramCredentialsResult(user=name, error_code=code,
                                                       error_message=message)

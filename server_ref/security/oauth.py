@@ -72,16 +72,18 @@ def validate_unsecured_jws(token: str, options: Mapping[str, str], now_ms: int
     principal = claims.get(principal_claim)
     if not isinstance(principal, str) or not principal.strip():
         raise InvalidToken(f"the {principal_claim} claim is missing or not a string")
+    # Claim times to whole milliseconds, rounded as Kafka rounds them.
     issued = _number(claims, "iat")
-    if issued is not None and issued * 1000 > now_ms + skew:
+    issued_ms = None if issued is None else round(issued * 1000)
+    if issued_ms is not None and issued_ms > now_ms + skew:
         raise InvalidToken("the token was issued in the future (iat)")
     expires = _number(claims, "exp")
     if expires is None:
         raise InvalidToken("the exp claim is missing")
-    expires_ms = int(expires * 1000)
+    expires_ms = round(expires * 1000)
     if now_ms - skew >= expires_ms:
         raise InvalidToken("the token has expired (exp)")
-    if issued is not None and expires_ms <= int(issued * 1000):
+    if issued_ms is not None and expires_ms <= issued_ms:
         raise InvalidToken("the token expires before it was issued (exp <= iat)")
     required = options.get("unsecuredValidatorRequiredScope", "").split()
     if required:

@@ -6,8 +6,6 @@ and that logs never carry a password or token."""
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import logging
 import ssl
 import sys
@@ -19,7 +17,13 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: the helpers beside us
-from broker_setup import PASSWORDS, add_scram_user, secured_config, unsecured_jws
+from broker_setup import (
+    PASSWORDS,
+    add_scram_user,
+    scram_exchange,
+    secured_config,
+    unsecured_jws,
+)
 from raw_wire import Wire
 
 from sdk.errors import IllegalSaslStateError, SaslAuthenticationFailedError
@@ -38,34 +42,6 @@ def broker(tls: Any) -> Iterator[EmbeddedBroker]:
         add_scram_user(b.bootstrap_servers, "bob", "bob-secret", "SCRAM-SHA-256")
         add_scram_user(b.bootstrap_servers, "bob", "bob-secret", "SCRAM-SHA-512", 8192)
         yield b
-
-
-def scram_exchange(wire: Wire, mechanism: str, user: str, password: str
-                   ) -> tuple[Any, Any]:
-    """The client side of RFC 5802 over SaslAuthenticate: (first answer, final answer)."""
-    digest = "sha256" if mechanism.endswith("256") else "sha512"
-    nonce = base64.b64encode(b"client-nonce-123").decode()
-    bare = f"n={user},r={nonce}"
-    first = wire.sasl(mechanism, f"n,,{bare}".encode())[0]
-    if first.error_code:
-        return first, None
-    server_first = first.auth_bytes.decode()
-    attrs = dict(p.split("=", 1) for p in server_first.split(","))
-    salted = hashlib.pbkdf2_hmac(digest, password.encode(), base64.b64decode(attrs["s"]),
-                                 int(attrs["i"]))
-    client_key = hmac.new(salted, b"Client Key", digest).digest()
-    stored_key = hashlib.new(digest, client_key).digest()
-    without_proof = f"c=biws,r={attrs['r']}"
-    auth_message = f"{bare},{server_first},{without_proof}".encode()
-    signature = hmac.new(stored_key, auth_message, digest).digest()
-    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-    final = wire.call(SaslAuthenticateRequest(
-        auth_bytes=f"{without_proof},p={base64.b64encode(proof).decode()}".encode()), 2)
-    if final.error_code == 0:
-        server_key = hmac.new(salted, b"Server Key", digest).digest()
-        expected = hmac.new(server_key, auth_message, digest).digest()
-        assert final.auth_bytes == b"v=" + base64.b64encode(expected)  # server proves itself
-    return first, final
 
 
 def oauth_token(token: str) -> bytes:
