@@ -442,11 +442,81 @@ def _offset_delete(chk: Check, req: Any) -> Outcome:
     return _per_topic(READ, "topics")(chk, req)
 
 
+# ============================================================================ authorized ops
+
+_NOT_REQUESTED = -(1 << 31)  # Kafka's "authorized operations were not asked for"
+Rule = Callable[[Check, Any], Outcome]
+
+
+def _allowed_ops(chk: Check, supported: int, resource_type: int, name: str) -> int:
+    """Of the operations set in ``supported`` (the bit field the handler filled in), those
+    the principal may perform on the resource."""
+    if supported == _NOT_REQUESTED:
+        return supported
+    return sum(1 << op for op in range(32) if supported >> op & 1
+               and chk(op, resource_type, name))
+
+
+def _cluster_ops(chk: Check, supported: int) -> int:
+    if supported == _NOT_REQUESTED:
+        return supported
+    if not chk.cluster(DESCRIBE):  # Kafka: nothing shown without DESCRIBE on the cluster
+        return 0
+    return _allowed_ops(chk, supported, CLUSTER, CLUSTER_NAME)
+
+
+def _then(rule: Rule | None, post: Callable[[Check, Any], None]) -> Rule:
+    """``rule``, then ``post`` on the response (the authorized-operations fields)."""
+    def combined(chk: Check, req: Any) -> Outcome:
+        outcome = rule(chk, req) if rule is not None else None
+        if isinstance(outcome, Message):
+            return outcome
+
+        def patch(response: Any) -> Any:
+            if outcome is not None:
+                response = outcome(response)
+            if response is not None:
+                post(chk, response)
+            return response
+
+        return patch
+
+    return combined
+
+
+def _metadata_ops(chk: Check, response: Any) -> None:
+    for t in response.topics:
+        if not t.error_code and t.name:
+            t.topic_authorized_operations = _allowed_ops(chk, t.topic_authorized_operations,
+                                                         TOPIC, t.name)
+    response.cluster_authorized_operations = _cluster_ops(
+        chk, response.cluster_authorized_operations)
+
+
+def _group_ops(chk: Check, response: Any) -> None:
+    for g in response.groups:
+        if not g.error_code:
+            g.authorized_operations = _allowed_ops(chk, g.authorized_operations, GROUP,
+                                                   g.group_id)
+
+
+def _describe_cluster_ops(chk: Check, response: Any) -> None:
+    response.cluster_authorized_operations = _cluster_ops(
+        chk, response.cluster_authorized_operations)
+
+
+def _topic_partitions_ops(chk: Check, response: Any) -> None:
+    for t in response.topics:
+        if not t.error_code:
+            t.topic_authorized_operations = _allowed_ops(chk, t.topic_authorized_operations,
+                                                         TOPIC, t.name)
+
+
 RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     0: _produce,
     1: _fetch,
     2: _per_topic(DESCRIBE, "topics"),  # ListOffsets
-    3: _metadata,
+    3: _then(_metadata, _metadata_ops),
     8: _group(READ, _per_topic(READ, "topics")),  # OffsetCommit
     9: _offset_fetch,
     10: _find_coordinator,
@@ -454,7 +524,7 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     12: _group(READ),  # Heartbeat
     13: _group(READ),  # LeaveGroup
     14: _group(READ),  # SyncGroup
-    15: _describe_groups,
+    15: _then(_describe_groups, _group_ops),
     16: _list_groups,
     19: _create_topics,
     20: _delete_topics,
@@ -476,8 +546,9 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     47: _offset_delete,
     50: _cluster(DESCRIBE),  # DescribeUserScramCredentials
     51: _cluster(ALTER),  # AlterUserScramCredentials
+    60: _then(None, _describe_cluster_ops),  # DescribeCluster: no check, the operations only
     61: _describe_producers,
-    75: _describe_topic_partitions,
+    75: _then(_describe_topic_partitions, _topic_partitions_ops),
 }
 """API key → rule. Not listed, so not checked, as in Kafka: ApiVersions, SaslHandshake,
-SaslAuthenticate, DescribeCluster (it only reports authorized operations)."""
+SaslAuthenticate."""

@@ -32,6 +32,7 @@ from sdk import (
     ResourceType,
     TopicPartition,
 )
+from sdk.protocol.messages.describe_cluster import DescribeClusterRequest
 from sdk.protocol.messages.describe_groups import DescribeGroupsRequest
 from sdk.protocol.messages.fetch import FetchRequest
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -63,16 +64,18 @@ class Setup:
         self.root = root
         n = uuid.uuid4().hex[:8]
         self.open, self.closed = f"open-{n}", f"closed-{n}"
+        self.readonly = f"readonly-{n}"
         self.group, self.other_group = f"g-{n}", f"h-{n}"
-        root.create_topics([NewTopic(self.open, 1, 1), NewTopic(self.closed, 1, 1)]
-                           ).raise_if_failed()
+        root.create_topics([NewTopic(self.open, 1, 1), NewTopic(self.closed, 1, 1),
+                            NewTopic(self.readonly, 1, 1)]).raise_if_failed()
         bindings = [acl(ResourceType.TOPIC, self.open, AclOperation.ALL),
+                    acl(ResourceType.TOPIC, self.readonly, AclOperation.READ),
                     acl(ResourceType.GROUP, self.group, AclOperation.READ),
                     acl(ResourceType.TRANSACTIONAL_ID, "tx-allowed", AclOperation.WRITE)]
         root.create_acls(bindings).raise_if_failed()
         # Apache Kafka applies both a moment after the calls return.
         wait(lambda: set(bindings) <= set(root.describe_acls())
-             and {self.open, self.closed} <= set(root.list_topics()))
+             and {self.open, self.closed, self.readonly} <= set(root.list_topics()))
 
     def wire(self) -> Wire:
         w = Wire(self.sasl_address)
@@ -239,3 +242,27 @@ def test_offsets_and_groups(setup: Setup) -> None:
         described = w.call(DescribeGroupsRequest(groups=[setup.group, setup.other_group]), 5)
         assert {g.group_id: g.error_code for g in described.groups} == {
             setup.group: 0, setup.other_group: GROUP_DENIED}
+
+
+def bits(*ops: AclOperation) -> int:
+    return sum(1 << int(op) for op in ops)
+
+
+def test_authorized_operations(setup: Setup) -> None:
+    """The operations fields show what the principal may do (Kafka's KIP-430)."""
+    op = AclOperation
+    with setup.wire() as w:
+        meta = w.call(MetadataRequest(topics=[
+            MetadataRequest.MetadataRequestTopic(name=t) for t in (setup.open, setup.readonly)],
+            allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+            include_topic_authorized_operations=True), 10)
+        ops = {t.name: t.topic_authorized_operations for t in meta.topics}
+        assert ops == {setup.open: bits(op.READ, op.WRITE, op.CREATE, op.DELETE, op.ALTER,
+                                        op.DESCRIBE, op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS),
+                       setup.readonly: bits(op.READ, op.DESCRIBE)}  # READ implies DESCRIBE
+        assert meta.cluster_authorized_operations == 0  # no DESCRIBE on the cluster
+        groups = w.call(DescribeGroupsRequest(groups=[setup.group],
+                                              include_authorized_operations=True), 5)
+        assert groups.groups[0].authorized_operations == bits(op.READ, op.DESCRIBE)
+        cluster = w.call(DescribeClusterRequest(include_cluster_authorized_operations=True), 1)
+        assert cluster.error_code == 0 and cluster.cluster_authorized_operations == 0
