@@ -212,7 +212,8 @@ class SaslGate:
         self._respond(SASL_HANDSHAKE, version, correlation_id,
                       SaslHandshakeResponse(error_code=0, mechanisms=enabled))
         if self.reauthenticating and mechanism != self.mechanism:
-            # Kafka refuses the mechanism change at the first token of the re-authentication.
+            # Kafka refuses the mechanism change at the first token of the re-authentication
+            # (closing the connection without an answer).
             self.server = _Refuse(f"SASL mechanism '{mechanism}' requested by client is not "
                                   "supported for re-authentication of mechanism "
                                   f"'{self.mechanism}'")
@@ -233,6 +234,12 @@ class SaslGate:
                       req: SaslAuthenticateRequest) -> None:
         server = self.server
         assert server is not None
+        if isinstance(server, _Refuse):
+            # Kafka fails a re-authentication with another mechanism at its first token,
+            # without an answer.
+            self.conn.server.security_stats["failed"] += 1
+            self._close(server.message)
+            return
         try:
             token = server.evaluate(bytes(req.auth_bytes))
             lifetime_ms = self._finish(server) if server.complete else 0

@@ -1,0 +1,97 @@
+"""The SASL exchange on the wire, against the reference broker and Apache Kafka configured
+alike (a SASL_PLAINTEXT listener with PLAIN and SCRAM-SHA-256, connections.max.reauth.ms):
+the same raw requests give the same answers, error codes, messages and closes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: the helpers beside us
+from broker_setup import PLAIN_JAAS, scram_exchange
+from raw_wire import Wire
+
+from sdk.protocol.messages.api_versions import ApiVersionsRequest
+from sdk.protocol.messages.metadata import MetadataRequest
+from sdk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from sdk.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from server_ref import EmbeddedBroker
+
+SETTINGS = {
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "listener.name.sasl.plain.sasl.jaas.config": PLAIN_JAAS,
+    "listener.name.sasl.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "connections.max.reauth.ms": "60000",
+}
+
+
+def answers(connect: Callable[[], Wire]) -> list[Any]:
+    out: list[Any] = []
+    with connect() as wire:  # an unsupported mechanism
+        reply = wire.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1)
+        out.append(("unsupported", reply.error_code, sorted(reply.mechanisms),
+                    wire.closed_by_broker()))
+    with connect() as wire:  # anything but the exchange before authentication
+        wire.send(MetadataRequest(topics=[]), 9)
+        out.append(("metadata-first", wire.closed_by_broker()))
+    with connect() as wire:
+        wire.call(ApiVersionsRequest(), 0)
+        wire.send(ApiVersionsRequest(), 0)
+        out.append(("api-versions-twice", wire.closed_by_broker()))
+    with connect() as wire:
+        reply = wire.plain("alice", "wrong-secret")
+        out.append(("wrong-password", reply.error_code, reply.error_message,
+                    wire.closed_by_broker()))
+    with connect() as wire:
+        reply = wire.sasl("PLAIN", b"alice-without-separators")[0]
+        out.append(("malformed-plain", reply.error_code, reply.error_message,
+                    wire.closed_by_broker()))
+    with connect() as wire:
+        first, _ = scram_exchange(wire, "SCRAM-SHA-256", "nobody", "x")
+        out.append(("scram-unknown-user", first.error_code, first.error_message,
+                    wire.closed_by_broker()))
+    with connect() as wire:
+        reply = wire.plain("alice", "alice-secret")
+        out.append(("login", reply.error_code, reply.session_lifetime_ms))
+        out.append(("served", len(wire.metadata().brokers)))
+        handshake = wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)  # re-authentication
+        changed = wire.call(SaslAuthenticateRequest(auth_bytes=b"\0admin\0admin-secret"), 1)
+        out.append(("principal-change", handshake.error_code, changed.error_code,
+                    changed.error_message, wire.closed_by_broker()))
+    with connect() as wire:
+        wire.plain("alice", "alice-secret")
+        handshake = wire.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
+        wire.send(SaslAuthenticateRequest(auth_bytes=b"n,,n=alice,r=abc"), 1)
+        # Refused at the first token, with no answer: the connection just ends.
+        out.append(("mechanism-change", handshake.error_code, wire.closed_by_broker()))
+    with connect() as wire:  # handshake v0: raw tokens
+        wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 0)
+        out.append(("v0", wire.raw_call(b"\0alice\0alice-secret"),
+                    len(wire.metadata().brokers)))
+    return out
+
+
+def test_sasl_exchange_matches_apache_kafka() -> None:
+    from apache_support import apache_cluster
+
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL://127.0.0.1:0",
+              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT",
+              **SETTINGS}
+    with EmbeddedBroker(config=config) as b:
+        ours = answers(lambda: Wire(b.listener_address("SASL")))
+    with apache_cluster(brokers=1, listeners={"SASL": "SASL_PLAINTEXT"},
+                        config=SETTINGS) as cluster:
+        theirs = answers(lambda: Wire(cluster.listener_address("SASL")))
+    assert ours == theirs
+    facts = {a[0]: a[1:] for a in ours}
+    assert facts["unsupported"] == (33, ["PLAIN", "SCRAM-SHA-256"], True)
+    assert facts["metadata-first"] == facts["api-versions-twice"] == (True,)
+    assert facts["wrong-password"] == (58, "Authentication failed: Invalid username or "
+                                           "password", True)
+    assert facts["login"] == (0, 60000)
+    assert facts["principal-change"] == (0, 58, "Cannot change principals during "
+                                         "re-authentication from User.alice: User.admin", True)
+    assert facts["v0"] == (b"", 1)
