@@ -3,7 +3,10 @@
 Without an authorizer (``authorizer.class.name`` unset) every answer is SECURITY_DISABLED,
 as Kafka's. Who may call them (ALTER / DESCRIBE on the cluster) is checked by
 ``server_ref.security.api_rules`` before these run. Changes apply at once: the store
-persists them and drops the authorizer's decision cache.
+persists them and drops the authorizer's decision cache, and every incremental fetch
+session is forgotten (its partitions were authorized when they joined it; the clients start
+new sessions with full fetch requests, which are checked again, where Kafka re-checks each
+session partition on every fetch).
 """
 
 from __future__ import annotations
@@ -39,7 +42,10 @@ def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespon
             results.append(CreateAclsResponse.AclCreationResult(error_code=_INVALID,
                                                                 error_message=reason))
     if valid:
+        before = ctx.broker.acls.version
         ctx.broker.acls.add(valid)
+        if ctx.broker.acls.version != before:
+            ctx.broker.fetch_sessions.clear()
     return CreateAclsResponse(results=results)
 
 
@@ -76,7 +82,10 @@ def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsRespon
             Result(error_code=_DISABLED, error_message=_DISABLED_MESSAGE) for _ in req.filters])
     filters = [_filter(f) for f in req.filters]
     reasons = [f.invalid_reason() for f in filters]
+    before = ctx.broker.acls.version
     matched = ctx.broker.acls.remove_matching([f for f, r in zip(filters, reasons) if r is None])
+    if ctx.broker.acls.version != before:
+        ctx.broker.fetch_sessions.clear()
     found = iter(matched)
     results = []
     for reason in reasons:

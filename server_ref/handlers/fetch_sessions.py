@@ -92,6 +92,10 @@ class FetchSessionCache:
     def remove(self, session_id: int) -> None:
         self._sessions.pop(session_id, None)
 
+    def clear(self) -> None:
+        """Forget every session (an ACL change: the next full fetch is authorized again)."""
+        self._sessions.clear()
+
     def forget_topic(self, topic: str) -> None:
         """A deleted topic leaves every session (clients get UNKNOWN_TOPIC on re-adding)."""
         for session in self._sessions.values():

@@ -14,8 +14,9 @@ topics that are allowed, as Kafka does. The codes: TOPIC_AUTHORIZATION_FAILED (2
 GROUP_AUTHORIZATION_FAILED (30), CLUSTER_AUTHORIZATION_FAILED (31),
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
 
-Known gap: partitions an incremental fetch session (KIP-227) already holds stay in it when
-an ACL is removed later; a new session or a full fetch request is checked again.
+Incremental fetch sessions (KIP-227): only the partitions a request names are checked
+here; an ACL change drops every session (``server_ref.handlers.acls``), so partitions a
+session already holds are checked again when the client starts a new one.
 """
 
 from __future__ import annotations

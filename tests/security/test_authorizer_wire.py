@@ -23,6 +23,7 @@ from raw_wire import Wire
 
 from sdk import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AdminClient,
     NewTopic,
@@ -266,3 +267,42 @@ def test_authorized_operations(setup: Setup) -> None:
         assert groups.groups[0].authorized_operations == bits(op.READ, op.DESCRIBE)
         cluster = w.call(DescribeClusterRequest(include_cluster_authorized_operations=True), 1)
         assert cluster.error_code == 0 and cluster.cluster_authorized_operations == 0
+
+
+def test_revoking_read_stops_an_incremental_fetch_session(setup: Setup) -> None:
+    """Data stops flowing to a fetch session once READ is taken away. Apache Kafka checks
+    the session's partitions on every fetch (TOPIC_AUTHORIZATION_FAILED in the incremental
+    answer); our broker drops every session at an ACL change (FETCH_SESSION_ID_NOT_FOUND),
+    and the full fetch that starts a new session is refused per topic."""
+    topic = f"session-{uuid.uuid4().hex[:8]}"
+    setup.root.create_topics([NewTopic(topic, 1, 1)]).raise_if_failed()
+    read = acl(ResourceType.TOPIC, topic, AclOperation.READ)
+    setup.root.create_acls([read]).raise_if_failed()
+    wait(lambda: read in set(setup.root.describe_acls())
+         and topic in setup.root.list_topics())
+
+    def fetch(session_id: int, epoch: int, full: bool) -> Any:
+        topics = [FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
+            partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])] if full else []
+        return w.call(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0,
+                                   max_bytes=1 << 20, session_id=session_id,
+                                   session_epoch=epoch, topics=topics), 12)
+
+    with setup.wire() as w:
+        first = until_ready(lambda: fetch(0, 0, True),
+                            lambda r: [p.error_code for t in r.responses for p in t.partitions])
+        assert first.error_code == 0 and first.session_id > 0
+        assert [p.error_code for t in first.responses for p in t.partitions] == [0]
+        setup.root.delete_acls([AclBindingFilter.of(read)]).raise_if_failed()
+        wait(lambda: read not in set(setup.root.describe_acls()))
+
+        def refused() -> bool:
+            r = fetch(first.session_id, 1, False)
+            if r.error_code == 70:  # FETCH_SESSION_ID_NOT_FOUND: ours
+                return True
+            codes = [p.error_code for t in r.responses for p in t.partitions]
+            return codes == [TOPIC_DENIED]  # Apache Kafka's answer
+
+        wait(refused)
+        again = fetch(0, 0, True)  # a new session: the topic is refused
+        assert [p.error_code for t in again.responses for p in t.partitions] == [TOPIC_DENIED]
