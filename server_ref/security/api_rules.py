@@ -350,9 +350,19 @@ def _list_groups(chk: Check, req: Any) -> Outcome:
 
 
 def _create_topics(chk: Check, req: Any) -> Outcome:
-    if chk.cluster(CREATE):
-        return None
-    return _split(chk, req, "topics", lambda t: chk(CREATE, TOPIC, t.name))
+    denied = None if chk.cluster(CREATE) else \
+        _split(chk, req, "topics", lambda t: chk(CREATE, TOPIC, t.name))
+
+    def patch(response: Any) -> Any:
+        if denied is not None:
+            response = denied(response)
+        # A created topic's configs are shown only with DESCRIBE_CONFIGS on it.
+        for t in response.topics:
+            if not t.error_code and not chk(DESCRIBE_CONFIGS, TOPIC, t.name):
+                t.topic_config_error_code, t.configs = TOPIC_DENIED, []
+        return response
+
+    return patch
 
 
 def _delete_topics(chk: Check, req: Any) -> Outcome:

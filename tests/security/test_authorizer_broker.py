@@ -244,3 +244,20 @@ def test_acls_survive_a_restart(target: Target, root: AdminClient) -> None:
         while marker[0] in set(again.describe_acls()):
             assert time.monotonic() < deadline, "the deleted ACL stayed"
             time.sleep(0.1)
+
+
+def test_create_topics_with_create_but_not_describe_configs(root: AdminClient,
+                                                            alice_admin: AdminClient) -> None:
+    prefix = name("mine")
+    grant(root, allow(ResourceType.TOPIC, prefix, AclOperation.CREATE,
+                      pattern=PatternType.PREFIXED))
+    hidden = f"{prefix}-a"
+    created = alice_admin.create_topics([NewTopic(hidden, 2, 1)])
+    assert created[hidden].error is None
+    assert created[hidden].configs == {}  # no DESCRIBE_CONFIGS: the configs are withheld
+    grant(root, allow(ResourceType.TOPIC, prefix, AclOperation.DESCRIBE_CONFIGS,
+                      pattern=PatternType.PREFIXED))
+    shown = f"{prefix}-b"
+    created = alice_admin.create_topics([NewTopic(shown, 2, 1)])
+    assert created[shown].error is None
+    assert created[shown].configs.get("cleanup.policy") == "delete"
