@@ -35,6 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
+    AuthenticationError,
     BrokerResponseError,
     DeliveryTimeoutError,
     InvalidRecordError,
@@ -244,6 +245,8 @@ class Sender:
                 next_time = min(next_time, staged_next)
         for batch in acc.expire_unsent(now):
             self._fail(batch, self._timeout_error(batch, "before it could be sent"))
+        if self._client.auth_error is not None:  # one check per pass, none per record
+            self._fail_unauthenticated(self._client.auth_error)
         queues = [pq for pq in acc.all_queues() if pq.has_work() or pq.in_flight]
         for pq in queues:
             for batch in [b for b in pq.retries if b.deadline <= now]:
@@ -715,6 +718,30 @@ class Sender:
             if batch.base_sequence > failed.base_sequence and batch.producer_id == failed.producer_id:
                 batch.base_sequence -= failed.count
         pq.next_sequence -= failed.count
+
+    def _fail_unauthenticated(self, error: AuthenticationError) -> None:
+        """Never-sent batches that wait on a broker (or a producer id, or metadata) this
+        client failed to authenticate with fail with that error now, as Java's producer
+        does, instead of at delivery_timeout_ms: credentials do not fix themselves. Sent
+        batches keep their sequence rules (DESIGN.md section 5)."""
+        acc, client = self._acc, self._client
+        ids = self._ids
+        ids_blocked = (ids is not None and ids.producer_id < 0
+                       and isinstance(ids.last_error, AuthenticationError))
+        failed: list[ProducerBatch] = []
+        with acc.lock:
+            for queues in acc.queues.values():
+                for pq in queues.values():
+                    if not pq.batches:
+                        continue
+                    leader = client.metadata.leader_for(pq.topic, pq.partition)
+                    blocked = ids_blocked or leader is None or (
+                        client.ready_connection(leader) is None
+                        and isinstance(client.last_error(leader), AuthenticationError))
+                    while blocked and pq.batches:
+                        failed.append(acc.pop_head(pq))
+        for batch in failed:
+            self._fail(batch, error)
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if batch.done:

@@ -205,3 +205,41 @@ def test_oauthbearer_session_outlives_reauthentications_under_load(
     # The broker saw them too, and closed no session for expiry.
     assert broker.security_stats["reauthenticated"] - reauth_before >= 6
     assert broker.security_stats["expired"] == 0
+
+
+def test_refused_reauthentication_fails_sends_with_the_sasl_error(broker: EmbeddedBroker,
+                                                                 tls: Any) -> None:
+    """Tokens turn expired mid-session: the next KIP-368 re-authentication is refused, the
+    connection closes, and the records sent from then on fail with the broker's
+    SaslAuthenticationFailedError (as Java's producer fails them), not a delivery timeout
+    two minutes later."""
+    expired = threading.Event()
+
+    def provider() -> tuple[str, int]:
+        now_ms = int(time.time() * 1000)
+        token = unsecured_token({"unsecuredLoginStringClaim_sub": "carol"},
+                                now_ms=now_ms - (7_200_000 if expired.is_set() else 0))
+        assert token.expires_at_ms is not None
+        # Asked again at every (re-)authentication: it says the token ends within 1 s.
+        return token.value, now_ms + 1000
+
+    settings = {**_sasl_ssl(broker, tls, **{"sasl.mechanism": "OAUTHBEARER",
+                                            "sasl_oauth_token_provider": provider}),
+                "delivery.timeout.ms": 120_000, "reconnect.backoff.max.ms": 1000}
+    topic = f"ref-refused-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        assert admin.create_topics([NewTopic(topic, 1, 1)]).ok
+    with Producer(dict(settings)) as producer:
+        producer.send(topic, b"before").result(timeout=30)
+        expired.set()
+        error: BaseException | None = None
+        for _ in range(600):  # bounded: about 60 s of sends, 0.1 s apart
+            future = producer.send(topic, b"after")
+            try:
+                future.result(timeout=30)
+            except SaslAuthenticationFailedError as exc:
+                error = exc
+                break
+            time.sleep(0.1)
+        assert isinstance(error, SaslAuthenticationFailedError), error
+        assert "OAUTHBEARER" in str(error)
