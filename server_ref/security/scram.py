@@ -85,7 +85,8 @@ class ScramServer:
     """One exchange: client-first -> server-first, client-final -> server-final."""
 
     def __init__(self, mechanism: str,
-                 lookup: Callable[[str, str], ScramCredential | None]) -> None:
+                 lookup: Callable[[str, str], ScramCredential | None],
+                 server_nonce: str | None = None) -> None:
         self.mechanism = mechanism
         self.digest = MECHANISMS[mechanism][1]
         self.lookup = lookup
@@ -97,6 +98,8 @@ class ScramServer:
         self._server_first = ""
         self._nonce = ""
         self._gs2 = ""
+        # The server's half of the nonce; fixed only by tests (RFC 7677's example).
+        self._server_nonce = server_nonce
 
     def evaluate(self, token: bytes) -> bytes:
         try:
@@ -131,7 +134,8 @@ class ScramServer:
         self.username, self._credential = user, credential
         self._gs2 = text[:len(text) - len(bare)]
         self._client_first_bare = bare
-        self._nonce = attrs["r"] + base64.b64encode(secrets.token_bytes(24)).decode()
+        self._nonce = attrs["r"] + (self._server_nonce
+                                    or base64.b64encode(secrets.token_bytes(24)).decode())
         self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
                               f"i={credential.iterations}")
         self._state = 1
