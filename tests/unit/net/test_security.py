@@ -257,3 +257,33 @@ def test_credentials_stay_out_of_reprs_and_errors() -> None:
             assert secret not in str(exc) and "12345" not in str(exc)
         else:
             raise AssertionError(f"{attempt} was accepted")
+
+
+def test_encrypted_client_key_with_ssl_key_password(tmp_path: Path) -> None:
+    trustme = pytest.importorskip("trustme")
+    from cryptography.hazmat.primitives import serialization
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("client@example.com")
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
+    secret = "key-pass-123"
+    encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.BestAvailableEncryption(secret.encode()))
+    (tmp_path / "client.key").write_bytes(encrypted)
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "client.pem"))
+    settings = {"bootstrap.servers": "h:9093", "security.protocol": "SSL",
+                "ssl.certificate.location": str(tmp_path / "client.pem"),
+                "ssl.key.location": str(tmp_path / "client.key")}
+    loaded = Security.from_config(CommonConfig.build({**settings, "ssl.key.password": secret}))
+    assert loaded is not None and loaded.ssl_context is not None
+    with pytest.raises(ConfigError, match="client certificate and key") as info:
+        Security.from_config(CommonConfig.build({**settings, "ssl.key.password": "wrong-pw"}))
+    assert "wrong-pw" not in str(info.value)
+    # The same key inline (Java's ssl.keystore.key), with its password.
+    inline = CommonConfig.build({"bootstrap.servers": "h:9093", "security.protocol": "SSL",
+                                 "ssl.keystore.key": encrypted.decode(),
+                                 "ssl.keystore.certificate.chain":
+                                     (tmp_path / "client.pem").read_text(),
+                                 "ssl.key.password": secret})
+    assert Security.from_config(inline) is not None
+    assert "PRIVATE KEY" not in repr(inline)
