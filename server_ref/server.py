@@ -402,7 +402,7 @@ class KafkaServer:
                 tls = {"ssl": listener.ssl_context,
                        "ssl_handshake_timeout": listener.idle_ms / 1000}
             server = await loop.create_server(
-                lambda listener=listener: Connection(self, listener),  # type: ignore[misc]
+                lambda listener=listener: Connection(self, listener),
                 listener.host or None, port, reuse_address=True, backlog=1024, **tls)
             self._servers.append(server)
             self.ports[listener.name] = int(server.sockets[0].getsockname()[1])

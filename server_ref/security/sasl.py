@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sdk.errors import ConfigError, MalformedDataError, UnsupportedVersionError
 from sdk.protocol.framing import ServerFraming, frame
@@ -168,10 +168,12 @@ class SaslGate:
             self.state = State.HANDSHAKE
             return False
         if state in (State.INITIAL, State.HANDSHAKE) and req.api_key == SASL_HANDSHAKE:
-            self._handshake(req.api_version, req.correlation_id, req.request)
+            self._handshake(req.api_version, req.correlation_id,
+                            cast(SaslHandshakeRequest, req.request))
             return True
         if state is State.AUTHENTICATE and req.api_key == SASL_AUTHENTICATE:
-            self._authenticate(req.api_version, req.correlation_id, req.request)
+            self._authenticate(req.api_version, req.correlation_id,
+                               cast(SaslAuthenticateRequest, req.request))
             return True
         phase = "handshake" if state is not State.AUTHENTICATE else "authentication"
         self._close(f"unexpected request (API {req.api_key}) during SASL {phase}")
@@ -189,7 +191,8 @@ class SaslGate:
                 self._close(f"SaslHandshake v{req.api_version} is not supported")
                 return True
             self.reauthenticating = True
-            self._handshake(req.api_version, req.correlation_id, req.request)
+            self._handshake(req.api_version, req.correlation_id,
+                            cast(SaslHandshakeRequest, req.request))
             return True
         if self.expires_at is not None and time.monotonic() > self.expires_at:
             self.conn.server.security_stats["expired"] += 1

@@ -221,7 +221,7 @@ def kafka_python_conf(broker: EmbeddedBroker, tls: Any, listener: str, mechanism
     if mechanism == "OAUTHBEARER":
         from kafka.net.sasl.oauth import AbstractTokenProvider
 
-        class Tokens(AbstractTokenProvider):  # type: ignore[misc]
+        class Tokens(AbstractTokenProvider):
             def token(self) -> str:
                 return unsecured_jws("svc-kafka-python")[0]
 
@@ -304,12 +304,15 @@ def test_aiokafka_produces_and_consumes(broker: EmbeddedBroker, tls: Any, listen
                                                     password))
         await consumer.start()
         got: list[bytes] = []
+
+        async def read() -> None:
+            async for message in consumer:
+                got.append(message.value)
+                if len(got) == len(values):
+                    break
+
         try:
-            async with asyncio.timeout(POLL_DEADLINE_S):
-                async for message in consumer:
-                    got.append(message.value)
-                    if len(got) == len(values):
-                        break
+            await asyncio.wait_for(read(), POLL_DEADLINE_S)
         finally:
             await consumer.stop()
         return got
