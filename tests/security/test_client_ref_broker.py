@@ -49,6 +49,8 @@ def broker(tls: Any) -> Iterator[EmbeddedBroker]:
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms": str(REAUTH_MS),
+        # SCRAM-SHA-512 sessions end too: re-authentication is not OAUTHBEARER's alone.
+        "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": "1000",
         "listener.name.mtls.ssl.client.auth": "required",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(tls.broker_keystore),
@@ -243,3 +245,25 @@ def test_refused_reauthentication_fails_sends_with_the_sasl_error(broker: Embedd
             time.sleep(0.1)
         assert isinstance(error, SaslAuthenticationFailedError), error
         assert "OAUTHBEARER" in str(error)
+
+
+def test_scram_sessions_reauthenticate_too(broker: EmbeddedBroker, tls: Any,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """connections.max.reauth.ms applies to every mechanism (KIP-368): a SCRAM-SHA-512
+    producer runs its exchange again on the same connection, with a fresh nonce."""
+    caplog.set_level(logging.DEBUG, logger="sdk.net.connection")
+    settings = _sasl_ssl(broker, tls, **MECHANISMS["scram-sha-512"])
+    topic = f"ref-scram-reauth-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        assert admin.create_topics([NewTopic(topic, 1, 1)]).ok
+    with Producer(dict(settings), client_id="scram-reauth") as producer:
+        sent = 0
+        for _ in range(600):  # bounded: about 60 s
+            producer.send(topic, f"s{sent}".encode()).result(timeout=30)
+            sent += 1
+            if sum(1 for r in list(caplog.records) if "scram-reauth re-authenticated"
+                   in r.getMessage()) >= 2:
+                break
+            time.sleep(0.1)
+    assert sum(1 for r in caplog.records if "scram-reauth re-authenticated"
+               in r.getMessage()) >= 2
