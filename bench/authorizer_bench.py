@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
-from sdk import AclBinding, AdminClient, NewTopic, ResourcePattern  # noqa: E402
+from sdk import AclBinding, AdminClient, NewTopic, ResourcePattern, ResourceType  # noqa: E402
 from server_ref.security.acls import AclEntry, AclStore  # noqa: E402
 from server_ref.security.authorizer import STANDARD_AUTHORIZER, Authorizer  # noqa: E402
 
@@ -54,9 +54,10 @@ def start_broker(config: list[str]) -> tuple[subprocess.Popen[str], str]:
 
 
 def open_everything(bootstrap: str) -> None:
-    every = [AclBinding(ResourcePattern("TOPIC", "*"), "User:ANONYMOUS"),
-             AclBinding(ResourcePattern("GROUP", "*"), "User:ANONYMOUS"),
-             AclBinding(ResourcePattern("CLUSTER", "kafka-cluster"), "User:ANONYMOUS")]
+    every = [AclBinding(ResourcePattern(ResourceType.TOPIC, "*"), "User:ANONYMOUS"),
+             AclBinding(ResourcePattern(ResourceType.GROUP, "*"), "User:ANONYMOUS"),
+             AclBinding(ResourcePattern(ResourceType.CLUSTER, "kafka-cluster"),
+                        "User:ANONYMOUS")]
     with AdminClient(bootstrap_servers=bootstrap) as admin:
         admin.create_acls(every).raise_if_failed()
 

@@ -116,7 +116,7 @@ async def _patched(result: Any, patch: Patch) -> Any:
 # ============================================================================ helpers
 
 
-def _split(chk: Check, req: Any, attr: str, allowed: Callable[[Any], bool]) -> Outcome:
+def _split(chk: Check, req: Any, attr: str, allowed: Callable[[Any], bool]) -> Patch | None:
     """Take the items of ``req.<attr>`` that fail ``allowed`` out of the request; the patch
     adds their error entries (built as the API's error response for just those items) to
     the response list the error response filled."""
@@ -482,10 +482,11 @@ def _then(rule: Rule | None, post: Callable[[Check, Any], None]) -> Rule:
         outcome = rule(chk, req) if rule is not None else None
         if isinstance(outcome, Message):
             return outcome
+        first: Patch | None = outcome
 
         def patch(response: Any) -> Any:
-            if outcome is not None:
-                response = outcome(response)
+            if first is not None:
+                response = first(response)
             if response is not None:
                 post(chk, response)
             return response
