@@ -170,4 +170,4 @@ def test_the_async_face_returns_at_once_and_keeps_order(
 
 
 async def _wait(bulk: Any) -> list[RecordMetadata]:
-    return await bulk  # type: ignore[no-any-return]
+    return await bulk
