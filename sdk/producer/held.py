@@ -53,6 +53,10 @@ AppendChunk = Callable[[str, "int | None", Chunk, int, "list[list[Any]]", float]
 WaitTopic = Callable[[str, float], Awaitable[Any]]
 
 
+# Guards a stand-in's callbacks and event against its completion on the loop thread.
+_LOCK = threading.Lock()
+
+
 def _chunk_bytes(chunk: Chunk, start: int) -> int:
     _, keys, values, _ = chunk
     size = sum(len(v) for v in values[start:] if v is not None)
@@ -135,22 +139,22 @@ class HeldRecords:
 
     # ------------------------------------------------------------------ outcome
 
-    def _my_part(self) -> list[Any]:
-        return next(p for p in self.parts if p[0] is self)
+    def _index(self) -> int:
+        """Where this stand-in is in the BulkFuture's parts (the last, in practice)."""
+        return next(i for i in range(len(self.parts) - 1, -1, -1) if self.parts[i][0] is self)
 
     def appended(self, new_parts: list[list[Any]]) -> None:
         """Every record is in a batch: ``new_parts`` take this stand-in's place."""
-        part = self._my_part()
-        i = next(i for i, p in enumerate(self.parts) if p is part)
-        self.parts[i:i + 1] = new_parts  # one slice assignment: readers see old or new
+        i = self._index()
+        # One slice assignment, before the stand-in completes: a waiter that wakes re-reads
+        # this position and finds the first new part (BulkFuture._wait).
+        self.parts[i:i + 1] = new_parts
         self._finish(None)
 
     def failed(self, new_parts: list[list[Any]], error: BaseException) -> None:
         """Failed with ``error`` after the records of ``new_parts`` were appended."""
-        part = self._my_part()
-        done = sum(p[2] for p in new_parts)
-        part[2] -= done
-        i = next(i for i, p in enumerate(self.parts) if p is part)
+        i = self._index()
+        self.parts[i][2] -= sum(p[2] for p in new_parts)  # it stands for the rest
         self.parts[i:i] = new_parts
         self._finish(error)
 
@@ -158,8 +162,6 @@ class HeldRecords:
         state = "failed" if self.error is not None else "appended" if self.done else "held"
         return f"<HeldRecords {self.topic} {self.count} records {state}>"
 
-
-_LOCK = threading.Lock()
 
 
 class HeldSends:

@@ -127,6 +127,21 @@ def test_order_is_kept_when_the_topic_appears_late(
     _assert_in_order(sent)
 
 
+def test_a_partition_the_topic_turns_out_not_to_have_fails_the_held_records(
+        no_auto_create: EmbeddedBroker, topic: str) -> None:
+    """Known only once the metadata arrives: the error reaches the future, and the records
+    held after it are appended as usual."""
+    bootstrap = no_auto_create.bootstrap_servers
+    with Producer(bootstrap_servers=bootstrap, max_block_ms=MINUTE_MS) as p:
+        wrong = p.send_many(topic, [b"a", b"b"], partition=5)
+        right = p.send_many(topic, [b"c"], partition=0)
+        _create(bootstrap, topic, 1)
+        error = wrong.exception(timeout=15)
+        assert isinstance(error, ValueError) and "5 is not one of them" in str(error)
+        assert [i for i, _ in wrong.errors()] == [0, 1]
+        assert [(m.partition, m.offset) for m in right.result(timeout=15)] == [(0, 0)]
+
+
 def test_flush_waits_for_held_records(no_auto_create: EmbeddedBroker, topic: str) -> None:
     bootstrap = no_auto_create.bootstrap_servers
     with Producer(bootstrap_servers=bootstrap, max_block_ms=MINUTE_MS) as p:
