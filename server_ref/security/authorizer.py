@@ -32,9 +32,12 @@ from server_ref.security.acls import (
     DENY,
     DESCRIBE,
     DESCRIBE_CONFIGS,
+    LITERAL,
+    PREFIXED,
     READ,
     WILDCARD,
     WRITE,
+    AclEntry,
     AclStore,
 )
 
@@ -111,9 +114,11 @@ class Authorizer:
                       resource_type: int) -> bool:
         """Whether ``principal`` may do ``operation`` on at least one resource of the type
         (Kafka's ``authorizeByResourceType``, used by InitProducerId without a
-        transactional id): an ALLOW on some pattern that no DENY on a wider pattern (the
-        wildcard, or a prefix of it) cancels."""
-        if principal in self.super_users:
+        transactional id). As Kafka: first a made-up resource name is checked (super users,
+        ``allow.everyone.if.no.acl.found``); then an ALLOW on some pattern counts unless a
+        DENY covers every name it allows (the ``*`` wildcard, a prefix of it, or the same
+        literal name)."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
             return True
         allowing = _IMPLIED_BY.get(operation) or frozenset({operation, ALL})
         entries = [e for e in self.store.of_type(resource_type)
@@ -122,11 +127,19 @@ class Authorizer:
         denies = [e for e in entries if e.permission == DENY
                   and (e.operation == operation or e.operation == ALL)]
         for e in entries:
-            if e.permission != ALLOW or e.operation not in allowing:
-                continue
-            if not any(d.resource_matches(resource_type, e.name) for d in denies):
+            if e.permission == ALLOW and e.operation in allowing \
+                    and not any(_covers(d, e) for d in denies):
                 return True
-        return not self.store.of_type(resource_type) and self.allow_if_no_acl
+        return False
+
+
+def _covers(deny: AclEntry, allow: AclEntry) -> bool:
+    """Whether ``deny`` applies to every resource ``allow`` names."""
+    if deny.pattern_type == PREFIXED:
+        return allow.name.startswith(deny.name)
+    if deny.name == WILDCARD:
+        return True
+    return allow.pattern_type == LITERAL and allow.name == deny.name
 
 
 def make_authorizer(config: Any, data_dir: Path) -> tuple[AclStore, Authorizer | None]:

@@ -127,9 +127,19 @@ def test_the_decision_cache_follows_acl_changes(store: AclStore) -> None:
 def test_authorize_any_for_idempotent_producers(store: AclStore) -> None:
     az = Authorizer(store)
     assert not az.authorize_any(ALICE, "h", WRITE, TOPIC)
+    assert Authorizer(store, allow_if_no_acl=True).authorize_any(ALICE, "h", WRITE, TOPIC)
+    assert Authorizer(store, frozenset({ALICE})).authorize_any(ALICE, "h", WRITE, TOPIC)
     store.add([acl("t-", WRITE, pattern=PREFIXED)])
     assert az.authorize_any(ALICE, "h", WRITE, TOPIC)
-    store.add([acl("*", WRITE, permission=DENY)])  # a wider deny cancels it
+    store.add([acl("t-", WRITE, permission=DENY)])  # a literal deny of one name only
+    assert az.authorize_any(ALICE, "h", WRITE, TOPIC)
+    store.add([acl("t-x", WRITE, pattern=PREFIXED, permission=DENY)])  # a narrower prefix
+    assert az.authorize_any(ALICE, "h", WRITE, TOPIC)
+    store.add([acl("t", WRITE, pattern=PREFIXED, permission=DENY)])  # a wider prefix
+    assert not az.authorize_any(ALICE, "h", WRITE, TOPIC)
+    store.add([acl("u", WRITE)])
+    assert az.authorize_any(ALICE, "h", WRITE, TOPIC)
+    store.add([acl("*", WRITE, permission=DENY)])  # the wildcard cancels everything
     assert not az.authorize_any(ALICE, "h", WRITE, TOPIC)
 
 
