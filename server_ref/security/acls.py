@@ -57,17 +57,29 @@ class AclEntry:
         return self.pattern_type == PREFIXED and name.startswith(self.name)
 
 
+_RESOURCE_NAMES = ("UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
+                   "DELEGATION_TOKEN", "USER")
+_PATTERN_NAMES = ("UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED")
+_OPERATION_NAMES = ("UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER",
+                    "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                    "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS", "TWO_PHASE_COMMIT")
+_PERMISSION_NAMES = ("UNKNOWN", "ANY", "DENY", "ALLOW")
+
+
+def _name(names: tuple[str, ...], code: int) -> str:
+    return names[code] if 0 <= code < len(names) else "UNKNOWN"
+
+
 def invalid_reason(e: AclEntry) -> str | None:
-    """Why CreateAcls refuses ``e`` (INVALID_REQUEST, with Kafka's wording where it has
-    one), or None."""
+    """Why CreateAcls refuses ``e`` (INVALID_REQUEST, in Kafka's words), or None."""
     if e.resource_type not in RESOURCE_TYPES:
-        return f"Invalid resource type {e.resource_type}"
+        return f"Invalid resourceType {_name(_RESOURCE_NAMES, e.resource_type)}"
     if e.pattern_type not in (LITERAL, PREFIXED):
-        return f"Invalid patternType {e.pattern_type}"
+        return f"Invalid patternType {_name(_PATTERN_NAMES, e.pattern_type)}"
     if e.operation not in OPERATIONS:
-        return f"Invalid operation {e.operation}"
+        return f"Invalid operation {_name(_OPERATION_NAMES, e.operation)}"
     if e.permission not in (DENY, ALLOW):
-        return f"Invalid permissionType {e.permission}"
+        return f"Invalid permissionType {_name(_PERMISSION_NAMES, e.permission)}"
     if not e.name:
         return "Resource name should not be empty"
     if e.resource_type == CLUSTER and e.name != CLUSTER_NAME:

@@ -175,6 +175,8 @@ def test_store_persists_and_validates(tmp_path: Path) -> None:
         "The only valid name for the CLUSTER resource is kafka-cluster"
     assert invalid_reason(acl("kafka-cluster", ALTER, kind=CLUSTER)) is None
     assert "principal" in (invalid_reason(acl("t", READ, "alice")) or "")
-    assert invalid_reason(acl("t", ANY)) is not None
-    assert invalid_reason(acl("t", READ, pattern=MATCH)) is not None
+    assert invalid_reason(acl("t", ANY)) == "Invalid operation ANY"
+    assert invalid_reason(acl("t", READ, pattern=MATCH)) == "Invalid patternType MATCH"
+    assert invalid_reason(acl("t", READ, kind=ANY)) == "Invalid resourceType ANY"
+    assert invalid_reason(acl("t", READ, permission=ANY)) == "Invalid permissionType ANY"
     assert invalid_reason(acl("", READ)) == "Resource name should not be empty"
