@@ -26,6 +26,7 @@ from sdk import (
     AclOperation,
     AdminClient,
     ConfigResource,
+    Consumer,
     NewTopic,
     OffsetSpec,
     PatternType,
@@ -49,6 +50,7 @@ SECURITY = {
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:ANONYMOUS",
+    "group.initial.rebalance.delay.ms": "0",
 }
 ALICE = "User:alice"
 
@@ -261,3 +263,28 @@ def test_create_topics_with_create_but_not_describe_configs(root: AdminClient,
     created = alice_admin.create_topics([NewTopic(shown, 2, 1)])
     assert created[shown].error is None
     assert created[shown].configs.get("cleanup.policy") == "delete"
+
+
+def test_consumer_group_needs_read_on_the_group(target: Target, root: AdminClient) -> None:
+    topic, group = name("ct"), name("cg")
+    root.create_topics([NewTopic(topic, 1, 1)]).raise_if_failed()
+    wait_topic(root, topic)
+    with Producer(bootstrap_servers=target.plaintext()) as producer:
+        producer.send(topic, b"hello").result(timeout=30)
+    grant(root, allow(ResourceType.TOPIC, topic, AclOperation.READ))
+    settings = {**as_user(target, "alice"), "group_id": group, "auto_offset_reset": "earliest"}
+    with pytest.raises(GroupAuthorizationFailedError):
+        with Consumer(topic, **settings) as consumer:
+            for _ in range(20):
+                consumer.poll(timeout_ms=500)
+    grant(root, allow(ResourceType.GROUP, group, AclOperation.READ))
+    got: list[bytes | None] = []
+    with Consumer(topic, **settings) as consumer:
+        deadline = time.monotonic() + 60
+        while not got and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got += [r.value for r in records]
+        consumer.commit()
+    assert got == [b"hello"]
+    tp = TopicPartition(topic, 0)
+    assert root.list_consumer_group_offsets(group)[tp].offset == 1
