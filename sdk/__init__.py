@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "OffsetAndMetadata": "sdk.types",
     "OffsetAndTimestamp": "sdk.types",
     "TimestampType": "sdk.types",
+    "OAuthBearerToken": "sdk.net.security",
 }
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "Consumer",
     "ConsumerRecord",
     "NewTopic",
+    "OAuthBearerToken",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "Producer",
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
         UserScramCredentialUpsertion,
     )
     from sdk.consumer import AsyncConsumer, Consumer
+    from sdk.net.security import OAuthBearerToken
     from sdk.producer import AsyncProducer, Producer
     from sdk.types import (
         ConsumerRecord,
