@@ -128,6 +128,8 @@ def _broker_entry(broker: BrokerConfig, name: str, per_broker: bool, synonyms: b
         (level[name], source) for level, source in levels if name in level]
     if per_broker and name in broker.static_keys and ours is not None:
         found.append((ours.render(broker.get(name)), ConfigSource.STATIC_BROKER_CONFIG))
+    if per_broker and name in broker.security:  # listener, TLS and SASL settings as given
+        found.append((broker.security[name], ConfigSource.STATIC_BROKER_CONFIG))
     if not found and (not per_broker or (known is None and ours is None)):
         return None
     defaults: list[tuple[str, str | None]] = []
@@ -170,6 +172,7 @@ def _broker_entries(broker: BrokerConfig, per_broker: bool, keys: list[str] | No
         names = set(broker.dynamic_default)
         if per_broker:
             names |= set(catalogue()) | set(BROKER_CONFIGS) | set(broker.dynamic_broker)
+            names |= set(broker.security)
             # Kafka reads these as its authorizer's properties, not as broker configs:
             # DescribeConfigs does not list them.
             names -= {"super.users", "allow.everyone.if.no.acl.found"}

@@ -23,6 +23,7 @@ def build_listeners(settings: Mapping[str, str], host: str, port: int,
                     ) -> list[ListenerSetup]:
     """The listeners with their TLS contexts and SASL settings; ConfigError when a setting
     is missing or wrong (the broker does not start, as Kafka would not)."""
+    _refuse_unimplemented(settings)
     out = resolve_listeners(settings, host, port, advertised_host)
     for listener in out:
         idle = listener_value(settings, listener.name, "connections.max.idle.ms")
@@ -36,3 +37,21 @@ def build_listeners(settings: Mapping[str, str], host: str, port: int,
         if listener.uses_sasl:
             listener.sasl = sasl_settings(settings, listener.name, credentials)
     return out
+
+
+# Settings that change who a principal is: only Kafka's defaults are implemented, and a
+# silently different principal would be worse than refusing to start.
+_DEFAULTS_ONLY = {
+    "principal.builder.class":
+        "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+    "ssl.principal.mapping.rules": "DEFAULT",
+    "sasl.kerberos.principal.to.local.rules": "DEFAULT",
+}
+
+
+def _refuse_unimplemented(settings: Mapping[str, str]) -> None:
+    for key, default in _DEFAULTS_ONLY.items():
+        value = settings.get(key)
+        if value is not None and value.strip() != default:
+            raise ConfigError(f"{key}: only Kafka's default ({default}) is implemented by "
+                              "this broker", key=key, value=value)

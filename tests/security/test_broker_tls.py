@@ -79,6 +79,8 @@ def test_advertised_listeners(tls: Any) -> None:
     {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
      "listener.name.sasl_plaintext.plain.sasl.jaas.config": None},
     {"advertised.listeners": "OTHER://h:1"},
+    {"ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/"},
+    {"principal.builder.class": "com.example.Builder"},
     {"inter.broker.listener.name": "OTHER"},
 ])
 def test_bad_listener_settings_fail_to_start_with_the_setting_named(
@@ -236,3 +238,23 @@ def test_command_line_prints_each_listener(tls: Any, tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_describe_configs_shows_listener_settings_as_static(tls: Any) -> None:
+    """As Kafka describes them: the value when not sensitive, none for passwords, keys and
+    JAAS configs (listener-prefixed ones typed as the config they override)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    with EmbeddedBroker(config=secured_config(tls, **{"ssl.key.password": "key-pass"})) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        entries = admin.describe_configs([resource])[resource].result(30)
+        listeners = entries["listeners"]
+        assert listeners.value == secured_config(tls)["listeners"]
+        assert listeners.source == 4 and not listeners.is_default  # STATIC_BROKER_CONFIG
+        assert entries["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512," \
+                                                           "OAUTHBEARER"
+        for secret in ("ssl.key.password",
+                       "listener.name.sasl_ssl.plain.sasl.jaas.config"):
+            assert entries[secret].is_sensitive and entries[secret].value is None
+            assert entries[secret].source == 4
