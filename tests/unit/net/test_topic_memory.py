@@ -60,6 +60,34 @@ async def test_a_topic_created_by_this_process_is_forgotten_as_missing(
         await client.close()
 
 
+async def test_a_refresh_that_lists_the_topic_ends_the_memory(
+        no_auto_create: EmbeddedBroker) -> None:
+    """A topic created elsewhere (a raw CreateTopics, which tells no client): the memory
+    stands until a metadata answer lists the topic, then the next wait succeeds at once."""
+    from sdk.protocol.messages.create_topics import CreateTopicsRequest
+
+    bootstrap = no_auto_create.bootstrap_servers
+    client = NetClient(CommonConfig.build(bootstrap_servers=bootstrap,
+                                          retry_backoff_ms=SLOW_BACKOFF_MS))
+    topic = _topic()
+    await client.start()
+    try:
+        with pytest.raises(KafkaTimeoutError):
+            await client.wait_for_topic(topic, timeout_s=1.0)
+        creatable = CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=1,
+                                                       replication_factor=1)
+        response = await client.call(CreateTopicsRequest(topics=[creatable], timeout_ms=10_000))
+        assert response.topics[0].error_code == 0
+        with pytest.raises(UnknownTopicOrPartitionError):  # nothing told this client
+            await client.wait_for_topic(topic, timeout_s=60)
+        await client.refresh_metadata()
+        assert not client.topic_problems.is_remembered_missing(topic)
+        info = await client.wait_for_topic(topic, timeout_s=0.001)
+        assert info.partition_ids == (0,)
+    finally:
+        await client.close()
+
+
 def test_a_producer_sends_right_after_the_topic_is_created(
         no_auto_create: EmbeddedBroker) -> None:
     """The blocking faces: the producer's loop runs in another thread than the admin
