@@ -83,7 +83,7 @@ def one_round(bootstrap: str, count: int) -> tuple[float, float]:
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got, start = 0, time.perf_counter()
     while got < count:
-        got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
+        got += sum(1 for m in consumer.consume(10000, 0.05) if m.error() is None)
     consumed = count / (time.perf_counter() - start)
     consumer.close()
     return produced, consumed
