@@ -8,7 +8,9 @@ serves it over TCP; ``run_broker`` and ``EmbeddedBroker`` put the two together.
 
 Files in the data directory besides the partition logs: ``meta.properties`` (cluster and node
 id), ``topics.json``, ``broker_configs.json`` (dynamic broker configs), ``producer_ids.json``
-and ``producer_state.json`` (written at clean shutdown), ``acls.json`` (ACL bindings).
+and ``producer_state.json`` (written at clean shutdown), ``acls.json`` (ACL bindings),
+``scram_credentials.json`` (SCRAM users: salt, StoredKey, ServerKey, iterations; in place of
+Kafka's metadata log, which a single node without KRaft does not have).
 """
 
 from __future__ import annotations
