@@ -258,3 +258,23 @@ def test_describe_configs_shows_listener_settings_as_static(tls: Any) -> None:
                        "listener.name.sasl_ssl.plain.sasl.jaas.config"):
             assert entries[secret].is_sensitive and entries[secret].value is None
             assert entries[secret].source == 4
+
+
+def test_client_auth_on_sasl_ssl_needs_the_listener_prefix(tls: Any) -> None:
+    """KIP-684: a broker-wide ssl.client.auth does not apply to SASL_SSL listeners; with the
+    listener prefix it does, and the principal still comes from SASL."""
+    broker_wide = secured_config(tls, **{"ssl.client.auth": "required"})
+    with EmbeddedBroker(config=broker_wide) as b:
+        with Wire(b.listener_address("SASL_SSL"), client_context(tls)) as wire:
+            assert wire.plain("alice", "alice-secret").error_code == 0
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            with Wire(b.listener_address("SSL"), client_context(tls)) as wire:
+                wire.metadata()
+    prefixed = secured_config(tls, **{"listener.name.sasl_ssl.ssl.client.auth": "required"})
+    with EmbeddedBroker(config=prefixed) as b:
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            with Wire(b.listener_address("SASL_SSL"), client_context(tls)) as wire:
+                wire.plain("alice", "alice-secret")
+        with Wire(b.listener_address("SASL_SSL"), client_context(tls, cert=True)) as wire:
+            assert wire.plain("alice", "alice-secret").error_code == 0
+            assert b.connection_principals() == [("SASL_SSL", "User:alice")]
