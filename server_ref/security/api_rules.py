@@ -212,8 +212,12 @@ def _has_transactional_records(req: Any) -> bool:
 
 
 def _fetch(chk: Check, req: Any) -> Outcome:
-    if _is_replica(req):  # a follower's fetch
-        return None if chk.cluster(CLUSTER_ACTION) else chk.refuse(TOPIC_DENIED)
+    if _is_replica(req):  # a follower's fetch: every partition refused, as Kafka
+        if chk.cluster(CLUSTER_ACTION):
+            return None
+        refused = chk.refuse(TOPIC_DENIED)
+        refused.error_code = 0  # type: ignore[attr-defined]  # per partition only
+        return refused
     return _per_topic(READ, "topics", "topic")(chk, req)
 
 

@@ -202,6 +202,7 @@ def test_fetch_per_topic(setup: Setup) -> None:
                                            topic=setup.open, partitions=part())]), 12)
         assert [p.error_code for t in follower.responses for p in t.partitions] == \
             [TOPIC_DENIED]
+        assert follower.error_code == 0
 
 
 def test_metadata_all_and_named(setup: Setup) -> None:
