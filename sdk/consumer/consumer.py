@@ -588,6 +588,10 @@ class AsyncConsumer(Generic[K, V]):
         coordinator = self._coordinator
         while True:
             self._raise_if_woken()
+            if self._client.auth_error is not None:
+                # A broker refused our credentials or certificate (also at a
+                # re-authentication): tell the application, as Java's poll does.
+                raise self._client.auth_error
             remaining = max(0.0, deadline - loop.time())
             if coordinator is None and self._subs.uses_group:
                 await self._assign_without_group(remaining)

@@ -267,3 +267,35 @@ def test_scram_sessions_reauthenticate_too(broker: EmbeddedBroker, tls: Any,
             time.sleep(0.1)
     assert sum(1 for r in caplog.records if "scram-reauth re-authenticated"
                in r.getMessage()) >= 2
+
+
+def test_refused_reauthentication_is_raised_by_poll(broker: EmbeddedBroker, tls: Any) -> None:
+    """The consumer's side of the case above: once a re-authentication is refused, poll()
+    raises the broker's SaslAuthenticationFailedError instead of returning nothing."""
+    expired = threading.Event()
+
+    def provider() -> tuple[str, int]:
+        now_ms = int(time.time() * 1000)
+        token = unsecured_token({"unsecuredLoginStringClaim_sub": "carol"},
+                                now_ms=now_ms - (7_200_000 if expired.is_set() else 0))
+        return token.value, now_ms + 1000
+
+    settings = _sasl_ssl(broker, tls, **{"sasl.mechanism": "OAUTHBEARER",
+                                         "sasl_oauth_token_provider": provider})
+    topic = f"ref-refused-poll-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        assert admin.create_topics([NewTopic(topic, 1, 1)]).ok
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send(topic, b"one").result(timeout=30)
+    with Consumer(topic, dict(settings), auto_offset_reset="earliest") as consumer:
+        got: list[bytes] = []
+        for _ in range(100):
+            for batch in consumer.poll(timeout_ms=200).values():
+                got.extend(r.value for r in batch)
+            if got:
+                break
+        assert got == [b"one"]
+        expired.set()
+        with pytest.raises(SaslAuthenticationFailedError, match="OAUTHBEARER"):
+            for _ in range(300):  # bounded: about 60 s of polls
+                consumer.poll(timeout_ms=200)
