@@ -311,3 +311,27 @@ def test_cli_wrong_password_is_one_clear_error_line(kafka: ApacheKafkaCluster,
     assert run.returncode != 0
     assert "SASL_AUTHENTICATION_FAILED" in run.stderr and "PLAIN" in run.stderr
     assert "definitely-wrong" not in run.stderr + run.stdout
+
+
+def test_scram_user_created_through_our_admin_client(kafka: ApacheKafkaCluster,
+                                                     tls: Any) -> None:
+    """A SCRAM credential set with AdminClient.alter_user_scram_credentials (over PLAINTEXT)
+    lets a new user in over SASL_SSL: the broker learns it from the metadata log a moment
+    after the call returns, so the first attempts may be refused."""
+    from sdk.admin.acl_types import ScramMechanism, UserScramCredentialUpsertion
+
+    user, password = f"carol{uuid.uuid4().hex[:6]}", "carol-secret"
+    with AdminClient(bootstrap_servers=kafka.bootstrap_servers) as admin:
+        result = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            user, ScramMechanism.SCRAM_SHA_512, password, iterations=8192)])
+        assert result.ok, result.errors
+    settings = sasl_ssl(kafka, tls, **{"sasl.mechanism": "SCRAM-SHA-512",
+                                       "sasl.username": user, "sasl.password": password})
+    for _ in range(50):
+        try:
+            with AdminClient(dict(settings)) as admin:
+                admin.list_topics()
+            break
+        except SaslAuthenticationFailedError:
+            time.sleep(0.2)
+    roundtrip(settings, records=20)
