@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from sdk import (
     AdminClient,
     ConfigResource,
     Consumer,
+    ElectionType,
     NewTopic,
     OffsetSpec,
     PatternType,
@@ -39,6 +40,7 @@ from sdk import (
 from sdk.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
+    KafkaError,
     TopicAuthorizationFailedError,
 )
 from server_ref import EmbeddedBroker
@@ -288,3 +290,56 @@ def test_consumer_group_needs_read_on_the_group(target: Target, root: AdminClien
     assert got == [b"hello"]
     tp = TopicPartition(topic, 0)
     assert root.list_consumer_group_offsets(group)[tp].offset == 1
+
+
+def _error(call: Callable[[], Any]) -> BaseException | None:
+    """The error of a one-item admin call: raised, or in its single result."""
+    try:
+        result = call()
+    except KafkaError as exc:
+        return exc
+    if isinstance(result, Mapping):
+        (item,) = result.values()
+        return item.error  # type: ignore[no-any-return]
+    return None
+
+
+def test_topic_group_and_cluster_refusals_per_api(target: Target, root: AdminClient,
+                                                  alice_admin: AdminClient) -> None:
+    topic, group = name("ro"), name("rg")
+    root.create_topics([NewTopic(topic, 1, 1)]).raise_if_failed()
+    wait_topic(root, topic)
+    tp = TopicPartition(topic, 0)
+    root.alter_consumer_group_offsets(group, {tp: 0}).raise_if_failed()
+    # alice may only DESCRIBE the topic and the group.
+    grant(root, allow(ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+          + allow(ResourceType.GROUP, group, AclOperation.DESCRIBE))
+    topic_refused = {
+        "DeleteTopics": lambda: alice_admin.delete_topics([topic]),
+        "CreatePartitions": lambda: alice_admin.create_partitions({topic: 2}),
+        "DeleteRecords": lambda: alice_admin.delete_records({tp: 0}),
+        "DescribeConfigs (topic)": lambda: alice_admin.describe_configs(
+            [ConfigResource.topic(topic)]),
+        "IncrementalAlterConfigs (topic)": lambda: alice_admin.alter_configs(
+            {ConfigResource.topic(topic): {"retention.ms": "1000"}}),
+    }
+    for api, call in topic_refused.items():
+        assert isinstance(_error(call), TopicAuthorizationFailedError), api
+    assert _error(lambda: alice_admin.list_offsets({tp: OffsetSpec.LATEST})) is None
+    assert isinstance(_error(lambda: alice_admin.delete_consumer_groups([group])),
+                      GroupAuthorizationFailedError)
+    assert _error(lambda: alice_admin.describe_consumer_groups([group])) is None
+    assert _error(lambda: alice_admin.list_consumer_group_offsets(group)) is None
+    node = ConfigResource.broker(root.describe_cluster().brokers[0].node_id)
+    cluster_refused = {
+        "IncrementalAlterConfigs (broker)": lambda: alice_admin.alter_configs(
+            {node: {"log.cleaner.backoff.ms": "20000"}}),
+        "ElectLeaders": lambda: alice_admin.elect_leaders(ElectionType.PREFERRED, [tp]),
+        "ListPartitionReassignments": lambda: alice_admin.list_partition_reassignments(),
+        "AlterPartitionReassignments": lambda: alice_admin.alter_partition_reassignments(
+            {tp: [1]}),
+    }
+    for api, call in cluster_refused.items():
+        assert isinstance(_error(call), ClusterAuthorizationFailedError), api
+    assert topic in root.list_topics()  # nothing was deleted
+    assert root.list_offsets({tp: OffsetSpec.EARLIEST})[tp].offset == 0
