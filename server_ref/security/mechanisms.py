@@ -51,8 +51,9 @@ def parse_jaas(text: str, key: str = "sasl.jaas.config") -> tuple[str, dict[str,
     while rest[pos:].strip():
         match = _JAAS_OPTION.match(rest, pos)
         if match is None:
-            raise ConfigError(f"{key}: cannot read the options after {rest[:pos].strip()[-30:]!r}"
-                              " (expected name=\"value\")", key=key)
+            # Named by position only: the text around it may hold passwords.
+            raise ConfigError(f"cannot read option {len(options) + 1} of the login module's "
+                              'options (expected name="value")', key=key)
         value = match.group(2)
         options[match.group(1)] = (re.sub(r"\\(.)", r"\1", value) if value is not None
                                    else match.group(3))

@@ -104,9 +104,13 @@ def test_jaas_options() -> None:
     assert options == {"username": "admin", "password": "admin-secret",
                        "user_admin": "admin-secret", "user_q": 'a "quoted" one',
                        "unquoted": "value"}
-    for bad in ("PlainLoginModule", "PlainLoginModule maybe;", 'M required a="b" c;'):
-        with pytest.raises(ConfigError):
+    for bad in ("PlainLoginModule", "PlainLoginModule maybe;", 'M required a="b" c;',
+                'M required user_a="top-secret" "x";'):
+        with pytest.raises(ConfigError) as caught:
             parse_jaas(bad)
+        assert "top-secret" not in str(caught.value)
+    with pytest.raises(ConfigError, match="option 2"):
+        parse_jaas('M required user_a="top-secret" "x";')
 
 
 def test_plain_rules() -> None:
