@@ -70,7 +70,7 @@ def _attributes(message: str) -> dict[str, str]:
     for part in message.split(","):
         key, sep, value = part.partition("=")
         if not sep or len(key) != 1:
-            raise ScramFailure(f"Invalid SCRAM message: attribute {part[:20]!r}")
+            raise ScramFailure("Invalid SCRAM message: an attribute is not a=value")
         out.setdefault(key, value)
     return out
 
