@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: the helpers beside us
-from broker_setup import PLAIN_JAAS, scram_exchange
+from broker_setup import PLAIN_JAAS, scram_exchange, unsecured_jws
 from raw_wire import Wire
 
 from sdk.protocol.messages.api_versions import ApiVersionsRequest
@@ -20,10 +20,13 @@ from sdk.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from server_ref import EmbeddedBroker
 
 SETTINGS = {
-    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
     "listener.name.sasl.plain.sasl.jaas.config": PLAIN_JAAS,
     "listener.name.sasl.scram-sha-256.sasl.jaas.config":
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "listener.name.sasl.oauthbearer.sasl.jaas.config":
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredLoginStringClaim_sub="broker";',
     "connections.max.reauth.ms": "60000",
 }
 
@@ -67,6 +70,17 @@ def answers(connect: Callable[[], Wire]) -> list[Any]:
         wire.send(SaslAuthenticateRequest(auth_bytes=b"n,,n=alice,r=abc"), 1)
         # Refused at the first token, with no answer: the connection just ends.
         out.append(("mechanism-change", handshake.error_code, wire.closed_by_broker()))
+    for case, lifetime_s in (("oauth-expired", -30), ("oauth-short", 20)):
+        token, _ = unsecured_jws("svc", lifetime_s=lifetime_s)
+        with connect() as wire:
+            first = wire.sasl("OAUTHBEARER", f"n,,\x01auth=Bearer {token}\x01\x01".encode())[0]
+            if first.auth_bytes:  # refused: the JSON challenge, then the failure
+                final = wire.call(SaslAuthenticateRequest(auth_bytes=b"\x01"), 2)
+                out.append((case, first.auth_bytes, final.error_code, final.error_message,
+                            wire.closed_by_broker()))
+            else:  # the session ends with the token, before connections.max.reauth.ms
+                out.append((case, first.error_code, 15_000 < first.session_lifetime_ms <= 20_000,
+                            len(wire.metadata().brokers)))
     with connect() as wire:  # handshake v0: raw tokens
         wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 0)
         out.append(("v0", wire.raw_call(b"\0alice\0alice-secret"),
@@ -87,7 +101,7 @@ def test_sasl_exchange_matches_apache_kafka() -> None:
         theirs = answers(lambda: Wire(cluster.listener_address("SASL")))
     assert ours == theirs
     facts = {a[0]: a[1:] for a in ours}
-    assert facts["unsupported"] == (33, ["PLAIN", "SCRAM-SHA-256"], True)
+    assert facts["unsupported"] == (33, ["OAUTHBEARER", "PLAIN", "SCRAM-SHA-256"], True)
     assert facts["metadata-first"] == facts["api-versions-twice"] == (True,)
     assert facts["wrong-password"] == (58, "Authentication failed: Invalid username or "
                                            "password", True)
@@ -95,3 +109,6 @@ def test_sasl_exchange_matches_apache_kafka() -> None:
     assert facts["principal-change"] == (0, 58, "Cannot change principals during "
                                          "re-authentication from User.alice: User.admin", True)
     assert facts["v0"] == (b"", 1)
+    assert facts["oauth-expired"] == (b'{"status":"invalid_token"}', 58,
+                                      '{"status":"invalid_token"}', True)
+    assert facts["oauth-short"] == (0, True, 1)
