@@ -342,7 +342,10 @@ class Connection(asyncio.Protocol):
                 if isinstance(part, FileRecords) and self.tls:
                     # sendfile cannot encrypt: copy the regions through the TLS transport.
                     for file, position, size in part.chunks:
-                        self.transport.write(os.pread(file.fileno(), size, position))
+                        data = os.pread(file.fileno(), size, position)
+                        if len(data) != size:
+                            raise OSError(f"read {len(data)} of {size} bytes")
+                        self.transport.write(data)
                 elif isinstance(part, FileRecords):
                     for file, position, size in part.chunks:
                         sent = await loop.sendfile(self.transport, file, position, size)
