@@ -161,12 +161,15 @@ class SaslGate:
         except (MalformedDataError, UnsupportedVersionError) as exc:
             self._close(f"undecodable request during SASL authentication: {exc}")
             return True
+        if state is State.INITIAL and req.api_key == API_VERSIONS and not self.reauthenticating:
+            # Served by the ApiVersions handler. A version we do not know gets KIP-511's v0
+            # answer and the client may ask again, as Kafka's authenticator allows.
+            if req.request is not None:
+                self.state = State.HANDSHAKE
+            return False
         if req.request is None:
             self._close(f"API {req.api_key} v{req.api_version} during SASL authentication")
             return True
-        if state is State.INITIAL and req.api_key == API_VERSIONS and not self.reauthenticating:
-            self.state = State.HANDSHAKE
-            return False
         if state in (State.INITIAL, State.HANDSHAKE) and req.api_key == SASL_HANDSHAKE:
             self._handshake(req.api_version, req.correlation_id,
                             cast(SaslHandshakeRequest, req.request))

@@ -185,6 +185,28 @@ def test_only_the_exchange_is_served_before_authentication(broker: EmbeddedBroke
         assert wire.plain("admin", "admin-secret").error_code == 0
 
 
+def test_unknown_api_versions_version_is_answered_before_authentication(
+        broker: EmbeddedBroker) -> None:
+    """KIP-511 on a SASL listener: ApiVersions in a version the broker does not know gets
+    UNSUPPORTED_VERSION in a v0 body, and the client goes on with one it knows."""
+    from sdk.protocol.framing import ClientFraming
+
+    request = bytearray(ClientFraming().encode_request(ApiVersionsRequest(), 3)[1])
+    request[6:8] = (99).to_bytes(2, "big")  # ApiVersions v99
+    with Wire(broker.listener_address("SASL_PLAINTEXT")) as wire:
+        wire.send_bytes(bytes(request))
+        answer = _read_frame(wire)
+        assert int.from_bytes(answer[4:6], "big") == 35  # UNSUPPORTED_VERSION
+        assert wire.plain("alice", "alice-secret").error_code == 0
+
+
+def _read_frame(wire: Wire) -> bytes:
+    while True:
+        frames = wire.raw_frames.feed(wire.sock.recv(1 << 16))
+        if frames:
+            return frames[0]
+
+
 def test_handshake_v0_raw_tokens(broker: EmbeddedBroker) -> None:
     with Wire(broker.listener_address("SASL_PLAINTEXT")) as wire:
         assert wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == 0

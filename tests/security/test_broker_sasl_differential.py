@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # importlib mode: the helpers be
 from broker_setup import PLAIN_JAAS, scram_exchange, unsecured_jws
 from raw_wire import Wire
 
+from sdk.protocol.framing import ClientFraming
 from sdk.protocol.messages.api_versions import ApiVersionsRequest
 from sdk.protocol.messages.metadata import MetadataRequest
 from sdk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
@@ -81,6 +82,15 @@ def answers(connect: Callable[[], Wire]) -> list[Any]:
             else:  # the session ends with the token, before connections.max.reauth.ms
                 out.append((case, first.error_code, 15_000 < first.session_lifetime_ms <= 20_000,
                             len(wire.metadata().brokers)))
+    with connect() as wire:  # KIP-511: an ApiVersions version the broker does not know
+        request = bytearray(ClientFraming().encode_request(ApiVersionsRequest(), 3)[1])
+        request[6:8] = (99).to_bytes(2, "big")
+        wire.send_bytes(bytes(request))
+        frames: list[bytes] = []
+        while not frames:
+            frames = wire.raw_frames.feed(wire.sock.recv(1 << 16))
+        out.append(("api-versions-v99", int.from_bytes(frames[0][4:6], "big"),
+                    wire.plain("alice", "alice-secret").error_code))
     with connect() as wire:  # handshake v0: raw tokens
         wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 0)
         out.append(("v0", wire.raw_call(b"\0alice\0alice-secret"),
@@ -106,6 +116,7 @@ def test_sasl_exchange_matches_apache_kafka() -> None:
     assert facts["wrong-password"] == (58, "Authentication failed: Invalid username or "
                                            "password", True)
     assert facts["login"] == (0, 60000)
+    assert facts["api-versions-v99"] == (35, 0)
     assert facts["principal-change"] == (0, 58, "Cannot change principals during "
                                          "re-authentication from User.alice: User.admin", True)
     assert facts["v0"] == (b"", 1)
