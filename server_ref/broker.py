@@ -2,7 +2,7 @@
 
 It holds the topic registry (and through it the partition logs and their producer state),
 the producer id allocator, the fetch sessions, the group coordinator with its journal over
-``__consumer_offsets``, and the control surface for tests. A maintenance task applies
+``__consumer_offsets``, the transaction coordinator over ``__transaction_state``, and the control surface for tests. A maintenance task applies
 retention, compaction, ``flush.ms`` and producer-state expiry. ``KafkaServer`` (server.py)
 serves it over TCP; ``run_broker`` and ``EmbeddedBroker`` put the two together.
 
@@ -45,6 +45,7 @@ from server_ref.security.acls import AclStore
 from server_ref.security.authorizer import Authorizer, make_authorizer
 from server_ref.security.credentials import CredentialStore
 from server_ref.topics import INTERNAL_TOPICS, Partition, Topic, TopicRegistry
+from server_ref.transactions import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.offsets_journal = OffsetsJournal(self)
         self.groups: GroupCoordinator | None = None
+        self.transactions: TransactionCoordinator | None = None  # over __transaction_state
         # Advertised (host, port) per listener name, set when the listeners are bound
         # (Metadata answers with the endpoints of the listener the client came in on).
         self.endpoints: dict[str, tuple[str, int]] = {}
@@ -114,6 +116,7 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self._load_producer_state()
         self.groups = self._make_group_coordinator()
+        self.transactions = TransactionCoordinator(self)
 
     def _lock_data_dir(self) -> None:
         """One broker per data directory, as Kafka's ``.lock``: a second one fails fast."""
@@ -138,6 +141,8 @@ class Broker:
             self.open()
         if self.groups is not None:
             await self.groups.start()
+        if self.transactions is not None:  # after the groups: recovery may decide offsets
+            await self.transactions.start()
         self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
 
     async def stop(self) -> None:
@@ -148,6 +153,8 @@ class Broker:
             except asyncio.CancelledError:
                 pass  # the cancellation asked for just above
             self._maintenance = None
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.groups is not None:
             await self.groups.stop()
         self.close()

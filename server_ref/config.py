@@ -225,6 +225,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("producer.id.expiration.ms", _I, 86400000,
               "Idle time after which a producer's de-duplication state is dropped", minimum=1,
               dynamic=True),
+    # The transaction coordinator (server_ref.transactions), Kafka's names and defaults.
+    ConfigDef("transaction.state.log.num.partitions", _I, 50,
+              "Partitions of __transaction_state", minimum=1),
+    ConfigDef("transaction.state.log.segment.bytes", _I, 100 * 1024 * 1024,
+              "segment.bytes of __transaction_state", minimum=14),
+    ConfigDef("transaction.max.timeout.ms", _I, 900000,
+              "Largest transaction timeout a producer may ask for", minimum=1),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10000,
+              "How often open transactions past their timeout are aborted", minimum=1),
     # The authorizer (server_ref.security.authorizer): Kafka's StandardAuthorizer or none.
     ConfigDef("authorizer.class.name", _S, "", "Authorizer class: "
               "org.apache.kafka.metadata.authorizer.StandardAuthorizer, or empty for none"),

@@ -1,17 +1,8 @@
-"""DescribeCluster; InitProducerId and DescribeProducers for idempotent producers.
-
-Transactions are not supported: an InitProducerId naming a transactional id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (fatal, not retried, in every client), and the
-transaction APIs are not advertised.
-"""
+"""DescribeCluster; DescribeProducers (InitProducerId is in ``transactions.py``)."""
 
 from __future__ import annotations
 
-from sdk.errors import (
-    InvalidRequestError,
-    TransactionalIdAuthorizationFailedError,
-    UnknownTopicOrPartitionError,
-)
+from sdk.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from sdk.protocol.messages.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -20,7 +11,6 @@ from sdk.protocol.messages.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
 )
-from sdk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from server_ref.handlers import RequestContext, handles
 from server_ref.handlers.metadata import CLUSTER_OPERATIONS, UNREQUESTED_OPERATIONS
 
@@ -45,24 +35,12 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
             else UNREQUESTED_OPERATIONS))
 
 
-@handles(22, 0, 5)
-def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest
-                     ) -> InitProducerIdResponse:
-    if req.transactional_id:  # null, or "" from lenient clients: an idempotent producer
-        return InitProducerIdResponse(error_code=TransactionalIdAuthorizationFailedError.errno,
-                                      producer_id=-1, producer_epoch=-1)
-    allocator = ctx.broker.producer_ids
-    assert allocator is not None
-    # As Kafka does for idempotent producers: always a fresh id (even when the request
-    # names the current one to bump its epoch), with epoch 0.
-    return InitProducerIdResponse(producer_id=allocator.allocate(), producer_epoch=0)
-
-
 @handles(61, 0, 0)
 def describe_producers(ctx: RequestContext, req: DescribeProducersRequest
                        ) -> DescribeProducersResponse:
-    """The idempotent producers a partition remembers. ``last_timestamp`` is when the
-    broker last appended for the producer; no transactions, so no coordinator epoch."""
+    """The producers a partition remembers. ``last_timestamp`` is when the broker last
+    appended for the producer; a producer with an open transaction on the partition shows
+    its first offset and the coordinator epoch (0: this broker coordinates for good)."""
     topics = []
     for topic in req.topics:
         results = []
@@ -72,11 +50,13 @@ def describe_producers(ctx: RequestContext, req: DescribeProducersRequest
             if partition is None:
                 result.error_code = UnknownTopicOrPartitionError.errno
             else:
+                open_txns = partition.log.ongoing_transactions()
                 result.active_producers = [
                     DescribeProducersResponse.ProducerState(
                         producer_id=pid, producer_epoch=entry.epoch,
                         last_sequence=entry.last_sequence, last_timestamp=entry.last_seen_ms,
-                        coordinator_epoch=-1, current_txn_start_offset=-1)
+                        coordinator_epoch=0 if pid in open_txns else -1,
+                        current_txn_start_offset=open_txns.get(pid, -1))
                     for pid, entry in sorted(partition.producers.entries.items())]
             results.append(result)
         topics.append(DescribeProducersResponse.TopicResponse(name=topic.name,

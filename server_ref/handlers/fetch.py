@@ -10,6 +10,10 @@ When fewer than ``min_bytes`` are available and ``max_wait_ms`` allows, the hand
 for appends to any requested partition (the partitions wake their waiters) and reads again.
 Records of at least ``ZERO_COPY_MIN_BYTES`` are left in the segment files and sent with
 sendfile (see fetch_encoding); smaller ones are copied into the response.
+
+isolation_level=1 (read_committed) reads and waits only up to the last stable offset, the
+first offset of the oldest open transaction, and lists the aborted transactions
+(producer id, first offset) of the range read, from the segments' ``.txnindex``.
 """
 
 from __future__ import annotations
@@ -179,6 +183,7 @@ def _available(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> tuple[int
     """Bytes a read would return now (within limits), and whether any partition errs."""
     total = 0
     budget = _budget(ctx, req)
+    read_committed = req.isolation_level == READ_COMMITTED
     for sp in plan.partitions:
         if _error_for(ctx, sp, plan.uses_topic_ids):
             return total, True
@@ -186,8 +191,11 @@ def _available(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> tuple[int
         plog = partition.log  # type: ignore[attr-defined]
         if sp.fetch_offset < plog.log_start_offset or sp.fetch_offset > plog.log_end_offset:
             return total, True
-        if sp.fetch_offset < plog.log_end_offset:
-            total += plog.read(sp.fetch_offset, min(sp.max_bytes, budget)).size
+        # read_committed waits for what is stable: open transactions do not count.
+        end = plog.last_stable_offset if read_committed else plog.log_end_offset
+        if sp.fetch_offset < end:
+            total += plog.read(sp.fetch_offset, min(sp.max_bytes, budget),
+                               max_offset=end if read_committed else None).size
             if total >= req.min_bytes:
                 return total, False
     return total, False
@@ -221,11 +229,17 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
             hw = plog.log_end_offset
             data.high_watermark = data.last_stable_offset = hw
             data.log_start_offset = plog.log_start_offset
+            # read_committed stops at the last stable offset (the first offset of the
+            # oldest open transaction) and lists the aborted transactions in what it reads.
+            end = hw
+            if read_committed:
+                end = data.last_stable_offset = plog.last_stable_offset
             remaining = budget - total
-            if sp.fetch_offset != hw and (remaining > 0 or total == 0):
+            if sp.fetch_offset < end and (remaining > 0 or total == 0):
                 limit = min(sp.max_bytes, remaining)
                 try:
-                    chunk = plog.read(sp.fetch_offset, limit)
+                    chunk = plog.read(sp.fetch_offset, limit,
+                                      max_offset=end if read_committed else None)
                 except OffsetOutOfRangeError as exc:
                     log.info("fetch %s-%d from %s: %s", sp.topic, sp.partition, ctx.peer, exc)
                     data.error_code = OffsetOutOfRangeError.errno
@@ -235,6 +249,13 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
                         # for a token (zero copy); the generated field only knows bytes.
                         data.records = _records(chunk, zero_copy)  # type: ignore[assignment]
                         total += chunk.size
+                        if read_committed:
+                            data.aborted_transactions = [
+                                FetchResponse.AbortedTransaction(
+                                    producer_id=a.producer_id, first_offset=a.first_offset)
+                                for a in plog.aborted_transactions(sp.fetch_offset, end)]
+            elif not plog.log_start_offset <= sp.fetch_offset <= hw:
+                data.error_code = OffsetOutOfRangeError.errno  # (past the LSO is no error)
         if plan.incremental and not _changed(sp, data):
             continue
         sp.last_high_watermark = data.high_watermark

@@ -33,14 +33,15 @@ PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
 def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
     topics = []
     for topic in req.topics:
-        results = [_one(ctx, topic.name, p) for p in topic.partitions]
+        results = [_one(ctx, topic.name, p, req.isolation_level == 1)
+                   for p in topic.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name,
                                                                    partitions=results))
     return ListOffsetsResponse(topics=topics)
 
 
-def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsPartition
-         ) -> PartitionResult:
+def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsPartition,
+         read_committed: bool = False) -> PartitionResult:
     result = PartitionResult(partition_index=p.partition_index)
     partition = ctx.broker.topics.partition(topic, p.partition_index)
     if partition is None:
@@ -52,8 +53,8 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
     plog = partition.log
     ts = p.timestamp
     result.leader_epoch = LEADER_EPOCH
-    if ts == LATEST:
-        result.offset = plog.log_end_offset
+    if ts == LATEST:  # read_committed (isolation level 1): the last stable offset
+        result.offset = plog.last_stable_offset if read_committed else plog.log_end_offset
     elif ts in (EARLIEST, EARLIEST_LOCAL):
         result.offset = plog.log_start_offset
     elif ts == MAX_TIMESTAMP:

@@ -5,7 +5,9 @@ not internal (UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION); exactly one 
 per partition (INVALID_RECORD); its declared size matches the bytes (CORRUPT_MESSAGE); it
 fits ``max.message.bytes`` (MESSAGE_TOO_LARGE); its CRC-32C matches (CORRUPT_MESSAGE); it
 is not a control batch and its record count agrees with its last offset delta
-(INVALID_RECORD); its records region parses into exactly that many records with offset
+(INVALID_RECORD); a transactional batch is from its transactional id's current producer
+for a partition of the open transaction (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE); its
+records region parses into exactly that many records with offset
 deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD). Then each record, as Kafka's
 LogValidator: on a compacted topic it has a key; on a CreateTime topic its timestamp (unless
 -1) respects ``message.timestamp.before/after.max.ms``; a LogAppendTime batch is refused by
@@ -94,9 +96,6 @@ def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     failure: KafkaError | None = None
     if req.acks not in (0, 1, -1):
         failure = InvalidRequiredAcksError(f"acks must be 0, 1 or -1, not {req.acks}")
-    elif req.transactional_id is not None:
-        failure = TransactionalIdAuthorizationFailedError(
-            "transactions are not supported by this broker")
     now = broker.now_ms()
     responses = []
     for topic_data in req.topic_data:
@@ -107,7 +106,7 @@ def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
                 parts.append(_error(data.index, failure))
             else:
                 parts.append(_produce_partition(ctx, topic, topic_data.name, data, req.acks,
-                                                now))
+                                                now, req.transactional_id))
         responses.append(ProduceResponse.TopicProduceResponse(name=topic_data.name,
                                                               partition_responses=parts))
     if req.acks == 0:
@@ -141,7 +140,7 @@ def _find_partition(topic: Topic | None, name: str, index: int) -> Partition:
 
 def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
                        data: ProduceRequest.PartitionProduceData, acks: int,
-                       now: int) -> PartitionResponse:
+                       now: int, transactional_id: str | None = None) -> PartitionResponse:
     broker = ctx.broker
     try:
         partition = _find_partition(topic, name, data.index)
@@ -150,6 +149,8 @@ def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
         buf = _check_batch(data.records, int(topic.config_value("max.message.bytes", cfg)))
         header = BATCH_HEADER.unpack_from(buf, 0)
         _check_records(topic, partition, buf, header, now, ctx)
+        if header[5] & TRANSACTIONAL_MASK:
+            _check_transaction(ctx, transactional_id, name, data.index, header)
         if acks == -1 and int(topic.config_value("min.insync.replicas", cfg)) > 1:
             raise NotEnoughReplicasError(
                 f"min.insync.replicas of {name} is "
@@ -202,8 +203,6 @@ def _check_records(topic: Topic, partition: Partition, buf: bytearray, header: t
     producer_id, epoch, base_seq = header[9], header[10], header[11]
     if attributes & CONTROL_MASK:
         raise InvalidRecordError("clients may not send control batches")
-    if attributes & TRANSACTIONAL_MASK:
-        raise InvalidTxnStateError("transactions are not supported by this broker")
     if attributes & COMPRESSION_MASK > Compression.ZSTD:
         raise InvalidRecordError(f"unknown compression codec {attributes & COMPRESSION_MASK}")
     if count <= 0 or count != last_delta + 1:
@@ -250,6 +249,20 @@ def _check_records(topic: Topic, partition: Partition, buf: bytearray, header: t
                               "not set timestamp type to LogAppendTime.", True))
     if errors:
         raise _record_errors(errors)
+
+
+def _check_transaction(ctx: RequestContext, transactional_id: str | None, name: str,
+                       index: int, header: tuple[Any, ...]) -> None:
+    """A transactional batch comes with its transactional id, from the id's current
+    producer, to a partition of its open transaction (Kafka's verification, KIP-890 part 1,
+    answered in-process: this broker is the coordinator)."""
+    if transactional_id is None:
+        raise TransactionalIdAuthorizationFailedError(
+            "transactional records need the request's transactional id")
+    coordinator = ctx.broker.transactions
+    if coordinator is None:
+        raise InvalidTxnStateError("the transaction coordinator is not started")
+    coordinator.check_produce(transactional_id, header[9], header[10], (name, index))
 
 
 def _wrap64(value: int) -> int:

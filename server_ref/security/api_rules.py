@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from sdk.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
+    OperationNotAttemptedError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
@@ -457,6 +458,70 @@ def _offset_delete(chk: Check, req: Any) -> Outcome:
     return _per_topic(READ, "topics")(chk, req)
 
 
+def _txn_id(attr: str = "transactional_id", then: Rule | None = None) -> Rule:
+    """WRITE on the request's transactional id, or the whole request is refused."""
+    def rule(chk: Check, req: Any) -> Outcome:
+        if not chk(WRITE, TRANSACTIONAL_ID, getattr(req, attr)):
+            return chk.refuse(TXN_DENIED)
+        return then(chk, req) if then is not None else None
+
+    return rule
+
+
+def _add_partitions_to_txn(chk: Check, req: Any) -> Outcome:
+    if chk.ctx.api_version >= 4:  # the brokers' verify path (KIP-890): CLUSTER_ACTION
+        return None if chk.cluster(CLUSTER_ACTION) else chk.refuse(CLUSTER_DENIED)
+    if not chk(WRITE, TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        return chk.refuse(TXN_DENIED)
+    denied = {t.name for t in req.v3_and_below_topics if not chk(WRITE, TOPIC, t.name)}
+    if not denied:
+        return None
+    # As Kafka: nothing is added; the refused topics say so, the others were not attempted.
+    response = chk.refuse(OperationNotAttemptedError.errno)
+    for topic in response.results_by_topic_v3_and_below:  # type: ignore[attr-defined]
+        if topic.name in denied:
+            for p in topic.results_by_partition:
+                p.partition_error_code = TOPIC_DENIED
+    return response
+
+
+def _txn_offset_commit(chk: Check, req: Any) -> Outcome:
+    if not chk(WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        return chk.refuse(TXN_DENIED)
+    if not chk(READ, GROUP, req.group_id):
+        return chk.refuse(GROUP_DENIED)
+    return _per_topic(READ, "topics")(chk, req)
+
+
+def _add_offsets_to_txn(chk: Check, req: Any) -> Outcome:
+    if not chk(READ, GROUP, req.group_id):
+        return chk.refuse(GROUP_DENIED)
+    return None
+
+
+def _describe_transactions(chk: Check, req: Any) -> Outcome:
+    def patch(response: Any) -> Any:
+        for state in response.transaction_states:
+            if not chk(DESCRIBE, TRANSACTIONAL_ID, state.transactional_id):
+                state.error_code, state.transaction_state, state.topics = TXN_DENIED, "", []
+                state.producer_id, state.producer_epoch = -1, -1
+            else:  # partitions of topics the principal may not describe are left out
+                state.topics = [t for t in state.topics if chk(DESCRIBE, TOPIC, t.topic)]
+        return response
+
+    return patch
+
+
+def _list_transactions(chk: Check, req: Any) -> Outcome:
+    def patch(response: Any) -> Any:
+        response.transaction_states = [
+            s for s in response.transaction_states
+            if chk(DESCRIBE, TRANSACTIONAL_ID, s.transactional_id)]
+        return response
+
+    return patch
+
+
 # ============================================================================ authorized ops
 
 _NOT_REQUESTED = -(1 << 31)  # Kafka's "authorized operations were not asked for"
@@ -563,7 +628,14 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     50: _cluster(DESCRIBE),  # DescribeUserScramCredentials
     51: _cluster(ALTER),  # AlterUserScramCredentials
     60: _then(None, _describe_cluster_ops),  # DescribeCluster: no check, the operations only
+    24: _add_partitions_to_txn,
+    25: _txn_id(then=_add_offsets_to_txn),  # AddOffsetsToTxn
+    26: _txn_id(),  # EndTxn
+    27: _cluster(CLUSTER_ACTION),  # WriteTxnMarkers
+    28: _txn_offset_commit,
     61: _describe_producers,
+    65: _describe_transactions,
+    66: _list_transactions,
     75: _then(_describe_topic_partitions, _topic_partitions_ops),
 }
 """API key → rule. Not listed, so not checked, as in Kafka: ApiVersions, SaslHandshake,

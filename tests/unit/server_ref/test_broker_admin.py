@@ -51,7 +51,7 @@ async def test_api_versions_advertise_exactly_the_registered_handlers(served: Se
                                                     client_software_version="1.0"), 3)
     advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert advertised == {k: (r.min_version, r.max_version) for k, r in REGISTRY.items()}
-    assert 0 in advertised and 24 not in advertised  # Produce yes, AddPartitionsToTxn no
+    assert 0 in advertised and 48 not in advertised  # Produce yes, DescribeClientQuotas no
 
 
 async def test_api_versions_unknown_version_answers_v0_with_ranges(served: Served) -> None:

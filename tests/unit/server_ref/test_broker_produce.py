@@ -215,17 +215,6 @@ async def test_min_insync_replicas_above_one_refuses_acks_all(served: Served) ->
     assert leader_only.error_code == 0
 
 
-async def test_transactional_produce_is_refused(served: Served) -> None:
-    await create_topic(served, "t")
-    client = await served.client()
-    result = partition_result(await client.call(produce_request(
-        "t", make_batch(), transactional_id="tx")))
-    assert result.error_code == errors.TransactionalIdAuthorizationFailedError.errno
-    init = await client.call(InitProducerIdRequest(transactional_id="tx",
-                                                   transaction_timeout_ms=1000))
-    assert init.error_code == errors.TransactionalIdAuthorizationFailedError.errno
-
-
 # ---------------------------------------------------------------------------- idempotence
 
 

@@ -16,8 +16,7 @@ from broker_kit import Served, WireClient, make_batch
 from sdk import errors
 from sdk.protocol.api import ApiKey
 from sdk.protocol.message import Struct
-from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
-from sdk.protocol.messages.list_transactions import ListTransactionsRequest
+from sdk.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from sdk.protocol.messages.produce import ProduceRequest
 from server_ref import EmbeddedBroker
@@ -76,15 +75,8 @@ async def test_request_size_limit(make_served: object) -> None:
 
 async def test_unimplemented_apis_answer_unsupported_version(served: Served) -> None:
     client = await served.client()
-    txn = await client.call(AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id="tx", v3_and_below_producer_id=1,
-        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-            name="t", partitions=[0, 1])]), 3)
-    codes = [p.partition_error_code for t in txn.results_by_topic_v3_and_below
-             for p in t.results_by_partition]
-    assert codes == [errors.UnsupportedVersionError.errno] * 2
-    listing = await client.call(ListTransactionsRequest(), 0)
-    assert listing.error_code == errors.UnsupportedVersionError.errno
+    quotas = await client.call(DescribeClientQuotasRequest(), 0)
+    assert quotas.error_code == errors.UnsupportedVersionError.errno
     old_produce = await client.call(ProduceRequest(acks=1, timeout_ms=100, topic_data=[
         ProduceRequest.TopicProduceData(name="t", partition_data=[
             ProduceRequest.PartitionProduceData(index=0, records=None)])]), 2)

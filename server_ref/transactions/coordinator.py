@@ -1,0 +1,355 @@
+"""The transaction coordinator: transactional ids, their producer ids and epochs, and the
+two-phase end of each transaction (Kafka's TransactionCoordinator, transactions v1).
+
+Every decision is written to ``__transaction_state`` before it is answered. EndTxn writes
+PrepareCommit/PrepareAbort and answers; the markers are then written to every partition of
+the transaction (all local on a single node, through the WriteTxnMarkers append path) and
+CompleteCommit/CompleteAbort closes it. Until then InitProducerId, AddPartitionsToTxn and
+EndTxn for that id answer CONCURRENT_TRANSACTIONS, which clients retry.
+
+At start the log is replayed: a transaction found prepared gets its markers written again
+(a marker written twice is harmless: the second finds no open transaction), an Ongoing one
+is left to its timeout. Every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``
+open transactions older than their timeout are aborted with the epoch bumped, so the
+producer that let it time out is fenced (PRODUCER_FENCED) on its next call.
+
+Test hook: the environment variable ``SERVER_REF_TXN_MARKER_DELAY_MS`` delays the marker
+writes after a Prepare* record, so a test can kill the broker process in that window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from sdk.errors import (
+    BrokerResponseError,
+    ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    ProducerFencedError,
+    UnknownTopicOrPartitionError,
+)
+from server_ref.transactions.markers import write_marker
+from server_ref.transactions.state import MAX_EPOCH, NO_PRODUCER_ID, TxnMetadata, TxnState
+from server_ref.transactions.statelog import TransactionStateLog
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TransactionCoordinator", "COORDINATOR_EPOCH"]
+
+COORDINATOR_EPOCH = 0  # one broker leads every __transaction_state partition for good
+MARKER_RETRY_S = 0.1
+Partition = tuple[str, int]
+
+
+class TransactionCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.state_log = TransactionStateLog(broker)
+        self.txns: dict[str, TxnMetadata] = {}
+        self.loaded = False
+        self._timeout_task: asyncio.Task[None] | None = None
+        self._marker_handles: dict[str, asyncio.TimerHandle] = {}
+        self._marker_delay_s = int(os.environ.get("SERVER_REF_TXN_MARKER_DELAY_MS", "0")) / 1000
+
+    # ================================================================== lifecycle
+
+    async def start(self) -> None:
+        self.load()
+        self._timeout_task = asyncio.get_running_loop().create_task(self._abort_timed_out())
+
+    async def stop(self) -> None:
+        self.loaded = False
+        for handle in self._marker_handles.values():
+            handle.cancel()
+        self._marker_handles.clear()
+        if self._timeout_task is not None:
+            self._timeout_task.cancel()
+            try:
+                await self._timeout_task
+            except asyncio.CancelledError:
+                pass  # asked for just above
+            self._timeout_task = None
+
+    def load(self) -> None:
+        """Replay ``__transaction_state``; finish what was prepared before a crash."""
+        txns: dict[str, TxnMetadata] = {}
+        for txn_id, meta in self.state_log.replay():
+            if meta is None:
+                txns.pop(txn_id, None)
+            else:
+                txns[txn_id] = meta
+        self.txns = txns
+        self.loaded = True
+        for meta in txns.values():
+            if meta.state.is_prepared:
+                log.info("transaction %s was %s at start: writing its markers",
+                         meta.transactional_id, meta.state.kafka_name)
+                self._schedule_markers(meta, 0.0)
+        log.info("transaction coordinator loaded %d transactional ids", len(txns))
+
+    def _check_loaded(self) -> None:
+        if not self.loaded:
+            raise CoordinatorLoadInProgressError("the transaction state is not loaded yet")
+
+    def _write(self, meta: TxnMetadata) -> None:
+        meta.last_update_ms = self.broker.now_ms()
+        self.state_log.write(meta)
+        self.txns[meta.transactional_id] = meta
+
+    # ================================================================== client APIs
+
+    def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int = NO_PRODUCER_ID,
+                         epoch: int = -1) -> tuple[int, int]:
+        """InitProducerId for a transactional id: (producer id, epoch), or a Kafka error."""
+        self._check_loaded()
+        max_timeout = int(self.broker.config.get("transaction.max.timeout.ms"))
+        if timeout_ms <= 0 or timeout_ms > max_timeout:
+            raise InvalidTransactionTimeoutError(
+                f"The transaction timeout is larger than the maximum value allowed by the "
+                f"broker (as configured by transaction.max.timeout.ms): {timeout_ms} "
+                f"(maximum {max_timeout})" if timeout_ms > 0 else
+                f"transaction timeout {timeout_ms} must be positive")
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            meta = TxnMetadata(txn_id, self._allocate(), 0, timeout_ms)
+            self._write(meta)
+            return meta.producer_id, meta.producer_epoch
+        if meta.state.is_prepared or meta.state is TxnState.PREPARE_EPOCH_FENCE:
+            raise ConcurrentTransactionsError(
+                f"transaction {txn_id} is completing; retry when its markers are written")
+        if producer_id != NO_PRODUCER_ID:  # KIP-360: the producer asks to bump its epoch
+            if producer_id != meta.producer_id or epoch not in (meta.producer_epoch,
+                                                                meta.last_epoch):
+                raise ProducerFencedError(
+                    f"producer {producer_id} epoch {epoch} is not the current producer of "
+                    f"{txn_id} ({meta.producer_id} epoch {meta.producer_epoch})")
+            if epoch == meta.last_epoch and epoch != meta.producer_epoch \
+                    and meta.state.is_complete:
+                return meta.producer_id, meta.producer_epoch  # a retry of the bump we made
+        if meta.state is TxnState.ONGOING:
+            # A new producer instance (or a bump) while a transaction is open: abort it
+            # under a bumped epoch, fencing the old instance; the client retries.
+            self._fence_and_abort(meta)
+            raise ConcurrentTransactionsError(
+                f"aborting the open transaction of {txn_id}; retry when it is complete")
+        meta.timeout_ms = timeout_ms
+        self._bump(meta)
+        meta.state = TxnState.EMPTY
+        meta.partitions = set()
+        meta.start_ms = -1
+        self._write(meta)
+        return meta.producer_id, meta.producer_epoch
+
+    def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                       partitions: Iterable[Partition]) -> None:
+        """AddPartitionsToTxn (client path): the partitions join the open transaction."""
+        meta = self._current(txn_id, producer_id, epoch)
+        if meta.state.is_prepared or meta.state is TxnState.PREPARE_EPOCH_FENCE:
+            raise ConcurrentTransactionsError(f"transaction {txn_id} is completing")
+        wanted = set(partitions)
+        if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
+            return  # nothing new: no state record
+        if meta.state is not TxnState.ONGOING:
+            meta.partitions = set()
+            meta.start_ms = self.broker.now_ms()
+            meta.state = TxnState.ONGOING
+        meta.partitions |= wanted
+        self._write(meta)
+
+    def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                          partitions: Iterable[Partition]) -> dict[Partition, int]:
+        """AddPartitionsToTxn v4+ with verify_only: which partitions are in the open
+        transaction (INVALID_TXN_STATE for the others); nothing is added."""
+        meta = self._current(txn_id, producer_id, epoch)
+        ongoing = meta.state is TxnState.ONGOING
+        return {p: 0 if ongoing and p in meta.partitions else InvalidTxnStateError.errno
+                for p in partitions}
+
+    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> None:
+        """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins."""
+        offsets_partition = self.broker.offsets_journal.partition_for(group_id)
+        self.add_partitions(txn_id, producer_id, epoch,
+                            [(offsets_partition.topic.name, offsets_partition.index)])
+
+    def check_offset_commit(self, txn_id: str, producer_id: int, epoch: int,
+                            group_id: str) -> None:
+        """TxnOffsetCommit may stage offsets: the producer is current and the group's
+        offsets partition is in its open transaction (AddOffsetsToTxn came first)."""
+        self._check_loaded()
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(f"{txn_id} has no producer {producer_id}")
+        if meta.producer_epoch != epoch:
+            raise InvalidProducerEpochError(
+                f"epoch {epoch} is not the current epoch {meta.producer_epoch} of {txn_id}")
+        offsets_partition = self.broker.offsets_journal.partition_for(group_id)
+        if meta.state is not TxnState.ONGOING or \
+                (offsets_partition.topic.name, offsets_partition.index) not in meta.partitions:
+            raise InvalidTxnStateError(
+                f"group {group_id} was not added to the open transaction of {txn_id}")
+
+    def end_txn(self, txn_id: str, producer_id: int, epoch: int, committed: bool) -> None:
+        """EndTxn: write the Prepare* decision; markers and Complete* follow."""
+        meta = self._current(txn_id, producer_id, epoch)
+        state = meta.state
+        wanted_prepare = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
+        wanted_complete = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        if state is TxnState.ONGOING:
+            meta.state = wanted_prepare
+            self._write(meta)
+            self._schedule_markers(meta, self._marker_delay_s)
+            return
+        if state is wanted_prepare:
+            raise ConcurrentTransactionsError(f"transaction {txn_id} is completing")
+        if state is wanted_complete:
+            return  # a retry of the EndTxn that completed it
+        what = "commit" if committed else "abort"
+        raise InvalidTxnStateError(
+            f"TransactionalId {txn_id} cannot {what}: its state is {state.kafka_name}")
+
+    def check_produce(self, txn_id: str, producer_id: int, epoch: int,
+                      partition: Partition) -> None:
+        """A transactional batch may be appended (KIP-890 part 1 verification, done
+        in-process): its producer is current and the partition is in the open transaction."""
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"producer {producer_id} is not the producer of transactional id {txn_id}")
+        if epoch < meta.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"Producer's epoch {epoch} is older than the current epoch "
+                f"{meta.producer_epoch} of {txn_id}")
+        if meta.state is not TxnState.ONGOING or partition not in meta.partitions or \
+                epoch != meta.producer_epoch:
+            raise InvalidTxnStateError(
+                f"partition {partition[0]}-{partition[1]} is not in an open transaction of "
+                f"{txn_id}")
+
+    # ================================================================== admin APIs
+
+    def listing(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+             min_duration_ms: int = -1) -> list[TxnMetadata]:
+        wanted_states = set(states)
+        wanted_ids = set(producer_ids)
+        now = self.broker.now_ms()
+        out = []
+        for meta in self.txns.values():
+            if wanted_states and meta.state.kafka_name not in wanted_states:
+                continue
+            if wanted_ids and meta.producer_id not in wanted_ids:
+                continue
+            if min_duration_ms >= 0 and (meta.state is not TxnState.ONGOING
+                                         or now - meta.start_ms < min_duration_ms):
+                continue
+            out.append(meta)
+        return sorted(out, key=lambda m: m.transactional_id)
+
+    # ================================================================== internals
+
+    def _allocate(self) -> int:
+        allocator = self.broker.producer_ids
+        assert allocator is not None
+        return allocator.allocate()
+
+    def _current(self, txn_id: str, producer_id: int, epoch: int) -> TxnMetadata:
+        self._check_loaded()
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"The producer ID mapping is invalid: {txn_id} has no producer {producer_id}")
+        if meta.producer_epoch != epoch:
+            raise ProducerFencedError(
+                f"There is a newer producer with the same transactionalId {txn_id}: epoch "
+                f"{epoch} is not the current epoch {meta.producer_epoch}")
+        return meta
+
+    def _bump(self, meta: TxnMetadata) -> None:
+        meta.last_epoch = meta.producer_epoch
+        if meta.producer_epoch >= MAX_EPOCH - 1:
+            meta.producer_id, meta.producer_epoch = self._allocate(), 0
+            meta.last_epoch = -1
+        else:
+            meta.producer_epoch += 1
+
+    def _fence_and_abort(self, meta: TxnMetadata) -> None:
+        """Abort the open transaction under a bumped epoch (timeouts, a new instance)."""
+        if meta.producer_epoch >= MAX_EPOCH - 1:
+            # No room for the bump: abort under the current epoch; the next
+            # InitProducerId moves to a new producer id.
+            meta.last_epoch = meta.producer_epoch
+        else:
+            meta.last_epoch = meta.producer_epoch
+            meta.producer_epoch += 1
+        meta.state = TxnState.PREPARE_ABORT
+        self._write(meta)
+        self._schedule_markers(meta, 0.0)
+
+    def _schedule_markers(self, meta: TxnMetadata, delay_s: float) -> None:
+        txn_id = meta.transactional_id
+        old = self._marker_handles.pop(txn_id, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self._marker_handles[txn_id] = loop.call_later(delay_s, self._write_markers, txn_id)
+
+    def _write_markers(self, txn_id: str) -> None:
+        self._marker_handles.pop(txn_id, None)
+        meta = self.txns.get(txn_id)
+        if meta is None or not meta.state.is_prepared or not self.loaded:
+            return
+        committed = meta.state is TxnState.PREPARE_COMMIT
+        left = set()
+        for topic, index in meta.sorted_partitions():
+            try:
+                write_marker(self.broker, topic, index, meta.producer_id,
+                             meta.producer_epoch, committed, COORDINATOR_EPOCH)
+            except UnknownTopicOrPartitionError:
+                pass  # deleted since it was added: nothing to mark (as Kafka)
+            except BrokerResponseError as exc:
+                log.warning("marker for %s on %s-%d failed (%s); retrying", txn_id, topic,
+                            index, exc)
+                left.add((topic, index))
+        if left:
+            # Markers already written stay written; the next pass writes the rest (and a
+            # repeated one would find no open transaction).
+            meta.partitions = left
+            loop = asyncio.get_running_loop()
+            self._marker_handles[txn_id] = loop.call_later(MARKER_RETRY_S,
+                                                           self._write_markers, txn_id)
+            return
+        meta.state = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        meta.partitions = set()
+        self._write(meta)
+        log.debug("transaction %s %s", txn_id, meta.state.kafka_name)
+
+    async def _abort_timed_out(self) -> None:
+        while True:
+            interval = int(self.broker.config.get(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"))
+            await asyncio.sleep(interval / 1000)
+            try:
+                self.abort_timed_out(self.broker.now_ms())
+            except Exception:
+                log.exception("aborting timed-out transactions failed")
+
+    def abort_timed_out(self, now: int) -> list[str]:
+        """Abort (with an epoch bump) every Ongoing transaction past its timeout."""
+        aborted = []
+        for meta in list(self.txns.values()):
+            if meta.state is TxnState.ONGOING and now - meta.start_ms > meta.timeout_ms:
+                log.info("transaction %s timed out after %d ms: aborting",
+                         meta.transactional_id, now - meta.start_ms)
+                self._fence_and_abort(meta)
+                aborted.append(meta.transactional_id)
+        return aborted

@@ -1,0 +1,58 @@
+"""Transaction markers: the COMMIT/ABORT control batch each partition of a transaction gets.
+
+One append path for both callers: the coordinator writing its own transaction's markers
+(every partition is local on a single node) and the WriteTxnMarkers handler. A marker on a
+``__consumer_offsets`` partition also decides the offsets the producer staged there with
+TxnOffsetCommit (applied on COMMIT, dropped on ABORT), as Kafka's group coordinator does
+when it sees the marker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sdk.errors import (
+    InvalidProducerEpochError,
+    KafkaStorageError,
+    UnknownTopicOrPartitionError,
+)
+from sdk.records.builder import build_control_batch
+from sdk.records.control import ControlType
+from server_ref.offsets_journal import OFFSETS_TOPIC
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+
+__all__ = ["write_marker"]
+
+
+def write_marker(broker: Broker, topic: str, index: int, producer_id: int, epoch: int,
+                 committed: bool, coordinator_epoch: int) -> None:
+    """Append the marker to ``topic``-``index``; raises the Kafka error when it cannot."""
+    partition = broker.topics.partition(topic, index)
+    if partition is None:
+        raise UnknownTopicOrPartitionError(f"topic {topic} has no partition {index}")
+    entry = partition.producers.entries.get(producer_id)
+    if entry is not None and epoch < entry.epoch:
+        # As Kafka's ProducerStateManager: a marker from an older epoch than the data the
+        # partition holds is a zombie coordinator's.
+        raise InvalidProducerEpochError(
+            f"marker epoch {epoch} of producer {producer_id} is older than {entry.epoch}")
+    now = broker.now_ms()
+    batch = build_control_batch(ControlType.COMMIT if committed else ControlType.ABORT,
+                                producer_id, epoch, coordinator_epoch, timestamp_ms=now)
+    try:
+        partition.log.append(bytearray(batch), now_ms=now, leader_epoch=0)
+    except OSError as exc:
+        raise KafkaStorageError(f"writing a marker to {partition.name} failed: {exc}") from exc
+    # The marker's epoch becomes the producer's on this partition (a bumped epoch fences
+    # the old one's late writes); sequences restart after a bump.
+    if entry is not None and epoch > entry.epoch:
+        entry.epoch = epoch
+        entry.batches.clear()
+    if entry is not None:
+        entry.last_seen_ms = now
+    partition.notify_appended()
+    if topic == OFFSETS_TOPIC and broker.groups is not None:
+        broker.groups.complete_transaction(producer_id, committed)
+

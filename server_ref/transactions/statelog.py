@@ -1,0 +1,191 @@
+"""``__transaction_state``: the transaction coordinator's log, in Kafka's record layout.
+
+Each transactional id's records go to partition ``abs(hashCode(id)) % partitions``
+(``transaction.state.log.num.partitions``, default 50), compacted, so the last record per
+id is its state. Layouts as Kafka's TransactionLog (documented in its
+``TransactionLogKey``/``TransactionLogValue`` schemas, not among the client message schemas):
+
+* key: version int16 (0), transactional id (int16-length string);
+* value, version 0: producer id int64, producer epoch int16, transaction timeout int32,
+  state int8, partitions (int32 count, null as -1; each topic string + int32 array of
+  partition ids), last update time int64, start time int64. Version 1 is the same fields in
+  the flexible encoding; we write version 0 (every Kafka reads it) and read both.
+A null value (tombstone) forgets the id.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from sdk.errors import MalformedDataError
+from sdk.records.builder import RecordBatchBuilder
+from sdk.records.reader import RecordBatch, iter_batches
+from server_ref.offsets_journal import partition_for_group
+from server_ref.topics import Partition, Topic
+from server_ref.transactions.state import TxnMetadata, TxnState
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+
+__all__ = ["STATE_TOPIC", "TransactionStateLog", "decode_key", "decode_value", "encode_key",
+           "encode_value"]
+
+STATE_TOPIC = "__transaction_state"
+REPLAY_CHUNK = 1 << 20
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_HEAD = struct.Struct(">hqhib")  # version, producer id, epoch, timeout, state
+_TIMES = struct.Struct(">qq")
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return _I16.pack(len(raw)) + raw
+
+
+def encode_key(transactional_id: str) -> bytes:
+    return _I16.pack(0) + _string(transactional_id)
+
+
+def encode_value(meta: TxnMetadata) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in meta.sorted_partitions():
+        by_topic.setdefault(topic, []).append(index)
+    parts = [_HEAD.pack(0, meta.producer_id, meta.producer_epoch, meta.timeout_ms,
+                        int(meta.state)), _I32.pack(len(by_topic))]
+    for topic, indexes in by_topic.items():
+        parts.append(_string(topic))
+        parts.append(_I32.pack(len(indexes)))
+        parts.append(struct.pack(f">{len(indexes)}i", *indexes))
+    parts.append(_TIMES.pack(meta.last_update_ms, meta.start_ms))
+    return b"".join(parts)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: struct.Struct) -> tuple[int, ...]:
+        if self.pos + fmt.size > len(self.data):
+            raise MalformedDataError("transaction log record is truncated")
+        out = fmt.unpack_from(self.data, self.pos)
+        self.pos += fmt.size
+        return out
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            if self.pos >= len(self.data):
+                raise MalformedDataError("transaction log record is truncated")
+            b = self.data[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def string(self, compact: bool) -> str:
+        length = self.uvarint() - 1 if compact else self.take(_I16)[0]
+        if length < 0 or self.pos + length > len(self.data):
+            raise MalformedDataError("transaction log string is truncated")
+        text = self.data[self.pos:self.pos + length].decode("utf-8")
+        self.pos += length
+        return text
+
+    def count(self, compact: bool) -> int:
+        return self.uvarint() - 1 if compact else self.take(_I32)[0]
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
+
+def decode_key(key: bytes) -> str:
+    reader = _Reader(key)
+    (version,) = reader.take(_I16)
+    if version != 0:
+        raise MalformedDataError(f"transaction log key version {version} is unknown")
+    return reader.string(False)
+
+
+def decode_value(transactional_id: str, value: bytes) -> TxnMetadata:
+    reader = _Reader(value)
+    version, pid, epoch, timeout, state = reader.take(_HEAD)
+    if version not in (0, 1):
+        raise MalformedDataError(f"transaction log value version {version} is unknown")
+    compact = version >= 1
+    partitions: set[tuple[str, int]] = set()
+    for _ in range(max(0, reader.count(compact))):
+        topic = reader.string(compact)
+        for _ in range(max(0, reader.count(compact))):
+            partitions.add((topic, reader.take(_I32)[0]))
+        if compact:
+            reader.skip_tags()
+    last_update, start = reader.take(_TIMES)
+    return TxnMetadata(transactional_id, pid, epoch, timeout, TxnState(state), partitions,
+                       start_ms=start, last_update_ms=last_update)
+
+
+class TransactionStateLog:
+    """Appends and replays ``__transaction_state`` on the broker's partition logs."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def _topic(self, create: bool) -> Topic | None:
+        topics = self.broker.topics
+        topic = topics.get(STATE_TOPIC)
+        if topic is None and create:
+            config = self.broker.config
+            topic = topics.create(
+                STATE_TOPIC, int(config.get("transaction.state.log.num.partitions")), 1,
+                {"cleanup.policy": "compact",
+                 "segment.bytes": str(config.get("transaction.state.log.segment.bytes"))},
+                internal=True)
+        return topic
+
+    def partition_for(self, transactional_id: str) -> Partition:
+        topic = self._topic(create=True)
+        assert topic is not None
+        return topic.partitions[partition_for_group(transactional_id, len(topic.partitions))]
+
+    def partition_index(self, transactional_id: str) -> int:
+        return self.partition_for(transactional_id).index
+
+    def write(self, meta: TxnMetadata) -> None:
+        """Append the id's state before the caller answers: the log writes straight to its
+        files (``os.write``), so a killed broker process keeps the decision; fsync follows
+        the broker's flush settings like every other log."""
+        partition = self.partition_for(meta.transactional_id)
+        builder = RecordBatchBuilder()
+        builder.append(None, self.broker.now_ms(), encode_key(meta.transactional_id),
+                       encode_value(meta))
+        partition.log.append(bytearray(builder.build()), leader_epoch=0)
+        partition.notify_appended()
+
+    def replay(self) -> Iterator[tuple[str, TxnMetadata | None]]:
+        topic = self._topic(create=False)
+        if topic is None:
+            return
+        for partition in topic.partitions:
+            plog = partition.log
+            offset = plog.log_start_offset
+            while offset < plog.log_end_offset:
+                data = plog.read(offset, REPLAY_CHUNK).to_bytes()
+                if not data:
+                    break
+                for batch in iter_batches(data):
+                    if isinstance(batch, RecordBatch) and batch.is_control:
+                        offset = batch.next_offset
+                        continue
+                    for record in batch.records():
+                        if record.key is None or record.offset < offset:
+                            continue
+                        txn_id = decode_key(record.key)
+                        yield txn_id, (None if record.value is None
+                                       else decode_value(txn_id, record.value))
+                    offset = batch.next_offset
