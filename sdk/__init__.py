@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "AsyncProducer": "sdk.producer",
     "Consumer": "sdk.consumer",
     "AsyncConsumer": "sdk.consumer",
+    "ConsumerGroupMetadata": "sdk.consumer",
     "AdminClient": "sdk.admin",
     "AsyncAdminClient": "sdk.admin",
     "ConfigResource": "sdk.admin",
@@ -64,6 +65,7 @@ __all__ = [
     "AsyncConsumer",
     "AsyncProducer",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "NewTopic",
     "OAuthBearerToken",
@@ -97,7 +99,7 @@ if TYPE_CHECKING:
         UserScramCredentialDeletion,
         UserScramCredentialUpsertion,
     )
-    from sdk.consumer import AsyncConsumer, Consumer
+    from sdk.consumer import AsyncConsumer, Consumer, ConsumerGroupMetadata
     from sdk.net.security import OAuthBearerToken
     from sdk.producer import AsyncProducer, Producer
     from sdk.types import (

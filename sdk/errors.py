@@ -793,3 +793,8 @@ class OffsetNotFoundError(KafkaError):
 class DeliveryFailedError(KafkaError):
     """Spark sink: a write task could not deliver some of its records (the cause is the
     first error); Spark retries the task."""
+
+
+class TransactionAbortedError(KafkaError):
+    """A record of a transaction that was aborted before the record was sent: it was not
+    written (records already written by then are discarded for read_committed readers)."""

@@ -26,6 +26,7 @@ from sdk.consumer.errors import (
     NoOffsetForPartitionError,
     RecordDeserializationError,
 )
+from sdk.consumer.group_metadata import ConsumerGroupMetadata
 from sdk.consumer.sync import Consumer
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ __all__ = [
     "CommitFailedError",
     "Consumer",
     "ConsumerConfig",
+    "ConsumerGroupMetadata",
     "ConsumerRebalanceListener",
     "CooperativeStickyAssignor",
     "MemberAssignment",

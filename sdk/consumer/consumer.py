@@ -27,6 +27,7 @@ from typing import Any, Generic, overload
 from sdk.consumer.coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
 from sdk.consumer.errors import NoOffsetForPartitionError
 from sdk.consumer.fetcher import Fetcher
+from sdk.consumer.group_metadata import ConsumerGroupMetadata
 from sdk.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -441,6 +442,15 @@ class AsyncConsumer(Generic[K, V]):
         """The partition's high watermark as of the last fetch (None before one answered).
         No request is sent."""
         return self._subs.state(partition).high_watermark
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id now, for a transactional producer's
+        ``send_offsets_to_transaction`` (KIP-447). IllegalStateError without a group_id."""
+        group_id = self._require_group("group_metadata()")
+        m = self._coordinator.membership if self._coordinator is not None else None
+        if m is None:
+            return ConsumerGroupMetadata(group_id, group_instance_id=self.config.group_instance_id)
+        return ConsumerGroupMetadata(group_id, m.generation, m.member_id, m.group_instance_id)
 
     # ================================================================ commits
 

@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from sdk.consumer.consumer import AsyncConsumer, Records, poll_timeout_s
 from sdk.consumer.coordinator import CommitCallback, ConsumerRebalanceListener
+from sdk.consumer.group_metadata import ConsumerGroupMetadata
 from sdk.errors import ConsumerClosedError
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
@@ -302,6 +303,11 @@ class Consumer(Generic[K, V]):
         """The partition's high watermark as of the last fetch (None before one answered).
         No request is sent."""
         return self._do(self._core.highwater, partition)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id now, for a transactional producer's
+        ``send_offsets_to_transaction`` (KIP-447)."""
+        return self._do(self._core.group_metadata)
 
     def topics(self, timeout_ms: int | None = None) -> set[str]:
         """Every topic in the cluster (asks a broker)."""

@@ -271,13 +271,9 @@ NAMES: dict[str, tuple[Entry, ...]] = {
                                      "runs", roles="P"),),
     "delivery.report.only.error": (Ignored(
         "futures and callbacks report every record", roles="P", quiet=("false",)),),
-    "transactional.id": (Ignored("transactions are not supported yet", roles="P",
-                                 quiet=("",), otherwise="refuse"),),
-    "transaction.timeout.ms": (Ignored("used only with transactional.id (transactions are "
-                                       "not supported yet)", roles="P"),),
     "transaction.two.phase.commit.enable": (Ignored(
-        "transactions are not supported yet", roles="P", quiet=("false",),
-        otherwise="refuse"),),
+        "two-phase commit with an external coordinator (KIP-939) is not supported",
+        roles="P", quiet=("false",), otherwise="refuse"),),
     "enable.gapless.guarantee": (Ignored(
         "a batch refused for good fails alone and later ones go on (DESIGN.md section 5)",
         roles="P", quiet=("false",), otherwise="refuse"),),

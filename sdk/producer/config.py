@@ -20,12 +20,15 @@ enable_idempotence                     True        exactly-once per partition; n
 partitioner                            "default"   name, Partitioner object or callable
 partitioner_ignore_keys                False       send keyed records through the sticky path
 key_serializer / value_serializer      None        callables object -> bytes, or a name
+transactional_id                       None        makes the producer transactional
+transaction_timeout_ms                 60000       the coordinator aborts a transaction older
 ====================================== =========== =========================================
 
 Cross-field rules, as Java applies them (KIP-679): idempotence needs ``acks=all``,
 ``retries > 0`` and at most 5 in-flight requests. When ``enable_idempotence`` was *not*
 given and another setting conflicts, idempotence is quietly turned off; when it was given
-as true, the conflict is a ConfigError. ``delivery_timeout_ms`` must be at least
+as true, the conflict is a ConfigError. A ``transactional_id`` implies idempotence:
+with it, ``enable_idempotence=False`` or a conflicting setting is a ConfigError. ``delivery_timeout_ms`` must be at least
 ``linger_ms + request_timeout_ms`` (raised to that when it was not given).
 """
 
@@ -81,6 +84,8 @@ class ProducerConfig(CommonConfig):
     partitioner_ignore_keys: bool = False
     key_serializer: Serializer | None = None
     value_serializer: Serializer | None = None
+    transactional_id: str | None = None
+    transaction_timeout_ms: PositiveInt = 60_000
 
     _role: ClassVar[str] = "P"
 
@@ -129,6 +134,18 @@ class ProducerConfig(CommonConfig):
                 f"{self.max_in_flight_requests_per_connection} (idempotence allows at most "
                 f"{MAX_IDEMPOTENT_IN_FLIGHT})",
             ))
+        if self.transactional_id == "":
+            self.transactional_id = None  # Java and librdkafka read an empty id as none
+        if self.transactional_id is not None:
+            if not self.enable_idempotence and "enable_idempotence" in explicit:
+                raise ConfigError("a transactional producer is idempotent: remove "
+                                  "enable_idempotence=False or the transactional_id",
+                                  key="enable_idempotence", value=False)
+            if conflicts:
+                key, why = conflicts[0]
+                raise ConfigError(f"conflicts with transactional_id (transactions need "
+                                  f"idempotence): {why}", key=key, value=getattr(self, key))
+            self.enable_idempotence = True
         if self.enable_idempotence and conflicts:
             if "enable_idempotence" in explicit:
                 key, why = conflicts[0]

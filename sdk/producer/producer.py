@@ -58,6 +58,8 @@ from sdk.producer.idempotence import ProducerIdManager
 from sdk.producer.partitioner import make_partitioner
 from sdk.producer.sender import Sender
 from sdk.producer.staging import Stage
+from sdk.producer.transactional import TransactionalMethods
+from sdk.producer.transactions import TransactionManager
 from sdk.types import RecordMetadata
 
 __all__ = ["AsyncProducer"]
@@ -92,7 +94,7 @@ _CATCH_UP_S = 0.02  # longest wait for the sender after a blocking bulk append
 _BYTES_LIKE = (bytearray, memoryview)
 
 
-class AsyncProducer(Generic[KS, VS]):
+class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
     """The asyncio producer. Settings as keyword arguments and/or a dotted-name mapping
     (see :class:`sdk.producer.config.ProducerConfig`); invalid ones raise ConfigError.
 
@@ -164,6 +166,9 @@ class AsyncProducer(Generic[KS, VS]):
         # The fast paths of send and send_threadsafe: a plain record is staged in one call
         # (see Stage.stager); send_threadsafe falls back to the class's general path.
         self._stage_send = self._stage.stager(self._raw, None, "AsyncProducer.send")
+        self._txn: TransactionManager | None = None
+        if cfg.transactional_id is not None:  # every send checks the transaction first
+            self._stage_send = self._checked(self._stage_send)
         if type(self).send_threadsafe is AsyncProducer.send_threadsafe:  # not overridden
             self.send_threadsafe = self._fast_send(  # type: ignore[method-assign]
                 "AsyncProducer.send_threadsafe")
@@ -180,7 +185,8 @@ class AsyncProducer(Generic[KS, VS]):
     def _fast_send(self, name: str) -> Callable[..., RecordFuture]:
         """``send_threadsafe`` as one function named ``name`` (Stage.stager): it stages a
         plain record itself and calls the general path for any other."""
-        return self._stage.stager(self._raw, AsyncProducer.send_threadsafe.__get__(self), name)
+        fast = self._stage.stager(self._raw, AsyncProducer.send_threadsafe.__get__(self), name)
+        return fast if self.config.transactional_id is None else self._checked(fast)
 
     # ================================================================== lifecycle
 
@@ -201,8 +207,13 @@ class AsyncProducer(Generic[KS, VS]):
             ids = ProducerIdManager(client, backoff_ms=cfg.retry_backoff_ms,
                                     backoff_max_ms=cfg.retry_backoff_max_ms,
                                     request_timeout_s=cfg.request_timeout_ms / 1000)
+        if cfg.transactional_id is not None:
+            assert ids is not None  # the config makes a transactional producer idempotent
+            self._txn = TransactionManager(client, ids, transactional_id=cfg.transactional_id,
+                                           transaction_timeout_ms=cfg.transaction_timeout_ms,
+                                           wake_sender=self._wake_sender)
         self._sender = Sender(client=client, accumulator=self._acc, config=cfg,
-                              producer_ids=ids, stage=self._stage)
+                              producer_ids=ids, stage=self._stage, transactions=self._txn)
         self._sender.start()
 
     async def __aenter__(self) -> AsyncProducer[KS, VS]:
@@ -260,6 +271,8 @@ class AsyncProducer(Generic[KS, VS]):
             raise TypeError(f"topic must be a non-empty str, not {topic!r}")
         if self._client is None:
             raise IllegalStateError("the producer is not started (use `async with` or start())")
+        if self._txn is not None:
+            self._txn.check_send()
         if self._key_serializer is not None and key is not None:
             key = self._key_serializer(key)
         if self._value_serializer is not None and value is not None:

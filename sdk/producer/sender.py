@@ -51,6 +51,7 @@ from sdk.producer.accumulator import PartitionQueue, RecordAccumulator
 from sdk.producer.batch import ProducerBatch
 from sdk.producer.idempotence import SEQUENCE_MASK, ProducerIdManager, reset_bumps_epoch
 from sdk.producer.staging import Stage
+from sdk.producer.transactions import DOOMED, TransactionManager
 from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.compression import get_codec
 from sdk.records.header import patch_producer_state
@@ -81,8 +82,10 @@ class Sender:
 
     def __init__(self, *, client: NetClient, accumulator: RecordAccumulator,
                  config: ProducerConfig, producer_ids: ProducerIdManager | None,
-                 stage: Stage | None = None) -> None:
+                 stage: Stage | None = None,
+                 transactions: TransactionManager | None = None) -> None:
         self._client = client
+        self._txn = transactions  # None unless transactional_id is set
         self._acc = accumulator
         self._stage = stage
         self._ids = producer_ids
@@ -209,6 +212,26 @@ class Sender:
             pq.retries.clear()
             pq.in_flight.clear()
 
+    def fail_unsent(self, error: BaseException) -> bool:
+        """Transactions: fail every batch not in flight; True if one had been sent (its
+        partition's sequences then have a gap: the abort bumps the epoch)."""
+        sent = False
+        for pq in self._acc.all_queues():
+            with self._acc.lock:
+                waiting, pq.open = [*pq.batches, *pq.retries], None
+                pq.batches.clear()
+            pq.retries.clear()
+            for batch in waiting:
+                sent = sent or batch.base_sequence >= 0
+                self._fail(batch, error)
+        return sent
+
+    def restart_sequences(self) -> None:
+        """After a new epoch: every partition starts again at sequence 0."""
+        for pq in self._acc.all_queues():
+            pq.next_sequence = 0
+            pq.last_acked_sequence = -1
+
     # ================================================================== the loop
 
     async def _run(self) -> None:
@@ -252,6 +275,9 @@ class Sender:
             for batch in [b for b in pq.retries if b.deadline <= now]:
                 pq.retries.remove(batch)
                 self._fail_sent(batch, self._expired_error(batch))
+        txn = self._txn
+        if txn is not None and txn.state in DOOMED:
+            self.fail_unsent(txn.error or KafkaError("the transaction failed"))
         if self._ids is not None and not self._producer_id_ready(queues, now):
             # Waiting for InitProducerId: its task wakes us; else retry after its backoff.
             retry_at = self._ids.retry_at
@@ -284,6 +310,8 @@ class Sender:
                 if leader is None:
                     leader_missing = True
                     continue
+                if txn is not None and not txn.partition_ready(pq.topic, pq.partition):
+                    continue  # AddPartitionsToTxn first; its answer wakes the sender
                 by_node.setdefault(leader, []).append(pq)
         if leader_missing:
             self._client.request_refresh()
@@ -301,6 +329,8 @@ class Sender:
     def _producer_id_ready(self, queues: list[PartitionQueue], now: float) -> bool:
         ids = self._ids
         assert ids is not None
+        if self._txn is not None:  # the id comes from init_transactions, resets from aborts
+            return ids.producer_id >= 0
         if ids.reset_requested:
             if any(pq.in_flight for pq in queues):
                 return False  # wait for every answer before the sequences are redone
@@ -334,9 +364,7 @@ class Sender:
                     batch.base_sequence = -1  # resequenced under the new id/epoch when sent
                     keep.append(batch)
             pq.retries = keep
-        for pq in self._acc.all_queues():
-            pq.next_sequence = 0
-            pq.last_acked_sequence = -1
+        self.restart_sequences()
         self._ids.apply_reset()
 
     # ================================================================== sending
@@ -406,7 +434,7 @@ class Sender:
             builder = batch.builder
             assert builder is not None
             if ids is not None:
-                builder.set_producer_state(*state)
+                builder.set_producer_state(*state, is_transactional=self._txn is not None)
             raw = builder.size_in_bytes()
             if builder.compression and get_codec(builder.compression).quick:
                 # Let a thread waiting in catch_up go on while this compresses without the
@@ -438,7 +466,8 @@ class Sender:
             batch.attempts += 1
             batch.in_flight = True
             batch.queue.in_flight.append(batch)
-        request = ProduceRequest(transactional_id=None, acks=self._acks,
+        txn_id = self._txn.transactional_id if self._txn is not None else None
+        request = ProduceRequest(transactional_id=txn_id, acks=self._acks,
                                  timeout_ms=self._broker_timeout_ms,
                                  topic_data=list(topics.values()))
         try:
@@ -542,6 +571,9 @@ class Sender:
             batch.outcome_unknown = True
         now = time.monotonic()
         code = getattr(error, "errno", None)
+        if self._txn is not None and code in (_OUT_OF_ORDER, *_PRODUCER_STATE_LOST):
+            self._fail(batch, error)  # fatal (fenced) or abortable: the transaction says
+            return
         if self._ids is not None and code in (_OUT_OF_ORDER, *_PRODUCER_STATE_LOST):
             sent_sequence = batch.payload_state[2] if batch.payload_state else -1
             expected = (batch.queue.last_acked_sequence + 1) & SEQUENCE_MASK
@@ -704,7 +736,9 @@ class Sender:
         ids = self._ids
         if (ids is not None and batch.base_sequence >= 0 and batch.producer_id == ids.producer_id
                 and batch.producer_epoch == ids.epoch):
-            if batch.outcome_unknown:
+            if self._txn is not None:
+                pass  # the abort bumps the epoch (TransactionManager.fail: sent=True)
+            elif batch.outcome_unknown:
                 ids.request_reset(f"the outcome of a batch for {batch.topic}-{batch.partition} "
                                   "is unknown and it failed", bump_epoch=True)
             else:
@@ -746,6 +780,8 @@ class Sender:
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if batch.done:
             return
+        if self._txn is not None:
+            self._txn.fail(error, sent=batch.base_sequence >= 0)
         if batch.in_flight:
             self._leave_flight(batch)
         batch.fail(error)

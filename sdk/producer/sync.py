@@ -16,7 +16,8 @@ not block on the producer. No producer logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+import contextlib
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from sdk.net.describe import describe_client
@@ -27,6 +28,8 @@ from sdk.producer.producer import KS, VS, AsyncProducer, Headers, RawBytes
 
 if TYPE_CHECKING:
     from sdk.producer.config import ProducerConfig
+    from sdk.producer.transactions import GroupMetadataLike
+    from sdk.types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["Producer"]
 
@@ -109,6 +112,46 @@ class Producer(Generic[KS, VS]):
         """The partition ids of ``topic``, waiting for its metadata up to ``timeout``
         seconds (default ``max_block_ms``); KafkaTimeoutError after that."""
         return self._thread.run(self._core.partitions_for(topic, timeout))
+
+    # ------------------------------------------------------------------ transactions
+    # (AsyncProducer's calls, run on the loop thread; see sdk.producer.transactional)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional id (fences older producers of the same id)."""
+        self._thread.run(self._core.init_transactions(timeout))
+
+    def begin_transaction(self) -> None:
+        """Start a transaction."""
+        self._core.begin_transaction()
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        group_metadata: GroupMetadataLike | str, timeout: float | None = None,
+    ) -> None:
+        """Commit consumer offsets with the transaction (KIP-447 fencing by generation)."""
+        self._thread.run(self._core.send_offsets_to_transaction(offsets, group_metadata,
+                                                                timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush the transaction's records and commit it."""
+        self._thread.run(self._core.commit_transaction(timeout))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction; the producer is ready for the next one."""
+        self._thread.run(self._core.abort_transaction(timeout))
+
+    @contextlib.contextmanager
+    def transaction(self, timeout: float | None = None) -> Iterator[None]:
+        """``with producer.transaction():`` commits at the end of the block, or aborts
+        when it raises (the exception goes on)."""
+        self.begin_transaction()
+        try:
+            yield
+        except BaseException:
+            if not self._core._manager().fatal:
+                self.abort_transaction(timeout)
+            raise
+        self.commit_transaction(timeout)
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is pending for up to ``timeout`` seconds, fail the rest, stop.

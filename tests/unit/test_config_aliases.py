@@ -171,7 +171,7 @@ def test_one_warning_per_client(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.parametrize(("role", "key", "value", "fragment"), [
-    ("P", "transactional.id", "tx-1", "transactions are not supported"),
+    ("P", "transaction.two.phase.commit.enable", "true", "KIP-939"),
     ("P", "dr_msg_cb", print, "pass on_delivery= to send()"),
     ("P", "on_delivery", print, "pass on_delivery= to send()"),
     ("P", "partitioner", "consistent_random", "murmur2_random"),
