@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from sdk.errors import MalformedDataError
 from sdk.records.builder import RecordBatchBuilder
+from sdk.records.control import decode_control_record
 from sdk.records.reader import RecordBatch, iter_batches
 from server_ref.topics import Partition, Topic
 
@@ -88,7 +89,23 @@ class OffsetsJournal:
         partition.log.append(bytearray(builder.build()), leader_epoch=0)
         partition.notify_appended()
 
+    def append_transactional(self, key: bytes, value: bytes | None, producer_id: int,
+                             producer_epoch: int) -> None:
+        """A TxnOffsetCommit record, in a transactional batch of the producer (as Kafka
+        writes them): it counts only once a COMMIT marker follows it in the partition."""
+        partition = self.partition_for(group_of_key(key))
+        builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch,
+                                     is_transactional=True)
+        builder.append(None, self.broker.now_ms(), key, value)
+        partition.log.append(bytearray(builder.build()), leader_epoch=0)
+        partition.notify_appended()
+
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
+        """Records in log order; transactional ones at their COMMIT marker (dropped at an
+        ABORT). Those of transactions still open at the end are left in
+        ``open_transactional`` (producer id -> records) for the coordinator to stage."""
+        self.open_transactional: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        pending = self.open_transactional
         topic = self._topic(create=False)
         if topic is None:
             return
@@ -100,10 +117,22 @@ class OffsetsJournal:
                 if not data:
                     break
                 for batch in iter_batches(data):
+                    if batch.next_offset <= offset:
+                        continue
                     if isinstance(batch, RecordBatch) and batch.is_control:
+                        held = pending.pop(batch.producer_id, [])
+                        marker = batch.records()[0]
+                        if decode_control_record(marker.offset, marker.timestamp, marker.key,
+                                                 marker.value).is_commit:
+                            yield from held
                         offset = batch.next_offset
                         continue
+                    held_for = pending.setdefault(batch.producer_id, []) if (
+                        isinstance(batch, RecordBatch) and batch.is_transactional) else None
                     for record in batch.records():
                         if record.key is not None and record.offset >= offset:
-                            yield record.key, record.value
+                            if held_for is not None:
+                                held_for.append((record.key, record.value))
+                            else:
+                                yield record.key, record.value
                     offset = batch.next_offset

@@ -211,6 +211,7 @@ class GroupCoordinator:
     def stage_transactional_offsets(
         self, group_id: str, producer_id: int, offsets: Mapping[Partition, OffsetToCommit], *,
         generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None,
+        producer_epoch: int = 0,
     ) -> dict[Partition, int]:
         """TxnOffsetCommit: hold offsets until :meth:`complete_transaction`."""
         try:
@@ -219,7 +220,7 @@ class GroupCoordinator:
             return dict.fromkeys(offsets, exc.errno)
         return self.offsets.stage_transactional(
             group_id, producer_id, offsets, generation_id=generation_id, member_id=member_id,
-            group_instance_id=group_instance_id)
+            group_instance_id=group_instance_id, producer_epoch=producer_epoch)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> None:
         """A transaction marker reached the group: apply or drop the producer's offsets."""

@@ -20,8 +20,9 @@ Rules follow Kafka's classic groups:
   goes with them, as in Kafka.
 * Transactional offsets (TxnOffsetCommit) are staged per producer and become committed
   offsets only when the transaction commits; OffsetFetch with ``require_stable`` answers
-  UNSTABLE_OFFSET_COMMIT for a partition with a staged offset. Staged offsets live in memory
-  only: a restart forgets an undecided transaction's offsets (the transaction aborts).
+  UNSTABLE_OFFSET_COMMIT for a partition with a staged offset. Staged offsets are journaled
+  as transactional records of the producer (Kafka's layout): the journal replays them at
+  their COMMIT marker, drops them at an ABORT, and stages again those still undecided.
 """
 
 from __future__ import annotations
@@ -83,8 +84,11 @@ class OffsetManager:
     def stage_transactional(self, group_id: str, producer_id: int,
                             offsets: Mapping[Partition, OffsetToCommit], *,
                             generation_id: int = -1, member_id: str = "",
-                            group_instance_id: str | None = None) -> dict[Partition, int]:
-        """Hold TxnOffsetCommit offsets until :meth:`complete_transaction` decides them."""
+                            group_instance_id: str | None = None,
+                            producer_epoch: int = 0) -> dict[Partition, int]:
+        """Hold TxnOffsetCommit offsets until :meth:`complete_transaction` decides them;
+        each is journaled first as a transactional record of the producer, so a restart
+        stages it again until the marker decides it."""
         try:
             group = self._group_for_commit(group_id, generation_id, member_id,
                                            group_instance_id, transactional=True)
@@ -95,7 +99,10 @@ class OffsetManager:
         results: dict[Partition, int] = {}
         for partition, request in offsets.items():
             try:
-                staged[partition] = self._to_committed(request, now, -1)
+                committed = self._to_committed(request, now, -1)
+                self._store.write_txn_offset(group_id, partition, committed, producer_id,
+                                             producer_epoch)
+                staged[partition] = committed
             except errors.BrokerResponseError as exc:
                 results[partition] = exc.errno
                 continue

@@ -94,6 +94,20 @@ class GroupStore:
     def write_offset(self, group_id: str, partition: Partition, committed: CommittedOffset) -> None:
         self._append(offset_key(group_id, *partition), offset_value(committed))
 
+    def write_txn_offset(self, group_id: str, partition: Partition, committed: CommittedOffset,
+                         producer_id: int, producer_epoch: int) -> None:
+        """A TxnOffsetCommit offset, durable but decided by the transaction's marker (a
+        journal without transactional records keeps it in memory only)."""
+        append = getattr(self.journal, "append_transactional", None)
+        if append is None:
+            return
+        try:
+            append(offset_key(group_id, *partition), offset_value(committed), producer_id,
+                   producer_epoch)
+        except Exception as exc:
+            log.warning("group journal append failed: %s", exc)
+            raise JournalWriteError(f"could not persist group state: {exc}") from exc
+
     def write_offset_tombstone(self, group_id: str, partition: Partition) -> None:
         self._append(offset_key(group_id, *partition), None)
 
@@ -140,6 +154,16 @@ class GroupStore:
         for group_id, partitions in offsets.items():
             if partitions:
                 self.get_or_create(group_id).offsets.update(partitions)
+        # Offsets of transactions still undecided when the journal ended are staged again;
+        # the transaction coordinator's markers decide them after the restart.
+        open_txns = getattr(self.journal, "open_transactional", None) or {}
+        for producer_id, records in open_txns.items():
+            for key_bytes, value in records:
+                key = decode_key(bytes(key_bytes))
+                if isinstance(key, OffsetKey) and value is not None:
+                    group = self.get_or_create(key.group_id)
+                    group.pending_txn_offsets.setdefault(producer_id, {})[
+                        (key.topic, key.partition)] = decode_offset_value(bytes(value))
         return with_members
 
     def _restore_group(self, group_id: str, stored: StoredGroup) -> Group:

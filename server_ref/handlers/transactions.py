@@ -235,7 +235,8 @@ def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
                 req.group_id, req.producer_id, to_stage,
                 generation_id=req.generation_id if v >= 3 else -1,
                 member_id=req.member_id if v >= 3 else "",
-                group_instance_id=req.group_instance_id if v >= 3 else None))
+                group_instance_id=req.group_instance_id if v >= 3 else None,
+                producer_epoch=req.producer_epoch))
     by_topic: dict[str, list[Any]] = {}
     for name, p in requested:
         by_topic.setdefault(name, []).append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(

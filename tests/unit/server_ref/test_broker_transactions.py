@@ -284,6 +284,17 @@ async def test_state_reloads_and_prepared_transactions_complete_after_restart(
         assert partition_result(await client.call(produce_request(
             "t", txn_batch(pid, 0, 0, [b"v"]), partition=p, transactional_id="tx"))
         ).error_code == 0
+    # Offsets in the transaction too: journaled as transactional records, decided by the
+    # marker written after the restart.
+    assert (await client.call(AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=pid, producer_epoch=0, group_id="g"), 3)
+            ).error_code == 0
+    staged = await client.call(TxnOffsetCommitRequest(
+        transactional_id="tx", group_id="g", producer_id=pid, producer_epoch=0, topics=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="t", partitions=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=7)])]), 3)
+    assert staged.topics[0].partitions[0].error_code == 0
     coordinator = served.b.transactions
     assert coordinator is not None
     coordinator._marker_delay_s = 3600  # PrepareCommit is written; markers are not yet
@@ -294,6 +305,9 @@ async def test_state_reloads_and_prepared_transactions_complete_after_restart(
     client = await served.client()
     await eventually(lambda: state_of(served) is TxnState.COMPLETE_COMMIT)
     assert state_of(served, "open") is TxnState.ONGOING
+    fetched = await client.call(OffsetFetchRequest(group_id="g", topics=[
+        OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0])]), 7)
+    assert fetched.topics[0].partitions[0].committed_offset == 7
     for p in (0, 1):
         assert data_values((await fetch(client, "t", p, READ_COMMITTED)).records) == [b"v"]
     described = await client.call(DescribeTransactionsRequest(
