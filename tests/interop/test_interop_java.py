@@ -504,9 +504,8 @@ def test_java_transactions_read_by_our_consumer(target: Target) -> None:
     third of its transactions and copies those records again) copies 300 records in
     transactions of 10. Our consumer reads each record exactly once under read_committed and
     the aborted copies too under read_uncommitted; the copier's offsets, committed inside its
-    transactions (TxnOffsetCommit), are the group's. Our broker does not implement
-    transactions: it refuses a transactional InitProducerId with
-    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java producer treats as fatal."""
+    transactions (TxnOffsetCommit), are the group's. The same on both brokers: our broker
+    is the Java producer's transaction coordinator too."""
     source, copy, count = "txn-source", "txn-copy", 300
     target.create_topic(source, 1)
     target.create_topic(copy, 1)
@@ -519,11 +518,6 @@ def test_java_transactions_read_by_our_consumer(target: Target) -> None:
         "--transaction-size", "10", "--enable-random-aborts", "--consumer-group", "copier"),
         capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
     printed = result.stdout + result.stderr
-    if target.name == "ref":
-        assert result.returncode != 0, printed
-        assert "TransactionalIdAuthorizationException" in printed, printed
-        assert read_to_end(target.bootstrap, copy, "read_uncommitted") == []
-        return
     assert result.returncode == 0, printed
     expected = [(f"k-{i}", f"m-{i}") for i in range(count)]
     committed = read_to_end(target.bootstrap, copy, "read_committed")
