@@ -144,7 +144,7 @@ class TransactionCoordinator:
             raise ConcurrentTransactionsError(
                 f"aborting the open transaction of {txn_id}; retry when it is complete")
         meta.timeout_ms = timeout_ms
-        self._bump(meta)
+        self._bump(meta, kip360=producer_id != NO_PRODUCER_ID)
         meta.state = TxnState.EMPTY
         meta.partitions = set()
         meta.start_ms = -1
@@ -274,8 +274,11 @@ class TransactionCoordinator:
                 f"{epoch} is not the current epoch {meta.producer_epoch}")
         return meta
 
-    def _bump(self, meta: TxnMetadata) -> None:
-        meta.last_epoch = meta.producer_epoch
+    def _bump(self, meta: TxnMetadata, kip360: bool) -> None:
+        """The next epoch (or a new producer id when the epochs are used up). Only a KIP-360
+        bump remembers the old epoch, which a retry of that request may name (as Kafka's
+        prepareIncrementProducerEpoch: a new instance clears it)."""
+        meta.last_epoch = meta.producer_epoch if kip360 else -1
         if meta.producer_epoch >= MAX_EPOCH - 1:
             meta.producer_id, meta.producer_epoch = self._allocate(), 0
             meta.last_epoch = -1
@@ -284,12 +287,9 @@ class TransactionCoordinator:
 
     def _fence_and_abort(self, meta: TxnMetadata) -> None:
         """Abort the open transaction under a bumped epoch (timeouts, a new instance)."""
-        if meta.producer_epoch >= MAX_EPOCH - 1:
-            # No room for the bump: abort under the current epoch; the next
-            # InitProducerId moves to a new producer id.
-            meta.last_epoch = meta.producer_epoch
-        else:
-            meta.last_epoch = meta.producer_epoch
+        # No room for the bump at the last epochs: abort under the current one; the next
+        # InitProducerId moves to a new producer id.
+        if meta.producer_epoch < MAX_EPOCH - 1:
             meta.producer_epoch += 1
         meta.state = TxnState.PREPARE_ABORT
         self._write(meta)

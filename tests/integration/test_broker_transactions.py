@@ -1,0 +1,181 @@
+"""The transaction coordinator's answers to raw requests, the same sequence sent to our
+broker and to Apache Kafka (one node), which must give the same error codes: timeouts
+checked at InitProducerId, unknown partitions, EndTxn with nothing open, a new instance
+aborting the open transaction (CONCURRENT_TRANSACTIONS, then the bumped epoch), a fenced
+epoch per API version (PRODUCER_FENCED from KIP-588's versions, INVALID_PRODUCER_EPOCH
+before), unknown producer ids, DescribeTransactions / ListTransactions.
+
+tansu is not a target here: its transaction answers differ (see
+tests/integration/test_transactions.py, where they are asserted); this file pins our
+broker to Kafka's codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sdk.errors import (
+    ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    NotCoordinatorError,
+    OperationNotAttemptedError,
+    ProducerFencedError,
+    TransactionalIdNotFoundError,
+    UnknownTopicOrPartitionError,
+)
+from sdk.net.client import NetClient
+from sdk.net.config import CommonConfig
+from sdk.net.targets import Coordinator, CoordinatorType
+from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest as APT
+from sdk.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from sdk.protocol.messages.end_txn import EndTxnRequest
+from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
+from sdk.protocol.messages.list_transactions import ListTransactionsRequest
+
+from .conftest import Target, create_topic, new_topic, start_target
+
+_NOT_READY = {CoordinatorLoadInProgressError.errno, CoordinatorNotAvailableError.errno,
+              NotCoordinatorError.errno}
+
+
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    with start_target(request.param) as started:
+        yield started
+
+
+class Raw:
+    """Raw requests to the transaction coordinator of one transactional id."""
+
+    def __init__(self, client: NetClient, txn_id: str) -> None:
+        self.client = client
+        self.txn_id = txn_id
+        self.route = Coordinator(txn_id, CoordinatorType.TRANSACTION)
+
+    async def call(self, request: Any, version: int, retry: set[int] = _NOT_READY) -> Any:
+        deadline = time.monotonic() + 30
+        while True:
+            response = await self.client.call(request, self.route, max_version=version,
+                                              timeout_s=20)
+            code = getattr(response, "error_code", 0)
+            if code not in retry or time.monotonic() > deadline:
+                return response
+            await asyncio.sleep(0.2)
+
+    async def init(self, timeout_ms: int = 60000, version: int = 4,
+                   retry: set[int] = _NOT_READY, **fields: Any) -> Any:
+        return await self.call(InitProducerIdRequest(
+            transactional_id=self.txn_id, transaction_timeout_ms=timeout_ms, **fields),
+            version, retry)
+
+    async def add(self, pid: int, epoch: int, topic: str, partitions: list[int],
+                  version: int = 3) -> list[int]:
+        response = await self.call(APT(
+            v3_and_below_transactional_id=self.txn_id, v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch, v3_and_below_topics=[
+                APT.AddPartitionsToTxnTopic(name=topic, partitions=partitions)]), version)
+        return [p.partition_error_code for t in response.results_by_topic_v3_and_below
+                for p in sorted(t.results_by_partition, key=lambda r: r.partition_index)]
+
+    async def end(self, pid: int, epoch: int, commit: bool, version: int = 3) -> int:
+        response = await self.call(EndTxnRequest(
+            transactional_id=self.txn_id, producer_id=pid, producer_epoch=epoch,
+            committed=commit), version)
+        return int(response.error_code)
+
+
+async def _sequence(target: Target) -> list[tuple[str, object]]:
+    """The answers, labelled, to one fixed sequence of requests."""
+    topic = new_topic("txn-raw")
+    await create_topic(target.bootstrap_servers, topic, 2)
+    client = NetClient(CommonConfig.build(bootstrap_servers=target.bootstrap_servers))
+    await client.start()
+    out: list[tuple[str, object]] = []
+    try:
+        raw = Raw(client, f"raw-{uuid.uuid4().hex[:8]}")
+        too_long = await raw.init(timeout_ms=(1 << 31) - 1)
+        out.append(("init timeout too long", too_long.error_code))
+        first = await raw.init()
+        out.append(("init", (first.error_code, first.producer_epoch)))
+        pid = first.producer_id
+        out.append(("add unknown partition", await raw.add(pid, 0, topic, [0, 9])))
+        out.append(("end while empty", await raw.end(pid, 0, commit=True)))
+        out.append(("add", await raw.add(pid, 0, topic, [0, 1])))
+        out.append(("add again", await raw.add(pid, 0, topic, [1])))
+        out.append(("unknown producer id", await raw.add(pid + 12345, 0, topic, [0])))
+        busy = await raw.init(retry=_NOT_READY)
+        out.append(("new instance while open", busy.error_code))
+        retried = await raw.init(retry=_NOT_READY | {ConcurrentTransactionsError.errno})
+        out.append(("new instance", (retried.error_code, retried.producer_id == pid,
+                                     retried.producer_epoch)))
+        out.append(("zombie add v1", await raw.add(pid, 0, topic, [0], version=1)))
+        out.append(("zombie add v2", await raw.add(pid, 0, topic, [0], version=2)))
+        out.append(("zombie end v1", await raw.end(pid, 0, commit=True, version=1)))
+        out.append(("zombie end v3", await raw.end(pid, 0, commit=True, version=3)))
+        epoch = retried.producer_epoch
+        stale = await raw.init(producer_id=pid, producer_epoch=epoch - 1)
+        out.append(("stale KIP-360 bump v4", stale.error_code))
+        stale3 = await raw.init(version=3, producer_id=pid, producer_epoch=epoch - 1)
+        out.append(("stale KIP-360 bump v3", stale3.error_code))
+        bumped = await raw.init(producer_id=pid, producer_epoch=epoch)
+        out.append(("KIP-360 bump", (bumped.error_code, bumped.producer_epoch - epoch)))
+        epoch = bumped.producer_epoch
+        out.append(("add after bump", await raw.add(pid, epoch, topic, [0])))
+        out.append(("abort", await raw.end(pid, epoch, commit=False)))
+        out.append(("commit after abort", await raw.end(
+            pid, epoch, commit=True)))  # CONCURRENT while completing, then INVALID_TXN_STATE
+        described = await raw.call(DescribeTransactionsRequest(
+            transactional_ids=[raw.txn_id, "no-such-id-" + raw.txn_id]), 0)
+        states = {s.transactional_id: s for s in described.transaction_states}
+        mine = states[raw.txn_id]
+        out.append(("describe", (mine.error_code, mine.producer_id == pid,
+                                 mine.transaction_timeout_ms)))
+        out.append(("describe unknown",
+                    states["no-such-id-" + raw.txn_id].error_code))
+        listed = await raw.call(ListTransactionsRequest(state_filters=["NoSuchState"]), 1)
+        out.append(("list unknown state", (listed.error_code, listed.unknown_state_filters,
+                                           len(listed.transaction_states))))
+    finally:
+        await client.close()
+    return out
+
+
+def test_raw_transaction_answers_match_kafka(target: Target) -> None:
+    answers = dict(asyncio.run(_sequence(target)))
+    fenced, old_epoch = ProducerFencedError.errno, InvalidProducerEpochError.errno
+    concurrent, invalid_state = ConcurrentTransactionsError.errno, InvalidTxnStateError.errno
+    assert answers["init timeout too long"] == InvalidTransactionTimeoutError.errno
+    assert answers["init"] == (0, 0)
+    assert answers["add unknown partition"] == [OperationNotAttemptedError.errno,
+                                                UnknownTopicOrPartitionError.errno]
+    assert answers["end while empty"] == invalid_state
+    assert answers["add"] == [0, 0]
+    assert answers["add again"] == [0]
+    assert answers["unknown producer id"] == [InvalidProducerIdMappingError.errno]
+    assert answers["new instance while open"] == concurrent
+    # The open transaction is aborted under epoch 1, the new instance gets epoch 2.
+    assert answers["new instance"] == (0, True, 2)
+    assert answers["zombie add v1"] == [old_epoch]
+    assert answers["zombie add v2"] == [fenced]
+    assert answers["zombie end v1"] == old_epoch
+    assert answers["zombie end v3"] == fenced
+    assert answers["stale KIP-360 bump v4"] == fenced
+    assert answers["stale KIP-360 bump v3"] == old_epoch
+    assert answers["KIP-360 bump"] == (0, 1)
+    assert answers["add after bump"] == [0]
+    assert answers["abort"] == 0
+    assert answers["commit after abort"] in (concurrent, invalid_state)
+    assert answers["describe"] == (0, True, 60000)
+    assert answers["describe unknown"] == TransactionalIdNotFoundError.errno
+    assert answers["list unknown state"] == (0, ["NoSuchState"], 0)
