@@ -247,8 +247,12 @@ def test_kafka_python_produces_and_consumes(broker: EmbeddedBroker, tls: Any, li
         producer.send(topic, value).get(30)
     producer.close()
     consumer = KafkaConsumer(topic, group_id=topic, auto_offset_reset="earliest",
-                             consumer_timeout_ms=15000, **conf)
-    got = [message.value for message in consumer][:len(values)]
+                             consumer_timeout_ms=30000, **conf)
+    got: list[bytes] = []
+    for message in consumer:  # stops at the last record (or after 30 s without one)
+        got.append(message.value)
+        if len(got) == len(values):
+            break
     consumer.close()
     assert got == values
 
@@ -260,7 +264,7 @@ def test_kafka_python_wrong_password(broker: EmbeddedBroker, tls: Any,
 
     conf = kafka_python_conf(broker, tls, "SASL_SSL", "SCRAM-SHA-512", "carol", "wrong-secret")
     with caplog.at_level(logging.ERROR, logger="kafka"), pytest.raises(KafkaTimeoutError):
-        KafkaProducer(**conf, max_block_ms=3000)
+        KafkaProducer(**conf, bootstrap_timeout_ms=3000)
     # kafka-python logs the broker's SaslAuthenticate error and gives up bootstrapping.
     assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in caplog.text
 
