@@ -140,12 +140,15 @@ class EmbeddedBroker:
         return dict(self._server.ports)
 
     def listener_address(self, name: str) -> str:
-        """``host:port`` of one listener (``listener_address("SASL_SSL")``)."""
+        """``host:port`` to reach one listener (``listener_address("SASL_SSL")``): its bind
+        address, or ``host`` for a listener on every interface."""
         port = self.listener_ports.get(name.upper())
         if port is None:
             raise ConfigError(f"no listener named {name}", key="listeners", value=name,
                               allowed=sorted(self.listener_ports))
-        return f"{self.host}:{port}"
+        assert self._server is not None
+        bound = self._server.hosts.get(name.upper()) or ""
+        return f"{bound if bound not in ('', '0.0.0.0', '::') else self.host}:{port}"
 
     @property
     def security_stats(self) -> dict[str, int]:

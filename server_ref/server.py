@@ -383,6 +383,7 @@ class KafkaServer:
         self._servers: list[asyncio.Server] = []
         self.ports: dict[str, int] = {}  # bound port per listener name
         self.protocols: dict[str, str] = {}  # security protocol per listener name
+        self.hosts: dict[str, str] = {}  # bind address per listener name ("": every one)
         # Authentications, re-authentications, failures, sessions closed on expiry, and
         # connections closed for not authenticating in time (for tests and operators).
         self.security_stats = dict.fromkeys(
@@ -410,6 +411,7 @@ class KafkaServer:
             self._servers.append(server)
             self.ports[listener.name] = int(server.sockets[0].getsockname()[1])
             self.protocols[listener.name] = listener.protocol
+            self.hosts[listener.name] = listener.host
         self._server = self._servers[0] if self._servers else None
         return dict(self.ports)
 

@@ -278,3 +278,14 @@ def test_client_auth_on_sasl_ssl_needs_the_listener_prefix(tls: Any) -> None:
         with Wire(b.listener_address("SASL_SSL"), client_context(tls, cert=True)) as wire:
             assert wire.plain("alice", "alice-secret").error_code == 0
             assert b.connection_principals() == [("SASL_SSL", "User:alice")]
+
+
+def test_listener_on_another_loopback_address(tls: Any) -> None:
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.2:0",
+              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"}
+    with EmbeddedBroker(config=config) as b:
+        address = b.listener_address("other")
+        assert address.startswith("127.0.0.2:")
+        with Wire(address) as wire:
+            assert [(x.host, x.port) for x in wire.metadata().brokers] == [
+                ("127.0.0.2", b.listener_ports["OTHER"])]
