@@ -1,8 +1,8 @@
 """SASL on a connection: SaslHandshake, SaslAuthenticate and KIP-368 re-authentication, with
 Kafka's rules (SaslServerAuthenticator and the socket server).
 
-Before authentication only ApiVersions (once, first), SaslHandshake and then SaslAuthenticate
-are served; anything else, an unparsable frame or a frame over ``sasl.server.max.receive.size``
+Before authentication only ApiVersions (first, once; again after a KIP-511 answer to a
+version the broker does not know), SaslHandshake and then SaslAuthenticate are served; anything else, an unparsable frame or a frame over ``sasl.server.max.receive.size``
 closes the connection. SaslHandshake v0 switches to raw tokens (size-prefixed, no Kafka
 header), v1 to SaslAuthenticate requests. An unsupported mechanism is answered with
 UNSUPPORTED_SASL_MECHANISM and the enabled list, a failed exchange with
