@@ -399,3 +399,51 @@ def test_java_console_tools_over_sasl_ssl(broker: EmbeddedBroker, tls: Any,
     assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in printed
 
 
+
+
+def test_java_console_producer_over_mutual_tls(tls: Any, tmp_path: Path) -> None:
+    """Kafka's console producer with a PEM key store (key and chain in one file) and a PEM
+    trust store against an SSL listener that requires client certificates."""
+    from apache_support import require_apache_kafka
+
+    from tools.apache_kafka import java_command
+
+    require_apache_kafka()
+    config = secured_config(tls, **{"listeners": "SSL://127.0.0.1:0",
+                                    "ssl.client.auth": "required"})
+    from cryptography.hazmat.primitives import serialization
+
+    # Java's PEM key store reads PKCS#8 keys only; trustme writes SEC1 ("EC PRIVATE KEY").
+    key = serialization.load_pem_private_key(tls.client_key.read_bytes(), password=None)
+    keystore = tmp_path / "client-pkcs8.pem"
+    keystore.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption())
+                         + tls.client_cert.read_bytes())
+    with EmbeddedBroker(config=config) as b:
+        props = java_properties(tmp_path / "mtls.properties", {
+            "security.protocol": "SSL", "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(tls.ca_file), "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(keystore)})
+        topic = topic_name()
+        produced = subprocess.run(java_command(
+            "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server",
+            b.bootstrap_servers, "--topic", topic, "--command-config", str(props)),
+            input="one\ntwo\n", capture_output=True, text=True, timeout=120)
+        assert produced.returncode == 0, produced.stderr[-3000:]
+        conf = {"bootstrap.servers": b.bootstrap_servers, "security.protocol": "SSL",
+                "ssl.ca.location": str(tls.ca_file),
+                "ssl.certificate.location": str(tls.client_cert),
+                "ssl.key.location": str(tls.client_key)}
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({**conf, "group.id": topic, "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        deadline = time.monotonic() + POLL_DEADLINE_S
+        while len(got) < 2 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+        consumer.close()
+        assert got == [b"one", b"two"]
