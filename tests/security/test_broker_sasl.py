@@ -72,9 +72,9 @@ def test_plain_refuses_a_wrong_password_or_unknown_user(broker: EmbeddedBroker, 
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_scram_authenticates_with_stored_credentials(broker: EmbeddedBroker,
+def test_scram_authenticates_with_stored_credentials(broker: EmbeddedBroker, tls: Any,
                                                      mechanism: str) -> None:
-    with Wire(broker.listener_address("SASL_SSL"), context=tls_client()) as wire:
+    with Wire(broker.listener_address("SASL_SSL"), context=tls_client(tls)) as wire:
         first, final = scram_exchange(wire, mechanism, "bob", "bob-secret")
         iterations = 4096 if mechanism.endswith("256") else 8192
         assert f",i={iterations}" in first.auth_bytes.decode()
@@ -169,9 +169,9 @@ def test_unsupported_mechanism_lists_the_enabled_ones_then_closes(tls: Any) -> N
 
 
 @pytest.mark.parametrize("first", ["metadata", "authenticate-first", "api-versions-twice"])
-def test_only_the_exchange_is_served_before_authentication(broker: EmbeddedBroker,
+def test_only_the_exchange_is_served_before_authentication(broker: EmbeddedBroker, tls: Any,
                                                            first: str) -> None:
-    with Wire(broker.listener_address("SASL_SSL"), context=tls_client()) as wire:
+    with Wire(broker.listener_address("SASL_SSL"), context=tls_client(tls)) as wire:
         if first == "metadata":
             wire.send(MetadataRequest(topics=None), 9)
         elif first == "authenticate-first":
@@ -237,7 +237,7 @@ def test_unauthenticated_connection_closed_after_connections_max_idle_ms(tls: An
         with Wire(b.listener_address("SASL_PLAINTEXT")) as stalled:
             stalled.call(ApiVersionsRequest(), 0)
             assert stalled.closed_by_broker()
-        with Wire(b.listener_address("SASL_SSL"), context=tls_client()) as stalled_tls:
+        with Wire(b.listener_address("SASL_SSL"), context=tls_client(tls)) as stalled_tls:
             assert stalled_tls.closed_by_broker()
         assert b.security_stats["timed_out"] == 2
         with Wire(b.listener_address("SASL_PLAINTEXT")) as quick:
@@ -316,13 +316,5 @@ def test_logs_never_carry_passwords_or_tokens(broker: EmbeddedBroker,
         assert secret not in text  # ...without what the clients sent
 
 
-def tls_client() -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=_CA[0])
-
-
-_CA: list[str] = []  # the session CA, for tls_client
-
-
-@pytest.fixture(autouse=True)
-def _remember_ca(tls: Any) -> None:
-    _CA[:] = [str(tls.ca_file)]
+def tls_client(tls: Any) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(tls.ca_file))
