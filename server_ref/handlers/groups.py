@@ -60,6 +60,10 @@ def find_coordinator(ctx: RequestContext,
             return errors.InvalidRequestError.errno, f"coordinator key type {key_type} unknown"
         if key_type == GROUP_KEY_TYPE and not _coordinator(ctx).loaded:
             return errors.CoordinatorNotAvailableError.errno, "the coordinator is not loaded"
+        txns = broker.transactions
+        if key_type == TRANSACTION_KEY_TYPE and (txns is None or not txns.loaded):
+            return errors.CoordinatorNotAvailableError.errno, \
+                "the transaction coordinator is not loaded"
         return 0, None
 
     if ctx.api_version >= 4:
