@@ -106,6 +106,11 @@ _REFRESH_HEDGE_S = 0.5
 _COORDINATOR_ERRORS = (15, 16)  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
+def _retrieve_outcome(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class NetClient:
     """Connections, metadata and routing for one role client; see the module docstring."""
 
@@ -350,10 +355,10 @@ class NetClient:
                     return self.metadata
         finally:
             for task in asking:
-                if not task.done():
-                    task.cancel()
-                elif not task.cancelled():
-                    task.exception()  # retrieved: a loser's failure is no news
+                # A loser's failure is no news. One cancelled while its failure was
+                # already on the way still ends with that failure: retrieve it then.
+                task.add_done_callback(_retrieve_outcome)
+                task.cancel()
         self._refresh_failures += 1
         if self.auth_error is not None:
             raise self.auth_error
