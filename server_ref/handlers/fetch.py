@@ -227,13 +227,13 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
             partition = _resolve(ctx, sp)[1]
             plog = partition.log  # type: ignore[attr-defined]
             hw = plog.log_end_offset
-            data.high_watermark = data.last_stable_offset = hw
+            data.high_watermark = hw
+            # Every answer carries the last stable offset (the first offset of the oldest
+            # open transaction), as Kafka's; read_committed stops there and lists the
+            # aborted transactions in what it reads.
+            lso = data.last_stable_offset = plog.last_stable_offset
             data.log_start_offset = plog.log_start_offset
-            # read_committed stops at the last stable offset (the first offset of the
-            # oldest open transaction) and lists the aborted transactions in what it reads.
-            end = hw
-            if read_committed:
-                end = data.last_stable_offset = plog.last_stable_offset
+            end = lso if read_committed else hw
             remaining = budget - total
             if sp.fetch_offset < end and (remaining > 0 or total == 0):
                 limit = min(sp.max_bytes, remaining)

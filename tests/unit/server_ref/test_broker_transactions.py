@@ -116,6 +116,8 @@ async def test_commit_and_abort_write_markers_and_read_committed_sees_only_commi
     open_fetch = await fetch(client, "t", 0, READ_COMMITTED)
     assert open_fetch.last_stable_offset == 0 and open_fetch.high_watermark == 2
     assert data_values(open_fetch.records) == []
+    dirty = await fetch(client, "t", 0, READ_UNCOMMITTED)  # the LSO is in every answer
+    assert (dirty.last_stable_offset, data_values(dirty.records)) == (0, [b"c1", b"c2"])
     latest = await client.call(ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
         ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
             ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 5)
