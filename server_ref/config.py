@@ -234,6 +234,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Largest transaction timeout a producer may ask for", minimum=1),
     ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, 10000,
               "How often open transactions past their timeout are aborted", minimum=1),
+    ConfigDef("transactional.id.expiration.ms", _I, 604800000,
+              "Idle time after which a transactional id without an open transaction is "
+              "forgotten", minimum=1),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", _I, 3600000,
+              "How often expired transactional ids are removed", minimum=1),
     # The authorizer (server_ref.security.authorizer): Kafka's StandardAuthorizer or none.
     ConfigDef("authorizer.class.name", _S, "", "Authorizer class: "
               "org.apache.kafka.metadata.authorizer.StandardAuthorizer, or empty for none"),

@@ -11,7 +11,9 @@ At start the log is replayed: a transaction found prepared gets its markers writ
 (a marker written twice is harmless: the second finds no open transaction), an Ongoing one
 is left to its timeout. Every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``
 open transactions older than their timeout are aborted with the epoch bumped, so the
-producer that let it time out is fenced (PRODUCER_FENCED) on its next call.
+producer that let it time out is fenced (PRODUCER_FENCED) on its next call. Ids idle for
+``transactional.id.expiration.ms`` without an open transaction are forgotten (tombstone),
+checked every ``transaction.remove.expired.transaction.cleanup.interval.ms``.
 
 Test hook: the environment variable ``SERVER_REF_TXN_MARKER_DELAY_MS`` delays the marker
 writes after a Prepare* record, so a test can kill the broker process in that window.
@@ -334,14 +336,32 @@ class TransactionCoordinator:
         log.debug("transaction %s %s", txn_id, meta.state.kafka_name)
 
     async def _abort_timed_out(self) -> None:
+        config = self.broker.config
+        last_expiry = self.broker.now_ms()
         while True:
-            interval = int(self.broker.config.get(
+            interval = int(config.get(
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms"))
             await asyncio.sleep(interval / 1000)
+            now = self.broker.now_ms()
             try:
-                self.abort_timed_out(self.broker.now_ms())
+                self.abort_timed_out(now)
+                if now - last_expiry >= int(config.get(
+                        "transaction.remove.expired.transaction.cleanup.interval.ms")):
+                    last_expiry = now
+                    self.expire_ids(now - int(config.get("transactional.id.expiration.ms")))
             except Exception:
-                log.exception("aborting timed-out transactions failed")
+                log.exception("transaction coordinator maintenance failed")
+
+    def expire_ids(self, idle_since: int) -> list[str]:
+        """Forget transactional ids without an open transaction, untouched since
+        ``idle_since`` (``transactional.id.expiration.ms``): a tombstone each, as Kafka."""
+        expired = [m.transactional_id for m in self.txns.values()
+                   if m.state.is_complete and m.last_update_ms < idle_since]
+        for txn_id in expired:
+            self.state_log.write_tombstone(txn_id)
+            del self.txns[txn_id]
+            log.info("transactional id %s expired", txn_id)
+        return expired
 
     def abort_timed_out(self, now: int) -> list[str]:
         """Abort (with an epoch bump) every Ongoing transaction past its timeout."""

@@ -167,6 +167,13 @@ class TransactionStateLog:
         partition.log.append(bytearray(builder.build()), leader_epoch=0)
         partition.notify_appended()
 
+    def write_tombstone(self, transactional_id: str) -> None:
+        """Forget the id (compaction drops its records)."""
+        partition = self.partition_for(transactional_id)
+        builder = RecordBatchBuilder()
+        builder.append(None, self.broker.now_ms(), encode_key(transactional_id), None)
+        partition.log.append(bytearray(builder.build()), leader_epoch=0)
+
     def replay(self) -> Iterator[tuple[str, TxnMetadata | None]]:
         topic = self._topic(create=False)
         if topic is None:

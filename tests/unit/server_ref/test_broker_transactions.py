@@ -352,3 +352,25 @@ async def test_write_txn_markers_handler_appends_through_the_same_path(
     assert codes == [0, errors.UnknownTopicOrPartitionError.errno]
     part = await fetch(client, "t", 0, READ_COMMITTED)
     assert part.last_stable_offset == 2 and data_values(part.records) == [b"v"]
+
+
+async def test_idle_transactional_ids_expire(make_served: Callable[..., Awaitable[Served]]
+                                             ) -> None:
+    served = await make_served(
+        transaction_abort_timed_out_transaction_cleanup_interval_ms=50,
+        transaction_remove_expired_transaction_cleanup_interval_ms=100,
+        transactional_id_expiration_ms=300)
+    await create_topic(served, "t")
+    client = await served.client()
+    pid = (await init(client, "idle")).producer_id
+    busy = (await init(client, "busy", timeout_ms=60000)).producer_id
+    assert await add(client, busy, 0, "t", [0], txn_id="busy") == [0]
+    coordinator = served.b.transactions
+    assert coordinator is not None
+    await eventually(lambda: "idle" not in coordinator.txns)
+    assert "busy" in coordinator.txns  # an open transaction keeps its id
+    await served.restart()  # the tombstone holds across a reload
+    assert "idle" not in served.b.transactions.txns  # type: ignore[union-attr]
+    client = await served.client()
+    again = await init(client, "idle")
+    assert again.error_code == 0 and again.producer_id != pid and again.producer_epoch == 0
