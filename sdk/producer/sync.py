@@ -20,6 +20,7 @@ import contextlib
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
+from sdk.errors import TransactionAbortableError
 from sdk.net.describe import describe_client
 from sdk.net.fork import watch
 from sdk.net.loop_thread import LoopThread
@@ -151,7 +152,11 @@ class Producer(Generic[KS, VS]):
             if not self._core._manager().fatal:
                 self.abort_transaction(timeout)
             raise
-        self.commit_transaction(timeout)
+        try:
+            self.commit_transaction(timeout)
+        except TransactionAbortableError:  # a send of the block failed: abort, then say so
+            self.abort_transaction(timeout)
+            raise
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is pending for up to ``timeout`` seconds, fail the rest, stop.

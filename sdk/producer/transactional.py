@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sdk.errors import IllegalStateError, KafkaTimeoutError
+from sdk.errors import IllegalStateError, KafkaTimeoutError, TransactionAbortableError
 
 if TYPE_CHECKING:
     from sdk.producer.config import ProducerConfig
@@ -130,7 +130,8 @@ class TransactionalMethods:
     async def transaction(self, timeout: float | None = None) -> AsyncIterator[None]:
         """``async with producer.transaction():`` begins a transaction, commits it when the
         block ends normally, and aborts it when the block raises (the exception then goes
-        on)."""
+        on) or the commit finds the transaction abortable (TransactionAbortableError is
+        raised after the abort)."""
         self.begin_transaction()
         try:
             yield
@@ -138,4 +139,8 @@ class TransactionalMethods:
             if not self._manager().fatal:
                 await self.abort_transaction(timeout)
             raise
-        await self.commit_transaction(timeout)
+        try:
+            await self.commit_transaction(timeout)
+        except TransactionAbortableError:  # a send of the block failed: abort, then say so
+            await self.abort_transaction(timeout)
+            raise

@@ -114,10 +114,14 @@ class GroupMetadataLike(Protocol):
     """What ``send_offsets_to_transaction`` needs of a consumer's group (what
     ``Consumer.group_metadata()`` returns)."""
 
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
 
 
 class TransactionManager:
