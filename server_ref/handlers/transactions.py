@@ -230,13 +230,17 @@ def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
         except errors.BrokerResponseError as exc:
             codes.update(dict.fromkeys(to_stage, exc.errno))
         else:
-            # KIP-447: from v3 the member's generation is checked like a member commit.
-            codes.update(groups.stage_transactional_offsets(
+            # KIP-447: from v3 the member's generation is checked like a member commit; a
+            # member of a group that does not exist is ILLEGAL_GENERATION (as Kafka answers).
+            staged = groups.stage_transactional_offsets(
                 req.group_id, req.producer_id, to_stage,
                 generation_id=req.generation_id if v >= 3 else -1,
                 member_id=req.member_id if v >= 3 else "",
                 group_instance_id=req.group_instance_id if v >= 3 else None,
-                producer_epoch=req.producer_epoch))
+                producer_epoch=req.producer_epoch)
+            missing = errors.GroupIdNotFoundError.errno
+            codes.update({k: errors.IllegalGenerationError.errno if c == missing else c
+                          for k, c in staged.items()})
     by_topic: dict[str, list[Any]] = {}
     for name, p in requested:
         by_topic.setdefault(name, []).append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(

@@ -3,7 +3,8 @@ broker and to Apache Kafka (one node), which must give the same error codes: tim
 checked at InitProducerId, unknown partitions, EndTxn with nothing open, a new instance
 aborting the open transaction (CONCURRENT_TRANSACTIONS, then the bumped epoch), a fenced
 epoch per API version (PRODUCER_FENCED from KIP-588's versions, INVALID_PRODUCER_EPOCH
-before), unknown producer ids, DescribeTransactions / ListTransactions.
+before), unknown producer ids, TxnOffsetCommit's KIP-447 member check,
+DescribeTransactions / ListTransactions.
 
 tansu is not a target here: its transaction answers differ (see
 tests/integration/test_transactions.py, where they are asserted); this file pins our
@@ -24,6 +25,7 @@ from sdk.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    IllegalGenerationError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     InvalidTransactionTimeoutError,
@@ -37,11 +39,13 @@ from sdk.errors import (
 from sdk.net.client import NetClient
 from sdk.net.config import CommonConfig
 from sdk.net.targets import Coordinator, CoordinatorType
+from sdk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest as APT
 from sdk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from sdk.protocol.messages.end_txn import EndTxnRequest
 from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
 from sdk.protocol.messages.list_transactions import ListTransactionsRequest
+from sdk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest as TOC
 
 from .conftest import Target, create_topic, new_topic, start_target
 
@@ -132,6 +136,32 @@ async def _sequence(target: Target) -> list[tuple[str, object]]:
         out.append(("KIP-360 bump", (bumped.error_code, bumped.producer_epoch - epoch)))
         epoch = bumped.producer_epoch
         out.append(("add after bump", await raw.add(pid, epoch, topic, [0])))
+        group = f"g-{raw.txn_id}"
+        added = await raw.call(AddOffsetsToTxnRequest(
+            transactional_id=raw.txn_id, producer_id=pid, producer_epoch=epoch,
+            group_id=group), 3)
+        out.append(("add offsets", added.error_code))
+
+        async def txn_commit(generation: int, member: str, version: int = 3) -> int:
+            for _ in range(100):  # Kafka's group coordinator may still be loading
+                code = await txn_commit_once(generation, member, version)
+                if code not in _NOT_READY:
+                    break
+                await asyncio.sleep(0.2)
+            return code
+
+        async def txn_commit_once(generation: int, member: str, version: int) -> int:
+            response = await client.call(TOC(
+                transactional_id=raw.txn_id, group_id=group, producer_id=pid,
+                producer_epoch=epoch, generation_id=generation, member_id=member,
+                topics=[TOC.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                    TOC.TxnOffsetCommitRequestPartition(partition_index=0,
+                                                        committed_offset=3)])]),
+                Coordinator(group), max_version=version, timeout_s=20)
+            return int(response.topics[0].partitions[0].error_code)
+
+        out.append(("txn offset commit, unknown member", await txn_commit(5, "nobody")))
+        out.append(("txn offset commit, simple", await txn_commit(-1, "")))
         out.append(("abort", await raw.end(pid, epoch, commit=False)))
         out.append(("commit after abort", await raw.end(
             pid, epoch, commit=True)))  # CONCURRENT while completing, then INVALID_TXN_STATE
@@ -174,6 +204,9 @@ def test_raw_transaction_answers_match_kafka(target: Target) -> None:
     assert answers["stale KIP-360 bump v3"] == old_epoch
     assert answers["KIP-360 bump"] == (0, 1)
     assert answers["add after bump"] == [0]
+    assert answers["add offsets"] == 0
+    assert answers["txn offset commit, unknown member"] == IllegalGenerationError.errno
+    assert answers["txn offset commit, simple"] == 0
     assert answers["abort"] == 0
     assert answers["commit after abort"] in (concurrent, invalid_state)
     assert answers["describe"] == (0, True, 60000)
