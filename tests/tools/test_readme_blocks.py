@@ -21,6 +21,13 @@ gets the empty prelude unless listed), each documented:
   completion of what is available and stopped; its counts and the batch copy are checked.
 * Reference-broker block: ``run_app(bootstrap)`` (the README's placeholder) sends and
   reads back one record. The block starts a broker of its own.
+* Security blocks: a reference broker of their own with SASL_SSL (PLAIN users alice and
+  admin, SCRAM-SHA-512, OAUTHBEARER) and mutual-TLS SSL listeners, certificates from a
+  test CA made with ``trustme`` and trusted as the system's (``SSL_CERT_FILE``); the
+  README's ``broker.example.com:9093`` / ``:9094`` become those listeners and
+  ``/etc/kafka/`` the certificates' directory. Client block: the user bob has a SCRAM
+  password and ``my_identity_provider()`` (the placeholder) returns an unsecured token.
+  ACL block: the broker runs Kafka's authorizer with ``User:admin`` as super user.
 """
 
 from __future__ import annotations
@@ -81,6 +88,7 @@ class Context:
     ns: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     handled: list[Any] = field(default_factory=list)
+    replacements: dict[str, str] = field(default_factory=dict)  # applied after the prelude
 
 
 def send(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]]) -> None:
@@ -166,6 +174,89 @@ def reference_prelude(ctx: Context) -> None:
     ctx.ns["run_app"] = run_app
 
 
+PLAIN_USERS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+               'user_admin="admin-secret" user_alice="alice-secret";')
+
+
+def secured_broker(ctx: Context, *, authorizer: bool) -> server_ref.EmbeddedBroker:
+    import trustme
+
+    ca = trustme.CA()
+    root = ctx.tmp_path
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
+        str(root / "broker-keystore.pem"))
+    client = ca.issue_cert("client@example.com", common_name="client")
+    client.private_key_pem.write_to_path(str(root / "client.key"))
+    for i, blob in enumerate(client.cert_chain_pems):
+        blob.write_to_path(str(root / "client.pem"), append=i > 0)
+    config = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(root / "broker-keystore.pem"),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(root / "ca.pem"),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_USERS,
+    }
+    if authorizer:
+        config["authorizer.class.name"] = \
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        config["super.users"] = "User:admin"
+    broker = server_ref.EmbeddedBroker(data_dir=None, port=0, config=config)
+    broker.start()
+    ctx.cleanups.append(broker.stop)
+    # The README's "cloud" settings trust the system's CAs: make the test CA one of them.
+    previous = os.environ.get("SSL_CERT_FILE")
+    os.environ["SSL_CERT_FILE"] = str(root / "ca.pem")
+    ctx.cleanups.append(lambda: os.environ.pop("SSL_CERT_FILE") if previous is None
+                        else os.environ.__setitem__("SSL_CERT_FILE", previous))
+    ctx.replacements.update({
+        "broker.example.com:9093": broker.listener_address("SASL_SSL"),
+        "broker.example.com:9094": broker.listener_address("SSL"),
+        "/etc/kafka/": f"{root}/",
+    })
+    return broker
+
+
+def unsecured_token() -> tuple[str, int]:
+    """An unsecured JWS (alg none), which the reference broker's default validator takes."""
+    import base64
+    import json
+    import time
+
+    def part(data: dict[str, Any]) -> str:
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    now_ms = time.time_ns() // 1_000_000
+    claims = {"sub": "carol", "iat": now_ms / 1000, "exp": now_ms / 1000 + 3600}
+    return f"{part({'alg': 'none'})}.{part(claims)}.", now_ms + 3_600_000
+
+
+def security_clients_prelude(ctx: Context) -> None:
+    from sdk import ScramMechanism, UserScramCredentialUpsertion
+
+    broker = secured_broker(ctx, authorizer=False)
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "bob", ScramMechanism.SCRAM_SHA_512, "bob-secret")]).raise_if_failed()
+    ctx.ns["my_identity_provider"] = unsecured_token
+
+
+def security_clients_check(ctx: Context) -> None:
+    batch = ctx.ns["batch"]
+    assert sum(len(records) for records in batch.values()) >= 1
+
+
+def security_acls_prelude(ctx: Context) -> None:
+    secured_broker(ctx, authorizer=True)
+
+
+def security_acls_check(ctx: Context) -> None:
+    bindings = ctx.ns["bindings"]
+    assert sorted(b.pattern.name for b in bindings) == ["audit", "pay"]
+
+
 def read_values(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
     """Every record of ``topic`` (from the beginning to the end offsets as of now)."""
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
@@ -196,6 +287,8 @@ PRELUDES: dict[str, tuple[Callable[[Context], None] | None,
     "results = admin.create_topics(": (partial_prelude, partial_check),
     "from pyspark.sql import SparkSession": (spark_prelude, spark_check),
     "import server_ref": (reference_prelude, None),
+    "my_identity_provider()": (security_clients_prelude, security_clients_check),
+    "admin.create_acls(": (security_acls_prelude, security_acls_check),
 }
 
 
@@ -245,6 +338,8 @@ def test_readme_block_runs(block: Block, broker: str, tmp_path: Path) -> None:
     try:
         if prelude is not None:
             prelude(ctx)
+        for placeholder, value in ctx.replacements.items():
+            source = source.replace(placeholder, value)
         run_source(block, source, ctx.ns)
         if check is not None:
             check(ctx)
