@@ -40,7 +40,7 @@ TRANSACTION_ABORTABLE, a rebalance fencing ``send_offsets_to_transaction``) make
 transaction *abortable*: ``commit_transaction`` raises TransactionAbortableError with the
 cause, ``abort_transaction`` succeeds and the producer is usable again. After an abort
 whose batches may have left sequence gaps (a batch failed after it was sent), the epoch is
-bumped with InitProducerId (KIP-360) instead of EndTxn, which also aborts the transaction.
+bumped with InitProducerId (KIP-360) once EndTxn has aborted the transaction.
 """
 
 from __future__ import annotations
@@ -397,16 +397,15 @@ class TransactionManager:
             self.bump_needed = True
         await flush(timeout_s)  # only batches in flight are left
         self._raise_if_fatal()
-        left = max(0.0, deadline - time.monotonic())
-        if self.bump_needed:
-            await self._init_producer_id(left, bump=True)  # aborts the transaction too
-            self._finish()
-            return
-        await self._end(False, left)
+        await self._end(False, max(0.0, deadline - time.monotonic()), finish=False)
+        if self.bump_needed:  # a new epoch: every partition's sequences start at 0 again
+            await self._init_producer_id(max(0.0, deadline - time.monotonic()), bump=True)
+        self._finish()
 
-    async def _end(self, committed: bool, timeout_s: float) -> None:
+    async def _end(self, committed: bool, timeout_s: float, *, finish: bool = True) -> None:
         if not self.partitions and not self._offsets_added:
-            self._finish()  # nothing reached the coordinator: nothing to end
+            if finish:
+                self._finish()  # nothing reached the coordinator: nothing to end
             return
         ids = self._ids
         request = EndTxnRequest(transactional_id=self.transactional_id,
@@ -421,7 +420,8 @@ class TransactionManager:
             self.fail(exc)
             self._raise_if_fatal()
             raise
-        self._finish()
+        if finish:
+            self._finish()
 
     def _finish(self) -> None:
         self.partitions.clear()
