@@ -6,7 +6,8 @@ per partition (INVALID_RECORD); its declared size matches the bytes (CORRUPT_MES
 fits ``max.message.bytes`` (MESSAGE_TOO_LARGE); its CRC-32C matches (CORRUPT_MESSAGE); it
 is not a control batch and its record count agrees with its last offset delta
 (INVALID_RECORD); a transactional batch is from its transactional id's current producer
-for a partition of the open transaction (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE); its
+for a partition of the open transaction (INVALID_PRODUCER_EPOCH; INVALID_TXN_STATE, from
+v11 TRANSACTION_ABORTABLE); its
 records region parses into exactly that many records with offset
 deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD). Then each record, as Kafka's
 LogValidator: on a compacted topic it has a key; on a CreateTime topic its timestamp (unless
@@ -35,6 +36,7 @@ from sdk.errors import (
     MalformedDataError,
     MessageTooLargeError,
     NotEnoughReplicasError,
+    TransactionAbortableError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
@@ -262,7 +264,12 @@ def _check_transaction(ctx: RequestContext, transactional_id: str | None, name: 
     coordinator = ctx.broker.transactions
     if coordinator is None:
         raise InvalidTxnStateError("the transaction coordinator is not started")
-    coordinator.check_produce(transactional_id, header[9], header[10], (name, index))
+    try:
+        coordinator.check_produce(transactional_id, header[9], header[10], (name, index))
+    except InvalidTxnStateError as exc:
+        if ctx.api_version >= 11:  # KIP-890: the client aborts and carries on
+            raise TransactionAbortableError(exc.message) from None
+        raise
 
 
 def _wrap64(value: int) -> int:

@@ -33,19 +33,22 @@ from sdk.errors import (
     NotCoordinatorError,
     OperationNotAttemptedError,
     ProducerFencedError,
+    TransactionAbortableError,
     TransactionalIdNotFoundError,
     UnknownTopicOrPartitionError,
 )
 from sdk.net.client import NetClient
 from sdk.net.config import CommonConfig
-from sdk.net.targets import Coordinator, CoordinatorType
+from sdk.net.targets import Coordinator, CoordinatorType, LeaderOf
 from sdk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest as APT
 from sdk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from sdk.protocol.messages.end_txn import EndTxnRequest
 from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
 from sdk.protocol.messages.list_transactions import ListTransactionsRequest
+from sdk.protocol.messages.produce import ProduceRequest
 from sdk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest as TOC
+from sdk.records.builder import RecordBatchBuilder
 
 from .conftest import Target, create_topic, new_topic, start_target
 
@@ -136,6 +139,24 @@ async def _sequence(target: Target) -> list[tuple[str, object]]:
         out.append(("KIP-360 bump", (bumped.error_code, bumped.producer_epoch - epoch)))
         epoch = bumped.producer_epoch
         out.append(("add after bump", await raw.add(pid, epoch, topic, [0])))
+
+        async def produce(partition: int, seq: int, produce_epoch: int,
+                          version: int = 11) -> int:
+            builder = RecordBatchBuilder(producer_id=pid, producer_epoch=produce_epoch,
+                                         base_sequence=seq, is_transactional=True)
+            builder.append(None, None, None, b"v")
+            response = await client.call(ProduceRequest(
+                transactional_id=raw.txn_id, acks=-1, timeout_ms=10000, topic_data=[
+                    ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                        ProduceRequest.PartitionProduceData(index=partition,
+                                                            records=builder.build())])]),
+                LeaderOf(topic, partition), max_version=version, timeout_s=20)
+            return int(response.responses[0].partition_responses[0].error_code)
+
+        out.append(("produce to an added partition", await produce(0, 0, epoch)))
+        out.append(("produce to a partition not added", await produce(1, 0, epoch)))
+        out.append(("produce to a partition not added v9", await produce(1, 0, epoch, 9)))
+        out.append(("produce with an old epoch", await produce(0, 1, epoch - 1)))
         group = f"g-{raw.txn_id}"
         added = await raw.call(AddOffsetsToTxnRequest(
             transactional_id=raw.txn_id, producer_id=pid, producer_epoch=epoch,
@@ -205,6 +226,11 @@ def test_raw_transaction_answers_match_kafka(target: Target) -> None:
     assert answers["KIP-360 bump"] == (0, 1)
     assert answers["add after bump"] == [0]
     assert answers["add offsets"] == 0
+    assert answers["produce to an added partition"] == 0
+    # Kafka's partition verification: TRANSACTION_ABORTABLE from Produce v11 (KIP-890).
+    assert answers["produce to a partition not added"] == TransactionAbortableError.errno
+    assert answers["produce to a partition not added v9"] == invalid_state
+    assert answers["produce with an old epoch"] == old_epoch
     assert answers["txn offset commit, unknown member"] == IllegalGenerationError.errno
     assert answers["txn offset commit, simple"] == 0
     assert answers["abort"] == 0

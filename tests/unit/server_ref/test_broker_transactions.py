@@ -194,9 +194,13 @@ async def test_bad_requests_get_kafka_errors(make_served: Callable[..., Awaitabl
     assert await add(client, pid, 0, "t", [0, 7]) == [
         errors.OperationNotAttemptedError.errno, errors.UnknownTopicOrPartitionError.errno]
     assert await end(client, pid, 0, True) == errors.InvalidTxnStateError.errno  # Empty
-    # A transactional batch to a partition not added; one without the transactional id.
+    # A transactional batch to a partition not added (TRANSACTION_ABORTABLE from Produce
+    # v11, INVALID_TXN_STATE before); one without the transactional id.
     assert partition_result(await client.call(produce_request(
-        "t", txn_batch(pid, 0, 0, [b"x"]), transactional_id="tx"))).error_code == \
+        "t", txn_batch(pid, 0, 0, [b"x"]), transactional_id="tx"), 11)).error_code == \
+        errors.TransactionAbortableError.errno
+    assert partition_result(await client.call(produce_request(
+        "t", txn_batch(pid, 0, 0, [b"x"]), transactional_id="tx"), 9)).error_code == \
         errors.InvalidTxnStateError.errno
     assert partition_result(await client.call(produce_request(
         "t", txn_batch(pid, 0, 0, [b"x"])))).error_code == \
