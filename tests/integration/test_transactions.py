@@ -18,6 +18,7 @@ import pytest
 from sdk.consumer import Consumer
 from sdk.errors import (
     IllegalStateError,
+    InvalidProducerEpochError,
     KafkaError,
     ProducerFencedError,
     TransactionAbortableError,
@@ -240,3 +241,27 @@ def test_stale_generation_is_fenced(broker: Target, txn_topic: str) -> None:
             p.send_offsets_to_transaction({tp: 3}, c.group_metadata(), timeout=30)
         committed = c.committed(tp)
         assert committed is not None and committed.offset == 3
+
+
+def test_transaction_left_open_is_aborted_by_its_timeout(broker: Target, txn_topic: str
+                                                         ) -> None:
+    """The coordinator aborts a transaction older than transaction_timeout_ms (it checks
+    every 10 s by default) and bumps the epoch: the late commit is fenced (fatal)."""
+    with _producer(broker, _txn_id(), transaction_timeout_ms=1000) as p, \
+            Producer(bootstrap_servers=broker.bootstrap_servers) as plain:
+        p.init_transactions(timeout=30)
+        p.begin_transaction()
+        p.send(txn_topic, b"timed-out", partition=0).result(timeout=30)
+        plain.send(txn_topic, b"after", partition=0).result(timeout=30)
+        seen: list[bytes | None] = []
+        deadline = time.monotonic() + (60 if _isolates(broker) else 8)
+        while not seen and time.monotonic() < deadline:
+            seen = [v for _, v in read_all(broker.bootstrap_servers, txn_topic, 1,
+                                           "read_committed", idle_s=0.2)]
+        # TANSU: nothing aborts the transaction (no timeout), so the LSO never moves on.
+        if not _isolates(broker):
+            assert seen == []
+            return
+        assert seen == [b"after"]
+        with pytest.raises((ProducerFencedError, InvalidProducerEpochError)):
+            p.commit_transaction(timeout=30)
