@@ -251,8 +251,8 @@ class TransactionCoordinator:
                 continue
             if wanted_ids and meta.producer_id not in wanted_ids:
                 continue
-            if min_duration_ms >= 0 and (meta.state is not TxnState.ONGOING
-                                         or now - meta.start_ms < min_duration_ms):
+            # KIP-994: started at least that long ago, whatever the state (as Kafka lists).
+            if min_duration_ms >= 0 and now - meta.start_ms < min_duration_ms:
                 continue
             out.append(meta)
         return sorted(out, key=lambda m: m.transactional_id)

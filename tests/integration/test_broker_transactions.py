@@ -194,6 +194,14 @@ async def _sequence(target: Target) -> list[tuple[str, object]]:
                                  mine.transaction_timeout_ms)))
         out.append(("describe unknown",
                     states["no-such-id-" + raw.txn_id].error_code))
+        by_pid = await raw.call(ListTransactionsRequest(producer_id_filters=[pid],
+                                                        duration_filter=0), 1)
+        long_running = await raw.call(ListTransactionsRequest(
+            producer_id_filters=[pid], duration_filter=3_600_000), 1)
+        out.append(("list by producer id, duration 0",
+                    [s.transaction_state for s in by_pid.transaction_states]))
+        out.append(("list by producer id, running an hour",
+                    [s.transaction_state for s in long_running.transaction_states]))
         listed = await raw.call(ListTransactionsRequest(state_filters=["NoSuchState"]), 1)
         out.append(("list unknown state", (listed.error_code, listed.unknown_state_filters,
                                            len(listed.transaction_states))))
@@ -238,3 +246,6 @@ def test_raw_transaction_answers_match_kafka(target: Target) -> None:
     assert answers["describe"] == (0, True, 60000)
     assert answers["describe unknown"] == TransactionalIdNotFoundError.errno
     assert answers["list unknown state"] == (0, ["NoSuchState"], 0)
+    # KIP-994's duration filter counts from the transaction's start, whatever its state.
+    assert answers["list by producer id, duration 0"] in (["CompleteAbort"], ["PrepareAbort"])
+    assert answers["list by producer id, running an hour"] == []
