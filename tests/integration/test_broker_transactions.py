@@ -42,6 +42,7 @@ from sdk.net.config import CommonConfig
 from sdk.net.targets import Coordinator, CoordinatorType, LeaderOf
 from sdk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from sdk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest as APT
+from sdk.protocol.messages.describe_producers import DescribeProducersRequest
 from sdk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from sdk.protocol.messages.end_txn import EndTxnRequest
 from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
@@ -157,6 +158,18 @@ async def _sequence(target: Target) -> list[tuple[str, object]]:
         out.append(("produce to a partition not added", await produce(1, 0, epoch)))
         out.append(("produce to a partition not added v9", await produce(1, 0, epoch, 9)))
         out.append(("produce with an old epoch", await produce(0, 1, epoch - 1)))
+        ongoing = (await raw.call(DescribeTransactionsRequest(
+            transactional_ids=[raw.txn_id]), 0)).transaction_states[0]
+        out.append(("describe ongoing", (ongoing.transaction_state, ongoing.producer_epoch == epoch,
+                                         [(t.topic == topic, t.partitions) for t in ongoing.topics],
+                                         ongoing.transaction_start_time_ms > 0)))
+        producers = await client.call(DescribeProducersRequest(topics=[
+            DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[0])]),
+            LeaderOf(topic, 0), timeout_s=20)
+        states = producers.topics[0].partitions[0].active_producers
+        out.append(("describe producers", [(s.producer_id == pid, s.producer_epoch == epoch,
+                                            s.last_sequence, s.coordinator_epoch,
+                                            s.current_txn_start_offset) for s in states]))
         group = f"g-{raw.txn_id}"
         added = await raw.call(AddOffsetsToTxnRequest(
             transactional_id=raw.txn_id, producer_id=pid, producer_epoch=epoch,
@@ -246,6 +259,9 @@ def test_raw_transaction_answers_match_kafka(target: Target) -> None:
     assert answers["describe"] == (0, True, 60000)
     assert answers["describe unknown"] == TransactionalIdNotFoundError.errno
     assert answers["list unknown state"] == (0, ["NoSuchState"], 0)
+    assert answers["describe ongoing"] == ("Ongoing", True, [(True, [0])], True)
+    # The record at offset 1 (after the fencing abort's marker at 0) opened the transaction.
+    assert answers["describe producers"] == [(True, True, 0, 0, 1)]
     # KIP-994's duration filter counts from the transaction's start, whatever its state.
     assert answers["list by producer id, duration 0"] in (["CompleteAbort"], ["PrepareAbort"])
     assert answers["list by producer id, running an hour"] == []
