@@ -78,8 +78,16 @@ if TYPE_CHECKING:
         TopicResult,
     )
     from sdk.admin.topics import NewPartitions
+    from sdk.admin.transactions import (
+        AbortTransactionResult,
+        PartitionProducers,
+        ProducerState,
+        TransactionDescription,
+        TransactionListing,
+    )
 
 __all__ = [
+    "AbortTransactionResult",
     "AclBinding",
     "AclBindingFilter",
     "AclOperation",
@@ -119,8 +127,10 @@ __all__ = [
     "OffsetSpec",
     "PartitionDescription",
     "PartitionLag",
+    "PartitionProducers",
     "PartitionReassignment",
     "PatternType",
+    "ProducerState",
     "ReassignmentResult",
     "ResourceConfig",
     "ResourcePattern",
@@ -132,6 +142,8 @@ __all__ = [
     "TopicListing",
     "TopicPartition",
     "TopicResult",
+    "TransactionDescription",
+    "TransactionListing",
     "UserScramCredentialDeletion",
     "UserScramCredentialUpsertion",
     "UserScramCredentials",
@@ -143,6 +155,9 @@ __all__ = [
 # model) nor the result dataclasses: where each public name that is not imported above lives.
 _LAZY = {"AdminConfig": "sdk.admin.config", "ConfigChanges": "sdk.admin.configs",
          "NewPartitions": "sdk.admin.topics",
+         **dict.fromkeys(("AbortTransactionResult", "PartitionProducers", "ProducerState",
+                          "TransactionDescription", "TransactionListing"),
+                         "sdk.admin.transactions"),
          **dict.fromkeys(("AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType",
                           "AclResult", "DeletedAcls", "PatternType", "ResourcePattern",
                           "ResourceType", "ScramCredentialInfo", "ScramMechanism",

@@ -39,7 +39,7 @@ class _Family:
 
 
 if TYPE_CHECKING:
-    from sdk.admin import acls, configs, groups, offsets, topics
+    from sdk.admin import acls, configs, groups, offsets, topics, transactions
     from sdk.admin import partitions as partition_ops  # the name `partitions` is an argument
     from sdk.admin.acl_types import (
         AclBinding,
@@ -76,12 +76,19 @@ if TYPE_CHECKING:
         TopicResult,
     )
     from sdk.admin.topics import NewPartitions
+    from sdk.admin.transactions import (
+        AbortTransactionResult,
+        PartitionProducers,
+        TransactionDescription,
+        TransactionListing,
+    )
 else:
     # The family modules load at the first call that needs one: with them sdk.admin.results
     # (some 30 dataclasses, ~15 ms), which importing the clients need not pay for.
     acls = _Family("acls", "acls")
     configs = _Family("configs", "configs")
     groups = _Family("groups", "groups")
+    transactions = _Family("transactions", "transactions")
     offsets = _Family("offsets", "offsets")
     topics = _Family("topics", "topics")
     partition_ops = _Family("partition_ops", "partitions")
@@ -267,6 +274,48 @@ class AsyncAdminClient:
         d, deadline = await self._ready(timeout_ms)
         return await groups.group_lag(d, group_id, isolation_level=isolation_level,
                                       deadline=deadline)
+
+    # ------------------------------------------------------------------ transactions
+
+    async def list_transactions(self, *, states: Sequence[str] | None = None,
+                                producer_ids: Sequence[int] | None = None,
+                                min_duration_ms: int | None = None,
+                                timeout_ms: int | None = None) -> dict[str, TransactionListing]:
+        """Every transactional id of every broker, optionally only those in ``states``
+        ("Ongoing", "PrepareCommit", ...), of ``producer_ids`` or open for at least
+        ``min_duration_ms``."""
+        d, deadline = await self._ready(timeout_ms)
+        return await transactions.list_transactions(
+            d, states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms,
+            deadline=deadline)
+
+    async def describe_transactions(self, transactional_ids: Sequence[str], *,
+                                    timeout_ms: int | None = None
+                                    ) -> ResultSet[str, TransactionDescription]:
+        """State, producer id and epoch, timeout, start time and partitions, per id."""
+        d, deadline = await self._ready(timeout_ms)
+        return await transactions.describe_transactions(d, transactional_ids,
+                                                        deadline=deadline)
+
+    async def describe_producers(self, partitions: Sequence[TopicPartition], *,
+                                 timeout_ms: int | None = None
+                                 ) -> ResultSet[TopicPartition, PartitionProducers]:
+        """The producers with state on each partition (from its leader), with the start
+        offset of their open transaction there."""
+        d, deadline = await self._ready(timeout_ms)
+        return await transactions.describe_producers(d, partitions, deadline=deadline)
+
+    async def abort_transaction(self, partition: TopicPartition, producer_id: int, *,
+                                producer_epoch: int | None = None,
+                                coordinator_epoch: int | None = None,
+                                timeout_ms: int | None = None) -> AbortTransactionResult:
+        """Abort a *hanging* transaction of ``producer_id`` on ``partition`` (abort marker
+        written by the leader, as Java's admin does); the epochs default to what
+        describe_producers reports."""
+        d, deadline = await self._ready(timeout_ms)
+        return await transactions.abort_transaction(
+            d, partition, producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch, deadline=deadline)
 
     # ------------------------------------------------------------------ partitions
 

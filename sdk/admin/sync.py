@@ -54,6 +54,12 @@ if TYPE_CHECKING:
         TopicResult,
     )
     from sdk.admin.topics import NewPartitions
+    from sdk.admin.transactions import (
+        AbortTransactionResult,
+        PartitionProducers,
+        TransactionDescription,
+        TransactionListing,
+    )
 
 __all__ = ["AdminClient"]
 
@@ -230,6 +236,40 @@ class AdminClient:
         """End offset minus committed offset per partition, and the total."""
         return self._run(self._core.consumer_group_lag(group_id, isolation_level=isolation_level,
                                                        timeout_ms=timeout_ms), timeout_ms)
+
+    # ------------------------------------------------------------------ transactions
+
+    def list_transactions(self, *, states: Sequence[str] | None = None,
+                          producer_ids: Sequence[int] | None = None,
+                          min_duration_ms: int | None = None,
+                          timeout_ms: int | None = None) -> dict[str, TransactionListing]:
+        """Every transactional id of every broker (filters as AsyncAdminClient's)."""
+        return self._run(self._core.list_transactions(
+            states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms,
+            timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_transactions(self, transactional_ids: Sequence[str], *,
+                              timeout_ms: int | None = None
+                              ) -> ResultSet[str, TransactionDescription]:
+        """State, producer, timeout, start time and partitions, per transactional id."""
+        return self._run(self._core.describe_transactions(transactional_ids,
+                                                          timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_producers(self, partitions: Sequence[TopicPartition], *,
+                           timeout_ms: int | None = None
+                           ) -> ResultSet[TopicPartition, PartitionProducers]:
+        """The producers with state on each partition, per partition."""
+        return self._run(self._core.describe_producers(partitions, timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def abort_transaction(self, partition: TopicPartition, producer_id: int, *,
+                          producer_epoch: int | None = None,
+                          coordinator_epoch: int | None = None,
+                          timeout_ms: int | None = None) -> AbortTransactionResult:
+        """Abort a hanging transaction of ``producer_id`` on ``partition``."""
+        return self._run(self._core.abort_transaction(
+            partition, producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch, timeout_ms=timeout_ms), timeout_ms)
 
     # ------------------------------------------------------------------ partitions
 
