@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from apache_support import require_apache_kafka
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from interop_kit import BrokerProcess, wait_until
 
@@ -202,11 +202,12 @@ def test_an_open_transaction_is_aborted_by_its_timeout(make_broker: MakeBroker) 
         "timeout" in str(refused.value).lower(), refused.value
 
 
-def test_broker_killed_with_a_prepared_commit_completes_it_after_restart(
-        make_broker: MakeBroker, monkeypatch: pytest.MonkeyPatch) -> None:
-    """EndTxn answered once PrepareCommit was written; the broker process is SIGKILLed
-    before any marker (the test hook holds them back). The restarted broker writes them:
-    the records and the offsets of the transaction become visible."""
+@pytest.mark.parametrize("commit", [True, False], ids=["PrepareCommit", "PrepareAbort"])
+def test_broker_killed_with_a_prepared_transaction_completes_it_after_restart(
+        make_broker: MakeBroker, monkeypatch: pytest.MonkeyPatch, commit: bool) -> None:
+    """EndTxn answered once PrepareCommit/PrepareAbort was written; the broker process is
+    SIGKILLed before any marker (the test hook holds them back). The restarted broker
+    writes them: a commit's records and offsets become visible, an abort's never do."""
     monkeypatch.setenv("SERVER_REF_TXN_MARKER_DELAY_MS", "3600000")
     broker = make_broker()
     monkeypatch.delenv("SERVER_REF_TXN_MARKER_DELAY_MS")
@@ -220,19 +221,28 @@ def test_broker_killed_with_a_prepared_commit_completes_it_after_restart(
         producer.produce(topic, value=f"v-{i}".encode(), partition=i % 2)
     producer.send_offsets_to_transaction([TopicPartition(topic, 0, 5)],
                                          consumer.consumer_group_metadata(), 30)
-    producer.commit_transaction(30)  # answered at PrepareCommit
+    producer.flush(30)
+    if commit:
+        producer.commit_transaction(30)  # answered at PrepareCommit
+    else:
+        producer.abort_transaction(30)  # answered at PrepareAbort
     assert read_all(broker.bootstrap, topic, 2, "read_committed", 0) == []
     broker.kill()
     broker.start()
-    seen = read_all(broker.bootstrap, topic, 2, "read_committed", 10)
-    assert sorted(values(seen)) == sorted(f"v-{i}".encode() for i in range(10))
-    assert consumer.committed([TopicPartition(topic, 0)], 30)[0].offset == 5
+    written = sorted(f"v-{i}".encode() for i in range(10))
+    seen = read_all(broker.bootstrap, topic, 2, "read_committed", 10 if commit else 0)
+    assert sorted(values(seen)) == (written if commit else [])
+    assert sorted(values(read_all(broker.bootstrap, topic, 2, "read_uncommitted", 10))) == \
+        written
+    committed = consumer.committed([TopicPartition(topic, 0)], 30)[0].offset
+    assert committed == (5 if commit else OFFSET_INVALID)
     consumer.close()
     # The producer carries on with the next transaction.
     producer.begin_transaction()
     producer.produce(topic, value=b"after", partition=0)
     producer.commit_transaction(30)
-    assert len(read_all(broker.bootstrap, topic, 2, "read_committed", 11)) == 11
+    expected = (11 if commit else 1)
+    assert len(read_all(broker.bootstrap, topic, 2, "read_committed", expected)) == expected
 
 
 def test_broker_killed_with_an_open_transaction_aborts_it_after_restart(
