@@ -32,6 +32,7 @@ from sdk.cli.common import (
 )
 from sdk.cli.partition_cmds import HANDLERS as PARTITION_HANDLERS
 from sdk.cli.security_cmds import HANDLERS as SECURITY_HANDLERS
+from sdk.cli.transaction_cmds import HANDLERS as TRANSACTION_HANDLERS
 from sdk.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 __all__ = ["HANDLERS", "parse_time"]
@@ -348,4 +349,5 @@ HANDLERS: dict[tuple[str, str | None], Handler] = {
     ("cluster", None): cluster,
     **PARTITION_HANDLERS,
     **SECURITY_HANDLERS,
+    **TRANSACTION_HANDLERS,
 }

@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     _partitions(command, commands)
     _acls(command, commands)
     _users(command, commands)
+    _transactions(command, commands)
     command(commands, "cluster", "show the cluster id, controller and brokers")
     return parser
 
@@ -199,6 +200,21 @@ def _groups(command, commands) -> None:  # type: ignore[no-untyped-def]
                    help="reset every partition of TOPIC (repeatable; default: the "
                         "partitions the group has committed)")
     p.add_argument("--execute", action="store_true", help="commit the new offsets")
+
+
+def _transactions(command, commands) -> None:  # type: ignore[no-untyped-def]
+    txns = commands.add_parser("transactions", help="list and describe transactions")
+    actions = txns.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = command(actions, "list", "list the transactional ids every broker coordinates")
+    p.add_argument("--state", action="append", metavar="STATE",
+                   help="only transactions in this state, e.g. Ongoing (repeatable)")
+    p.add_argument("--producer-id", action="append", type=int, metavar="ID",
+                   help="only this producer id (repeatable)")
+    p.add_argument("--min-duration-ms", type=_non_negative_int, metavar="MS",
+                   help="only transactions open at least this long")
+    p = command(actions, "describe", "state, producer, timeout and partitions of "
+                "transactional ids")
+    p.add_argument("ids", nargs="+", metavar="TRANSACTIONAL-ID")
 
 
 def _partitions(command, commands) -> None:  # type: ignore[no-untyped-def]
