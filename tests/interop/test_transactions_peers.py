@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -341,4 +342,84 @@ def test_checker_many_transactions_with_broker_kills(make_broker: MakeBroker) ->
     for p in range(3):  # per partition, acknowledged order (a transaction's i % 3 records)
         in_partition = [v for q, _, v in sorted(seen) if q == p]
         order = {v: n for n, v in enumerate(acknowledged)}
+        assert in_partition == sorted(in_partition, key=order.__getitem__), "reordered"
+
+
+def test_checker_with_the_broker_killed_at_random_moments(make_broker: MakeBroker) -> None:
+    """Jepsen-style, with the kills not aligned to the producer: a thread SIGKILLs and
+    restarts the broker at random moments while transactions run (so also inside
+    EndTxn, between the Prepare* record and the markers). Outcomes: acknowledged commits
+    must be read exactly once, acknowledged aborts never, and a transaction whose outcome
+    the client could not learn (a fatal error) all or nothing; no duplicates, no
+    reordering within a partition."""
+    broker = make_broker()
+    topic = "chaos"
+    create_topic(broker.bootstrap, topic, 3)
+    rng = random.Random(1616)
+    stop = threading.Event()
+    kills: list[float] = []
+
+    def chaos() -> None:
+        killer = random.Random()
+        while not stop.wait(killer.uniform(0.2, 0.8)):
+            broker.kill()
+            broker.start()
+            kills.append(time.monotonic())
+
+    producer = txn_producer(broker.bootstrap, "chaos-tx", **{"transaction.timeout.ms": 20000})
+    outcomes: list[tuple[str, list[bytes]]] = []  # ("committed" | "aborted" | "unknown", values)
+    thread = threading.Thread(target=chaos, daemon=True)
+    thread.start()
+    try:
+        txn = 0
+        while (len(kills) < 4 or txn < 30) and txn < 5000:  # until 4 kills happened
+            txn += 1
+            values_ = [f"x{txn}-{i}".encode() for i in range(rng.randint(1, 20))]
+            commit = rng.random() < 0.7
+            outcome = "unknown"
+            try:
+                producer.begin_transaction()
+                for i, value in enumerate(values_):
+                    producer.produce(topic, value=value, partition=i % 3)
+                for _ in range(10):  # librdkafka: a retriable EndTxn error is retried
+                    try:
+                        if commit:
+                            producer.commit_transaction(60)
+                        else:
+                            producer.abort_transaction(60)
+                        outcome = "committed" if commit else "aborted"
+                        break
+                    except KafkaException as exc:
+                        if not exc.args[0].retriable():
+                            raise
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.txn_requires_abort():
+                    producer.abort_transaction(60)
+                    outcome = "aborted"
+                elif error.fatal():  # a new instance fences this one and settles the rest
+                    producer = txn_producer(broker.bootstrap, "chaos-tx",
+                                            **{"transaction.timeout.ms": 20000})
+                else:
+                    raise
+            outcomes.append((outcome, values_))
+    finally:
+        stop.set()
+        thread.join(30)
+    assert kills, "the broker was never killed"
+    committed = [v for o, vs in outcomes if o == "committed" for v in vs]
+    seen = read_all(broker.bootstrap, topic, 3, "read_committed", len(committed))
+    got = values(seen)
+    assert len(got) == len(set(got)), "duplicates"
+    got_set = set(got)
+    assert set(committed) <= got_set, "acknowledged commits lost"
+    for outcome, vs in outcomes:
+        present = [v in got_set for v in vs]
+        if outcome == "aborted":
+            assert not any(present), f"aborted transaction visible: {vs[0]!r}"
+        elif outcome == "unknown":
+            assert all(present) or not any(present), f"partial transaction: {vs[0]!r}"
+    order = {v: n for n, (_, vs) in enumerate(outcomes) for v in vs}
+    for p in range(3):
+        in_partition = [v for q, _, v in sorted(seen) if q == p]
         assert in_partition == sorted(in_partition, key=order.__getitem__), "reordered"
