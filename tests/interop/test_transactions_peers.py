@@ -423,3 +423,45 @@ def test_checker_with_the_broker_killed_at_random_moments(make_broker: MakeBroke
     for p in range(3):
         in_partition = [v for q, _, v in sorted(seen) if q == p]
         assert in_partition == sorted(in_partition, key=order.__getitem__), "reordered"
+
+
+def test_kafka_transactions_tool(broker: BrokerProcess) -> None:
+    """Kafka's kafka-transactions.sh (the Java admin client) on our broker: list,
+    describe, describe-producers, and abort of a hanging transaction by its start offset
+    (DescribeProducers, then WriteTxnMarkers straight to the partition leader)."""
+    require_apache_kafka()
+    topic = "hanging"
+    create_topic(broker.bootstrap, topic, 1)
+    producer = txn_producer(broker.bootstrap, "hanging-tx")
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, value=f"h-{i}".encode(), partition=0)
+    producer.flush(30)
+
+    def tool(*args: str) -> str:
+        result = subprocess.run(java_command(
+            "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+            broker.bootstrap, *args), capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+        return result.stdout
+
+    listed = tool("list")
+    assert "hanging-tx" in listed and "Ongoing" in listed, listed
+    described = tool("describe", "--transactional-id", "hanging-tx")
+    assert "Ongoing" in described and f"{topic}-0" in described, described
+    producers = tool("describe-producers", "--topic", topic, "--partition", "0")
+    rows = [line.split() for line in producers.splitlines()[1:] if line.strip()]
+    assert len(rows) == 1 and rows[0][-1] == "0", producers  # the open transaction at 0
+    tool("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    # The partition's transaction is closed by the ABORT marker: the LSO moves past it.
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "h",
+                         "isolation.level": "read_committed"})
+    wait_until(lambda: consumer.get_watermark_offsets(
+        TopicPartition(topic, 0), timeout=10, cached=False)[1] == 5)
+    consumer.close()
+    # A later transaction is readable: the hanging one no longer holds the LSO back.
+    other = txn_producer(broker.bootstrap, "other-tx")
+    other.begin_transaction()
+    other.produce(topic, value=b"after", partition=0)
+    other.commit_transaction(30)
+    assert values(read_all(broker.bootstrap, topic, 1, "read_committed", 1)) == [b"after"]
