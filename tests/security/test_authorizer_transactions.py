@@ -70,6 +70,12 @@ def test_transaction_apis_per_acl(setup: Setup) -> None:  # noqa: F811 - the fix
         added = w.call(_add("tx-allowed", pid, [setup.open]), 3)
         assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
                 for p in t.results_by_partition] == [0]
+        # The brokers' verify-only form (v4+) needs CLUSTER_ACTION: a top-level refusal.
+        verify = w.call(APT(transactions=[APT.AddPartitionsToTxnTransaction(
+            transactional_id="tx-allowed", producer_id=pid, producer_epoch=0,
+            verify_only=True, topics=[APT.AddPartitionsToTxnTopic(name=setup.open,
+                                                                 partitions=[0])])]), 4)
+        assert verify.error_code == CLUSTER_DENIED
         # AddOffsetsToTxn: the group needs READ; the id WRITE.
         assert w.call(AddOffsetsToTxnRequest(
             transactional_id="tx-allowed", producer_id=pid, producer_epoch=0,
