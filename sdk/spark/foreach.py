@@ -7,6 +7,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from sdk.errors import ConfigError
 from sdk.spark.options import parse_sink_options
 from sdk.spark.source import FORMAT_NAME, KafkaSdkDataSource
 
@@ -52,6 +53,8 @@ def foreach_batch_sink(
     bootstrap_servers: str,
     topic: str | None = None,
     config: Mapping[str, Any] | None = None,
+    *,
+    exactly_once: bool = False,
     **producer_config: Any,
 ) -> Callable[[DataFrame, int], None]:
     """A function for ``writeStream.foreachBatch`` that writes each micro-batch to Kafka.
@@ -62,12 +65,29 @@ def foreach_batch_sink(
     collected to the driver. ``producer_config`` takes producer settings with underscores
     (``linger_ms=5``), ``config`` the same with Kafka's dotted names. They are validated
     here, so a mistake fails before the query starts.
+
+    ``exactly_once=True``: each task writes its rows in a transaction keyed by the query
+    id, the batch id and the task partition, so a micro-batch replayed after a failure
+    (between the write and Spark's commit of the batch) leaves no duplicate for
+    ``read_committed`` readers. Costs a transaction per task and micro-batch; see
+    :mod:`sdk.spark.exactly_once` for the guarantee and what it relies on.
     """
     options = sink_options(bootstrap_servers, topic, config, producer_config)
+    if exactly_once:
+        options["exactlyOnce"] = "true"
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         register(batch.sparkSession)
-        batch.write.format(FORMAT_NAME).options(**options).mode("append").save()
+        batch_options = dict(options)
+        if exactly_once:
+            query_id = batch.sparkSession.sparkContext.getLocalProperty(
+                "sql.streaming.queryId")
+            if not query_id:
+                raise ConfigError("exactly_once needs foreachBatch of a streaming query",
+                                  key="exactly_once", value=True)
+            batch_options["exactlyOnce.queryId"] = query_id
+            batch_options["exactlyOnce.batchId"] = str(batch_id)
+        batch.write.format(FORMAT_NAME).options(**batch_options).mode("append").save()
 
     write_batch.__name__ = f"kafka_sdk_sink_{topic or 'topic_column'}"
     return write_batch

@@ -53,6 +53,8 @@ FORBIDDEN_KAFKA_OPTIONS: dict[str, str] = {
     "tracks what was read",
     "interceptor.classes": "records pass straight between Spark and the SDK client; "
     "interceptors are not supported",
+    "transactional.id": "set the sink option 'exactlyOnce' to 'true' instead: the sink "
+    "derives a transactional id per query and task partition",
 }
 
 # Source options: lower-cased key -> documented spelling.
@@ -69,7 +71,7 @@ _SOURCE_OPTIONS = [
     "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
     "groupIdPrefix",  # accepted for compatibility: no group is ever joined
 ]
-_SINK_OPTIONS = ["topic"]
+_SINK_OPTIONS = ["topic", "exactlyOnce", "exactlyOnce.queryId", "exactlyOnce.batchId"]
 # Keys Spark itself may add to a sink's options.
 _SPARK_ADDED_OPTIONS = ["path", "checkpointLocation"]
 
@@ -128,6 +130,9 @@ class SinkOptions:
 
     producer_config: dict[str, str] = field(default_factory=dict)
     topic: str | None = None
+    exactly_once: bool = False  # each task's rows in a transaction (sdk.spark.exactly_once)
+    query_id: str | None = None  # set by foreach_batch_sink; else Spark's local property
+    batch_id: int | None = None
 
 
 # ------------------------------------------------------------------------------ parsing
@@ -351,4 +356,12 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     topic = lowered.get("topic")
     if topic is not None and not topic.strip():
         raise ConfigError("must be a non-empty topic name", key="topic", value=topic)
-    return SinkOptions(producer_config=producer_config, topic=topic)
+    exactly_once = parse_bool(lowered, "exactlyOnce", False)
+    batch_text = lowered.get("exactlyonce.batchid")
+    try:
+        batch_id = None if batch_text is None else int(batch_text)
+    except ValueError:
+        raise ConfigError("must be an integer", key="exactlyOnce.batchId",
+                          value=batch_text) from None
+    return SinkOptions(producer_config=producer_config, topic=topic, exactly_once=exactly_once,
+                       query_id=lowered.get("exactlyonce.queryid"), batch_id=batch_id)

@@ -3,7 +3,11 @@
 Each Spark task opens its own SDK producer on the executor, sends its rows, flushes, and only
 then returns its commit message, so a task that reports success has every record
 acknowledged by the brokers. A failed delivery fails the task; Spark retries it, which makes
-the sink at-least-once, as Spark's own Kafka sink is.
+the sink at-least-once, as Spark's own Kafka sink is. With the option ``exactlyOnce=true``
+(streaming writes and ``foreach_batch_sink(..., exactly_once=True)``) each task writes its
+rows in a Kafka transaction keyed by the query, the micro-batch and the task partition, so
+a replayed micro-batch leaves no duplicate for ``read_committed`` readers; see
+:mod:`sdk.spark.exactly_once` for the guarantee, what it relies on and its cost.
 
 The writers travel to the executors pickled, so they hold only validated plain data
 (:class:`SinkOptions`, :class:`SinkColumns`); the producer is created inside ``write``.
@@ -106,6 +110,30 @@ def send_records(options: SinkOptions, chunks: Iterable[Chunk]) -> int:
     return sent
 
 
+def _record_tuples(chunks: Iterable[Chunk]) -> Iterator[tuple[
+        str, bytes | None, bytes | None, list[tuple[str, bytes | None]] | None, int | None]]:
+    """Every record of ``chunks`` as (topic, key, value, headers, partition)."""
+    for chunk in chunks:
+        if isinstance(chunk, tuple):
+            topic, items = chunk
+            for item in items:
+                key, value = item if isinstance(item, tuple) else (None, item)
+                yield topic, key, value, None, None
+        else:
+            for r in chunk:
+                yield r.topic, r.key, r.value, r.headers, r.partition
+
+
+def write_chunks(options: SinkOptions, chunks: Iterable[Chunk]) -> int:
+    """``send_records``, or with ``exactlyOnce`` the transactional write of
+    :mod:`sdk.spark.exactly_once`."""
+    if not options.exactly_once:
+        return send_records(options, chunks)
+    from sdk.spark.exactly_once import task_identity, write_exactly_once
+
+    return write_exactly_once(options, task_identity(options), _record_tuples(chunks))
+
+
 def _arrow_chunks(batches: Iterator[pa.RecordBatch], columns: SinkColumns,
                   default_topic: str | None) -> Iterator[Chunk]:
     for batch in batches:
@@ -135,7 +163,7 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         self.columns = columns
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
-        return SinkCommitMessage(send_records(
+        return SinkCommitMessage(write_chunks(
             self.options, _arrow_chunks(iterator, self.columns, self.options.topic)))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -157,7 +185,7 @@ class KafkaStreamWriter(_StreamWriterBase):
             chunks = _arrow_chunks(iterator, self.columns, self.options.topic)
         else:  # pragma: no cover - PySpark 4.0
             chunks = _row_chunks(iterator, self.columns, self.options.topic)
-        return SinkCommitMessage(send_records(self.options, chunks))
+        return SinkCommitMessage(write_chunks(self.options, chunks))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing to do: the records were acknowledged before the tasks committed."""
