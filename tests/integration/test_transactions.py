@@ -265,3 +265,43 @@ def test_transaction_left_open_is_aborted_by_its_timeout(broker: Target, txn_top
         assert seen == [b"after"]
         with pytest.raises((ProducerFencedError, InvalidProducerEpochError)):
             p.commit_transaction(timeout=30)
+
+
+def test_offsets_of_a_member_a_rebalance_fenced(broker: Target, txn_topic: str) -> None:
+    """KIP-447 in a real rebalance: a second member joins, the group moves to a new
+    generation, and offsets sent with the first member's old group metadata are refused
+    (ILLEGAL_GENERATION); after an abort, the member's new metadata commits."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tp = TopicPartition(txn_topic, 0)
+    settings: dict[str, Any] = {"bootstrap_servers": broker.bootstrap_servers,
+                                "group_id": group, "enable_auto_commit": False}
+    with Consumer(txn_topic, **settings) as first, _producer(broker, _txn_id()) as p:
+        p.init_transactions(timeout=30)
+        deadline = time.monotonic() + 60
+        while not first.assignment() and time.monotonic() < deadline:
+            first.poll(timeout_ms=200)
+        old = first.group_metadata()
+        with Consumer(txn_topic, **settings) as second:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not (
+                    first.assignment() and second.assignment()
+                    and first.group_metadata().generation_id > old.generation_id):
+                first.poll(timeout_ms=100)
+                second.poll(timeout_ms=100)
+            new = first.group_metadata()
+            assert new.generation_id > old.generation_id and new.member_id == old.member_id
+            p.begin_transaction()
+            p.send(txn_topic, b"out", partition=1)
+            if not _isolates(broker):  # TANSU: the generation is not checked
+                p.send_offsets_to_transaction({tp: 1}, old, timeout=30)
+                p.abort_transaction(timeout=30)
+                return
+            with pytest.raises(KafkaError) as info:
+                p.send_offsets_to_transaction({tp: 1}, old, timeout=30)
+            assert getattr(info.value, "name", "") == "ILLEGAL_GENERATION"
+            p.abort_transaction(timeout=30)
+            owned = next(iter(first.assignment()))
+            with p.transaction():
+                p.send_offsets_to_transaction({owned: 1}, first.group_metadata(), timeout=30)
+            committed = first.committed(owned)
+            assert committed is not None and committed.offset == 1
