@@ -7,9 +7,8 @@ fits ``max.message.bytes`` (MESSAGE_TOO_LARGE); its CRC-32C matches (CORRUPT_MES
 is not a control batch and its record count agrees with its last offset delta
 (INVALID_RECORD); a transactional batch is from its transactional id's current producer
 for a partition of the open transaction (INVALID_PRODUCER_EPOCH; INVALID_TXN_STATE, from
-v11 TRANSACTION_ABORTABLE); its
-records region parses into exactly that many records with offset
-deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD). Then each record, as Kafka's
+v11 TRANSACTION_ABORTABLE); its records region parses into exactly that many records with
+offset deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD). Then each record, as Kafka's
 LogValidator: on a compacted topic it has a key; on a CreateTime topic its timestamp (unless
 -1) respects ``message.timestamp.before/after.max.ms``; a LogAppendTime batch is refused by
 a LogAppendTime topic. Every record is checked and all refused ones are listed in
