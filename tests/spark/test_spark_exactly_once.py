@@ -99,3 +99,77 @@ def test_replayed_micro_batch_is_written_once(spark: Any, kafka_bootstrap: str,
     else:  # at-least-once: the replayed micro-batch (the last RECORDS % PER_TRIGGER) twice
         assert len(seen) == RECORDS + RECORDS % PER_TRIGGER
         assert set(seen) == {f"v{i}".encode() for i in range(RECORDS)}
+
+
+_QUERY_SCRIPT = '''
+import sys, time
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import udf
+from sdk.spark import register
+
+bootstrap, source, sink, checkpoint, mode = sys.argv[1:6]
+spark = (SparkSession.builder.master("local[2]").appName("eos-kill")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+register(spark)
+
+@udf("binary")
+def slow(value):  # a task takes a while, so a kill lands in the middle of a write
+    time.sleep(0.02)
+    return value
+
+df = (spark.readStream.format("kafka_sdk").option("kafka.bootstrap.servers", bootstrap)
+      .option("subscribe", source).option("startingOffsets", "earliest")
+      .option("maxOffsetsPerTrigger", "60").load().select(slow("value").alias("value")))
+writer = (df.writeStream.format("kafka_sdk").option("kafka.bootstrap.servers", bootstrap)
+          .option("topic", sink).option("exactlyOnce", "true")
+          .option("checkpointLocation", checkpoint))
+writer = writer.trigger(availableNow=True) if mode == "drain" else writer
+query = writer.start()
+print("started", flush=True)
+query.awaitTermination()
+'''
+
+
+def test_query_killed_mid_batch_restarts_without_duplicates(kafka_bootstrap: str,
+                                                            tmp_path: Path) -> None:
+    """SIGKILL of the whole Spark application (driver and executors) while it writes,
+    then a restart from the checkpoint: read_committed readers see each record once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    source, sink = "eos-kill-src", "eos-kill-sink"
+    create_topic(kafka_bootstrap, source, 2)
+    create_topic(kafka_bootstrap, sink, 2)
+    total = 300
+    produce(kafka_bootstrap, source, [{"value": f"v{i}".encode(), "partition": i % 2}
+                                      for i in range(total)])
+    script = tmp_path / "query.py"
+    script.write_text(_QUERY_SCRIPT)
+    checkpoint = tmp_path / "checkpoint"
+
+    def start(mode: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, str(script), kafka_bootstrap, source, sink, str(checkpoint), mode],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    first = start("run")
+    try:
+        written = 0
+        deadline = time.monotonic() + 120
+        while written < 100 and time.monotonic() < deadline:  # mid-query, batches in flight
+            time.sleep(0.2)
+            with Consumer(bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest") as c:
+                tps = [TopicPartition(sink, p) for p in range(2)]
+                written = sum(c.end_offsets(tps).values())
+        assert written >= 100, "the first run wrote nothing within 120 s"
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # driver, its JVM and the Python workers
+        first.wait(timeout=30)
+    second = start("drain")
+    assert second.wait(timeout=300) == 0
+    seen = _read_committed(kafka_bootstrap, sink, 2)
+    assert sorted(seen) == sorted(f"v{i}".encode() for i in range(total))
