@@ -236,7 +236,8 @@ class ApacheKafkaCluster:
                  version: str = DEFAULT_VERSION, data_dir: str | os.PathLike[str] | None = None,
                  config: Mapping[str, Any] | None = None, heap: str = DEFAULT_HEAP,
                  listeners: Mapping[str, str] | None = None,
-                 scram_users: Sequence[str] = ()) -> None:
+                 scram_users: Sequence[str] = (),
+                 features: Mapping[str, int] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         if controllers not in (1, 3):
@@ -252,6 +253,8 @@ class ApacheKafkaCluster:
                 raise ValueError(f"listener name {name!r} is taken")
             self.extra_listeners[name.upper()] = (protocol.upper(), host or HOST)
         self.scram_users = list(scram_users)
+        # Feature levels fixed at format time, e.g. {"transaction.version": 1}.
+        self.features = {name: int(level) for name, level in (features or {}).items()}
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.nodes: dict[int, Node] = {}
@@ -386,6 +389,8 @@ class ApacheKafkaCluster:
         if node.role != "broker":  # the bootstrap metadata the controllers start from
             for user in self.scram_users:
                 scram += ["--add-scram", user]
+            for name, level in self.features.items():
+                scram += ["--feature", f"{name}={level}"]
         result = subprocess.run(
             java_command("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
                          "-c", str(properties), "--ignore-formatted", *scram,
