@@ -21,6 +21,8 @@ gets the empty prelude unless listed), each documented:
   completion of what is available and stopped; its counts and the batch copy are checked.
 * Reference-broker block: ``run_app(bootstrap)`` (the README's placeholder) sends and
   reads back one record. The block starts a broker of its own.
+* Transactions block: ``payments`` holds three records; afterwards a read_committed
+  reader finds their upper-cased copies in ``payments-enriched``, once each.
 * Security blocks: a reference broker of their own with SASL_SSL (PLAIN users alice and
   admin, SCRAM-SHA-512, OAUTHBEARER) and mutual-TLS SSL listeners, certificates from a
   test CA made with ``trustme`` and trusted as the system's (``SSL_CERT_FILE``); the
@@ -233,6 +235,15 @@ def unsecured_token() -> tuple[str, int]:
     return f"{part({'alg': 'none'})}.{part(claims)}.", now_ms + 3_600_000
 
 
+def transactions_prelude(ctx: Context) -> None:
+    send(ctx.bootstrap, "payments", [(b"k1", b"a"), (b"k2", b"b"), (b"k1", b"c")])
+
+
+def transactions_check(ctx: Context) -> None:
+    copies = read_values(ctx.bootstrap, "payments-enriched", read_committed=True)
+    assert sorted(copies) == [(b"k1", b"A"), (b"k1", b"C"), (b"k2", b"B")]
+
+
 def security_clients_prelude(ctx: Context) -> None:
     from sdk import ScramMechanism, UserScramCredentialUpsertion
 
@@ -257,9 +268,12 @@ def security_acls_check(ctx: Context) -> None:
     assert sorted(b.pattern.name for b in bindings) == ["audit", "pay"]
 
 
-def read_values(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+def read_values(bootstrap: str, topic: str, *, read_committed: bool = False
+                ) -> list[tuple[bytes | None, bytes | None]]:
     """Every record of ``topic`` (from the beginning to the end offsets as of now)."""
-    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+    isolation = "read_committed" if read_committed else "read_uncommitted"
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                  isolation_level=isolation) as c:
         parts = c.partitions_for_topic(topic, timeout_ms=10_000)
         from sdk import TopicPartition
 
@@ -267,11 +281,10 @@ def read_values(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | 
         c.assign(tps)
         ends = c.end_offsets(tps)
         out: list[tuple[bytes | None, bytes | None]] = []
-        left = sum(ends.values())
-        while left > 0:
+        # Up to the positions, not a count: transaction markers take offsets too.
+        while any(c.position(tp) < end for tp, end in ends.items()):
             for recs in c.poll(timeout_ms=1000).values():
                 out += [(r.key, r.value) for r in recs]
-                left -= len(recs)
         return out
 
 
@@ -287,6 +300,7 @@ PRELUDES: dict[str, tuple[Callable[[Context], None] | None,
     "results = admin.create_topics(": (partial_prelude, partial_check),
     "from pyspark.sql import SparkSession": (spark_prelude, spark_check),
     "import server_ref": (reference_prelude, None),
+    "producer.init_transactions()": (transactions_prelude, transactions_check),
     "my_identity_provider()": (security_clients_prelude, security_clients_check),
     "admin.create_acls(": (security_acls_prelude, security_acls_check),
 }
