@@ -183,6 +183,19 @@ async def test_unreachable_bootstrap_fails_fast() -> None:
 # ============================================================================ configs
 
 
+async def read_back(admin: AsyncAdminClient, resource: ConfigResource, name: str,
+                    settled: Any, timeout_s: float = 15.0) -> Any:
+    """The described config once ``settled(config)`` holds: Apache Kafka's brokers apply a
+    config change when it reaches them through the metadata log, a moment after the alter
+    call returns (ours and tansu at once)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        config = (await admin.describe_configs([resource], names=[name]))[resource]
+        if settled(config) or asyncio.get_running_loop().time() > deadline:
+            return config
+        await asyncio.sleep(0.2)
+
+
 async def test_describe_and_alter_configs(admin: AsyncAdminClient, broker: Target) -> None:
     name = new_topic("adm-cfg")
     (await admin.create_topics([NewTopic(name, 1, 1, configs={"retention.ms": "60000"})])
@@ -195,7 +208,8 @@ async def test_describe_and_alter_configs(admin: AsyncAdminClient, broker: Targe
 
     altered = await admin.alter_configs({topic: {"retention.ms": "120000"}})
     assert altered.ok, altered.errors
-    only = await admin.describe_configs([topic], names=["retention.ms"])
+    only = {topic: await read_back(admin, topic, "retention.ms",
+                                   lambda c: c.value("retention.ms") == "120000")}
     assert set(only[topic].entries) == {"retention.ms"}
     assert only[topic].value("retention.ms") == "120000"
 
@@ -215,7 +229,8 @@ async def test_describe_and_alter_configs(admin: AsyncAdminClient, broker: Targe
     reset = await admin.alter_configs(
         {topic: [AlterConfigOp("retention.ms", op=AlterConfigOpType.DELETE)]})
     assert reset.ok
-    back = (await admin.describe_configs([topic], names=["retention.ms"]))[topic]
+    back = await read_back(admin, topic, "retention.ms",
+                           lambda c: c.entries["retention.ms"].is_default)
     assert back.entries["retention.ms"].is_default
 
     bad = await admin.alter_configs({topic: {"retention.ms": "not-a-number"},
