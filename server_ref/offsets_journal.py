@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sdk.errors import MalformedDataError
 from sdk.records.builder import RecordBatchBuilder
@@ -21,11 +21,30 @@ from server_ref.topics import Partition, Topic
 if TYPE_CHECKING:
     from server_ref.broker import Broker
 
-__all__ = ["OFFSETS_TOPIC", "OffsetsJournal", "java_string_hash", "partition_for_group"]
+__all__ = ["OFFSETS_TOPIC", "OffsetsJournal", "java_string_hash", "partition_for_group",
+           "replay_batches"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 REPLAY_CHUNK = 1 << 20
 _INT16 = struct.Struct(">h")
+
+
+def replay_batches(topic: Topic) -> Iterator[tuple[Any, int]]:
+    """Every batch of an internal topic's partitions in log order, one partition after the
+    other, with the first offset not seen before it (a chunk read may start inside a
+    batch: records below that offset were yielded with the previous chunk)."""
+    for partition in topic.partitions:
+        plog = partition.log
+        offset = plog.log_start_offset
+        while offset < plog.log_end_offset:
+            data = plog.read(offset, REPLAY_CHUNK).to_bytes()
+            if not data:
+                break
+            for batch in iter_batches(data):
+                if batch.next_offset <= offset:
+                    continue
+                yield batch, offset
+                offset = batch.next_offset
 
 
 def java_string_hash(text: str) -> int:
@@ -109,30 +128,19 @@ class OffsetsJournal:
         topic = self._topic(create=False)
         if topic is None:
             return
-        for partition in topic.partitions:
-            plog = partition.log
-            offset = plog.log_start_offset
-            while offset < plog.log_end_offset:
-                data = plog.read(offset, REPLAY_CHUNK).to_bytes()
-                if not data:
-                    break
-                for batch in iter_batches(data):
-                    if batch.next_offset <= offset:
-                        continue
-                    if isinstance(batch, RecordBatch) and batch.is_control:
-                        held = pending.pop(batch.producer_id, [])
-                        marker = batch.records()[0]
-                        if decode_control_record(marker.offset, marker.timestamp, marker.key,
-                                                 marker.value).is_commit:
-                            yield from held
-                        offset = batch.next_offset
-                        continue
-                    held_for = pending.setdefault(batch.producer_id, []) if (
-                        isinstance(batch, RecordBatch) and batch.is_transactional) else None
-                    for record in batch.records():
-                        if record.key is not None and record.offset >= offset:
-                            if held_for is not None:
-                                held_for.append((record.key, record.value))
-                            else:
-                                yield record.key, record.value
-                    offset = batch.next_offset
+        for batch, first in replay_batches(topic):
+            if isinstance(batch, RecordBatch) and batch.is_control:
+                held = pending.pop(batch.producer_id, [])
+                marker = batch.records()[0]
+                if decode_control_record(marker.offset, marker.timestamp, marker.key,
+                                         marker.value).is_commit:
+                    yield from held
+                continue
+            held_for = pending.setdefault(batch.producer_id, []) if (
+                isinstance(batch, RecordBatch) and batch.is_transactional) else None
+            for record in batch.records():
+                if record.key is not None and record.offset >= first:
+                    if held_for is not None:
+                        held_for.append((record.key, record.value))
+                    else:
+                        yield record.key, record.value

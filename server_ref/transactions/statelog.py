@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from sdk.errors import MalformedDataError
 from sdk.records.builder import RecordBatchBuilder
-from sdk.records.reader import RecordBatch, iter_batches
-from server_ref.offsets_journal import partition_for_group
+from sdk.records.reader import RecordBatch
+from server_ref.offsets_journal import partition_for_group, replay_batches
 from server_ref.topics import Partition, Topic
 from server_ref.transactions.state import TxnMetadata, TxnState
 
@@ -33,7 +33,6 @@ __all__ = ["STATE_TOPIC", "TransactionStateLog", "decode_key", "decode_value", "
            "encode_value"]
 
 STATE_TOPIC = "__transaction_state"
-REPLAY_CHUNK = 1 << 20
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">hqhib")  # version, producer id, epoch, timeout, state
@@ -178,21 +177,12 @@ class TransactionStateLog:
         topic = self._topic(create=False)
         if topic is None:
             return
-        for partition in topic.partitions:
-            plog = partition.log
-            offset = plog.log_start_offset
-            while offset < plog.log_end_offset:
-                data = plog.read(offset, REPLAY_CHUNK).to_bytes()
-                if not data:
-                    break
-                for batch in iter_batches(data):
-                    if isinstance(batch, RecordBatch) and batch.is_control:
-                        offset = batch.next_offset
-                        continue
-                    for record in batch.records():
-                        if record.key is None or record.offset < offset:
-                            continue
-                        txn_id = decode_key(record.key)
-                        yield txn_id, (None if record.value is None
-                                       else decode_value(txn_id, record.value))
-                    offset = batch.next_offset
+        for batch, first in replay_batches(topic):
+            if isinstance(batch, RecordBatch) and batch.is_control:
+                continue
+            for record in batch.records():
+                if record.key is None or record.offset < first:
+                    continue
+                txn_id = decode_key(record.key)
+                yield txn_id, (None if record.value is None
+                               else decode_value(txn_id, record.value))
