@@ -25,6 +25,7 @@ from sdk.admin.acl_types import ScramMechanism, UserScramCredentialUpsertion
 from sdk.errors import (
     AuthenticationError,
     KafkaError,
+    KafkaTimeoutError,
     SaslAuthenticationFailedError,
     SslAuthenticationError,
 )
@@ -235,6 +236,7 @@ def test_refused_reauthentication_fails_sends_with_the_sasl_error(broker: Embedd
         producer.send(topic, b"before").result(timeout=30)
         expired.set()
         error: BaseException | None = None
+        unsettled = 0
         for _ in range(600):  # bounded: about 60 s of sends, 0.1 s apart
             future = producer.send(topic, b"after")
             try:
@@ -242,8 +244,14 @@ def test_refused_reauthentication_fails_sends_with_the_sasl_error(broker: Embedd
             except SaslAuthenticationFailedError as exc:
                 error = exc
                 break
+            except KafkaTimeoutError:
+                # A record in flight when the broker refused the re-authentication was sent
+                # once: as in Java's producer it is retried until delivery.timeout.ms (its
+                # outcome is not known to be "not written"). Only that one may be left.
+                unsettled += 1
             time.sleep(0.1)
         assert isinstance(error, SaslAuthenticationFailedError), error
+        assert unsettled <= 1
         assert "OAUTHBEARER" in str(error)
 
 
