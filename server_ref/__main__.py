@@ -40,14 +40,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="copy fetch data instead of using sendfile")
     parser.add_argument("--brokers", type=int, default=1,
                         help="number of brokers (only 1 is implemented)")
+    parser.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics "
+                             "(0: any free port; needs prometheus_client)")
     parser.add_argument("--log-level", default="WARNING",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser.parse_args(argv)
 
 
-async def serve(config: BrokerConfig, data_dir: Path) -> None:
+async def serve(config: BrokerConfig, data_dir: Path, metrics_port: int | None = None
+                ) -> None:
     broker = Broker(config, data_dir)
-    server = await start_broker(broker, config.host, config.port)
+    server = await start_broker(broker, config.host, config.port, metrics_port=metrics_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -58,6 +62,8 @@ async def serve(config: BrokerConfig, data_dir: Path) -> None:
     for name, port in server.ports.items():
         protocol = server.protocols.get(name, "PLAINTEXT")
         print(f"listener {name} protocol={protocol} port={port}", flush=True)
+    if broker.metrics is not None and broker.metrics.endpoint is not None:
+        print(f"metrics url={broker.metrics.endpoint.url}", flush=True)
     try:
         await stop.wait()
     finally:
@@ -81,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(config, data_dir))
+        asyncio.run(serve(config, data_dir, args.metrics_port))
     except (KafkaError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ from server_ref.config import BrokerConfig, read_json, write_json_atomically
 from server_ref.control import ControlSurface
 from server_ref.groups import GroupConfig, GroupCoordinator
 from server_ref.handlers.fetch_sessions import FetchSessionCache
+from server_ref.metrics.registry import BrokerMetrics
 from server_ref.offsets_journal import OFFSETS_TOPIC, OffsetsJournal
 from server_ref.producer_state import (
     PartitionProducers,
@@ -85,6 +86,9 @@ class Broker:
         # request passes (None: everything allowed, at the cost of one None check).
         self.acls = AclStore(self.data_dir)
         self.authorizer: Authorizer | None = None
+        # Counters for the metrics endpoint (server_ref.metrics); None without one, so the
+        # request path pays one None check.
+        self.metrics: BrokerMetrics | None = None
         self._maintenance: asyncio.Task[None] | None = None
         self._last_retention_ms = 0
         self._last_compaction_ms = 0

@@ -35,9 +35,11 @@ class EmbeddedBroker:
     def __init__(self, data_dir: str | Path | None = None, port: int = 0, *,
                  host: str = "127.0.0.1", brokers: int = 1,
                  config: Mapping[str, Any] | None = None, fsync: bool = False,
-                 zero_copy: bool = True, **properties: Any) -> None:
+                 zero_copy: bool = True, metrics_port: int | None = None,
+                 **properties: Any) -> None:
         """``config`` takes Kafka-named broker properties (``{"num.partitions": 3}``);
-        keyword ``properties`` the same with underscores (``num_partitions=3``)."""
+        keyword ``properties`` the same with underscores (``num_partitions=3``).
+        ``metrics_port`` serves Prometheus metrics at ``metrics_url`` (0: a free port)."""
         if brokers != 1:
             raise ConfigError("multi-broker mode is not implemented by this broker",
                               key="brokers", value=brokers, allowed=[1])
@@ -48,6 +50,7 @@ class EmbeddedBroker:
             tempfile.mkdtemp(prefix="server_ref-"))
         self.host = host
         self.port = port
+        self.metrics_port = metrics_port  # the bound port once started
         self.config = BrokerConfig(host=host, port=port, data_dir=self.data_dir, fsync=fsync,
                                    zero_copy=zero_copy, properties=merged)
         self.control = ControlSurface()
@@ -71,7 +74,8 @@ class EmbeddedBroker:
         broker.control = self.control
 
         async def boot() -> KafkaServer:
-            return await start_broker(broker, self.host, self.port, self._listener_ports)
+            return await start_broker(broker, self.host, self.port, self._listener_ports,
+                                      self.metrics_port)
 
         try:
             self._server = self._run(boot(), START_TIMEOUT_S)
@@ -83,6 +87,8 @@ class EmbeddedBroker:
         self._listener_ports = dict(self._server.ports)
         self.port = broker.port
         self.config.port = broker.port  # a restart binds the same port again
+        if broker.metrics is not None and broker.metrics.endpoint is not None:
+            self.metrics_port = broker.metrics.endpoint.port
         return self
 
     def stop(self) -> None:
@@ -131,6 +137,13 @@ class EmbeddedBroker:
         if self._broker is None:
             raise IllegalStateError("the embedded broker is not running")
         return self._broker
+
+    @property
+    def metrics_url(self) -> str:
+        """Where Prometheus scrapes this broker (``metrics_port`` given)."""
+        if self.metrics_port is None:
+            raise IllegalStateError("the embedded broker has no metrics_port")
+        return f"http://{self.host}:{self.metrics_port}/metrics"
 
     @property
     def listener_ports(self) -> dict[str, int]:

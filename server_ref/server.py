@@ -33,6 +33,7 @@ from sdk.protocol.message import Message
 from server_ref.handlers import REGISTRY, RequestContext
 from server_ref.handlers.fetch_encoding import FileRecords, OutgoingFrame, encode_frame
 from server_ref.handlers.unsupported import error_response
+from server_ref.metrics import start_metrics
 from server_ref.security.listeners import ListenerSetup
 from server_ref.security.sasl import SaslGate, SaslSettings
 from server_ref.security.setup import build_listeners
@@ -101,6 +102,8 @@ class Connection(asyncio.Protocol):
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
         self.server.connections.add(self)
+        if self.broker.metrics is not None:
+            self.broker.metrics.connection_opened(self.listener_name)
         if self.tls and self.gate is None:  # SSL: the client certificate names the client
             self.principal = client_principal(transport.get_extra_info("ssl_object"))
         if self.gate is not None and self.listener is not None:
@@ -199,6 +202,9 @@ class Connection(asyncio.Protocol):
     def dispatch(self, req: ReceivedRequest) -> None:
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, self.peer, self.principal, self.listener_name)
+        metrics = self.broker.metrics
+        if metrics is not None:
+            ctx.started_ns = metrics.request_started(req.api_key, req.api_version)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: request %d, API %d v%d (%s)", self.peer, req.correlation_id,
                       req.api_key, req.api_version, type(req.request).__name__)
@@ -250,6 +256,8 @@ class Connection(asyncio.Protocol):
         return registration.handler(ctx, request)
 
     def _encode(self, ctx: RequestContext, response: Message | None) -> Outgoing:
+        if self.broker.metrics is not None:
+            self.broker.metrics.request_answered(ctx)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: response %d, API %d: %s", self.peer, ctx.correlation_id,
                       ctx.api_key, "none" if response is None else type(response).__name__)
@@ -438,10 +446,12 @@ class KafkaServer:
 
 
 async def start_broker(broker: Broker, host: str, port: int,
-                       listener_ports: Mapping[str, int] | None = None) -> KafkaServer:
+                       listener_ports: Mapping[str, int] | None = None,
+                       metrics_port: int | None = None) -> KafkaServer:
     """Open the broker's state, then listen on its listeners (``listeners``, or one PLAINTEXT
     listener on host:port); ``broker.port`` is the first listener's bound port after, and
-    ``broker.endpoints`` what each listener's clients are told."""
+    ``broker.endpoints`` what each listener's clients are told. With ``metrics_port`` (0: a
+    free one), ``/metrics`` is served on host:metrics_port (``broker.metrics.endpoint``)."""
     if not broker.opened:
         broker.open()
     server = KafkaServer(broker)
@@ -449,6 +459,8 @@ async def start_broker(broker: Broker, host: str, port: int,
         config = broker.config
         listeners = build_listeners(config.security, host, port, config.advertised_host,
                                     broker.credentials)
+        if metrics_port is not None:
+            await start_metrics(broker, server, host, metrics_port)
         bound = await server.start_listeners(listeners, listener_ports)
         broker.endpoints = {
             lst.name: (lst.advertised_host, lst.advertised_port or bound[lst.name])
@@ -457,6 +469,8 @@ async def start_broker(broker: Broker, host: str, port: int,
         await broker.start()
     except BaseException:
         await server.stop()
+        if broker.metrics is not None:
+            await broker.metrics.close()
         broker.close()
         raise
     log.info("broker %d serving %s:%d (cluster %s)", broker.node_id, host, broker.port,
@@ -466,4 +480,6 @@ async def start_broker(broker: Broker, host: str, port: int,
 
 async def stop_broker(broker: Broker, server: KafkaServer) -> None:
     await server.stop()
+    if broker.metrics is not None:
+        await broker.metrics.close()
     await broker.stop()

@@ -33,6 +33,7 @@ class RequestContext:
     # without authentication) and on which listener: what the authorizer checks.
     principal: str = "User:ANONYMOUS"
     listener: str = "PLAINTEXT"
+    started_ns: int = 0  # perf_counter_ns at arrival, set only when metrics are on
 
 
 @dataclass(frozen=True, slots=True)

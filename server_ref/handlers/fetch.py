@@ -266,6 +266,8 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
             entry = topics[key] = FetchResponse.FetchableTopicResponse(
                 topic=sp.topic, topic_id=sp.topic_id)
         entry.partitions.append(data)
+    if ctx.broker.metrics is not None:
+        ctx.broker.metrics.record_fetch(topics.values(), ctx.broker.topics)
     return FetchResponse(session_id=plan.session_id, responses=list(topics.values()))
 
 

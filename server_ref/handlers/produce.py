@@ -110,6 +110,8 @@ def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
                                                 now, req.transactional_id))
         responses.append(ProduceResponse.TopicProduceResponse(name=topic_data.name,
                                                               partition_responses=parts))
+        if broker.metrics is not None:  # per topic of the request, never per record
+            broker.metrics.record_produce(topic_data.name, topic_data.partition_data, parts)
     if req.acks == 0:
         return None
     return ProduceResponse(responses=responses)
