@@ -7,6 +7,9 @@ committed; what this writes is checked in. For every struct it groups the versio
 layout is identical and emits one straight-line encoder and decoder per group, with runs of
 fixed-width fields packed by one precompiled ``struct.Struct``. ``--check`` compares instead
 of writing and exits 1 on any difference (the regeneration test uses it).
+
+Kafka versions newer than those schemas (what Apache Kafka 4.3 serves) come from our own table
+in ``tools/protocol_overlay.py``, applied to the parsed JSON before anything else reads it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+try:  # run as a script (tools/ on sys.path) or imported as tools.generate_protocol
+    import protocol_overlay
+except ImportError:  # pragma: no cover - the package form
+    from tools import protocol_overlay
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = ROOT.parent / "shared" / "kafka-protocol" / "messages"
@@ -582,6 +590,7 @@ def module_name(request_name: str) -> str:
 
 def build(schema_dir: Path) -> dict[str, str]:
     raws = {p.stem: load_json(p) for p in sorted(schema_dir.glob("*.json"))}
+    protocol_overlay.apply(raws)
     files: dict[str, str] = {}
     registry: list[tuple[int, str, Schema, Schema]] = []
     for stem, raw in raws.items():

@@ -471,7 +471,11 @@ class Sender:
                                  timeout_ms=self._broker_timeout_ms,
                                  topic_data=list(topics.values()))
         try:
-            version = conn.version_for(_PRODUCE, min_version=_PRODUCE_MIN_VERSION)
+            # A transactional producer's version says which transaction protocol it speaks
+            # (Produce v12+ lets the broker add partitions itself, KIP-890).
+            cap = self._txn.produce_max_version if self._txn is not None else None
+            version = conn.version_for(_PRODUCE, min_version=_PRODUCE_MIN_VERSION,
+                                       max_version=cap)
             fut = conn.send_nowait(request, version, expect_response=self._acks != 0)
         except KafkaError as exc:  # nothing was written: a definite failure
             for batch in batches:

@@ -97,6 +97,11 @@ _CLIENT_ADD_PARTITIONS_MAX = 3  # v4+ is the broker-to-broker (verify-only) form
 _OPERATION_NOT_ATTEMPTED = 55  # AddPartitionsToTxn: another partition of the request failed
 _QUICK_RETRY_S = 0.02  # CONCURRENT_TRANSACTIONS of AddPartitionsToTxn (Java: 20 ms)
 _BUMPING_INIT_MIN = 3  # InitProducerId v3+ takes the current id and epoch (KIP-360)
+# Transactions v1 (KIP-98) stop below the versions that mean v2 to a broker (KIP-890):
+# Produce v12 (implicit AddPartitionsToTxn), TxnOffsetCommit v5, EndTxn v5 (epoch bump).
+_V1_PRODUCE_MAX = 11
+_V1_TXN_OFFSET_COMMIT_MAX = 4
+_V1_END_TXN_MAX = 4
 
 
 class TxnState(enum.Enum):
@@ -145,6 +150,7 @@ class TransactionManager:
         self.error: BaseException | None = None  # the abortable or fatal error
         self.bump_needed = False  # sequences may have gaps: bump the epoch at the abort
         self._target = Coordinator(transactional_id, CoordinatorType.TRANSACTION)
+        self.produce_max_version: int | None = _V1_PRODUCE_MAX  # read by the sender
 
     # ================================================================== checks
 
@@ -381,7 +387,8 @@ class TransactionManager:
                                 f"{t.name}-{p.partition_index}")
 
             await self._client.call(request, Coordinator(group_id), check=check,
-                                    timeout_s=max(0.0, deadline - time.monotonic()))
+                                    timeout_s=max(0.0, deadline - time.monotonic()),
+                                    max_version=_V1_TXN_OFFSET_COMMIT_MAX)
         except KafkaTimeoutError:
             raise  # the transaction may go on: the call can be repeated
         except KafkaError as exc:
@@ -436,7 +443,7 @@ class TransactionManager:
                                 committed=committed)
         try:
             await self._client.call(request, self._target, check=_check_code("EndTxn"),
-                                    timeout_s=timeout_s, max_version=4)
+                                    timeout_s=timeout_s, max_version=_V1_END_TXN_MAX)
         except KafkaTimeoutError:
             raise  # state kept (COMMITTING / ABORTING): the call may be repeated
         except KafkaError as exc:

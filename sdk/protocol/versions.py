@@ -14,9 +14,16 @@ if TYPE_CHECKING:  # the codec module is only imported when a connection needs i
 VersionRanges = Mapping[int, tuple[int, int]]
 
 
+# Versions the codecs know but the SDK's request builders do not fill yet: these name topics
+# by id only (Produce v13, OffsetCommit and OffsetFetch v10) and the builders send names, so
+# negotiation stays below them until the builders learn topic ids.
+_BUILDER_CAPS = {ApiKey.PRODUCE: 12, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+
+
 def our_versions() -> dict[int, tuple[int, int]]:
     """Every API key with the versions we can encode (unstable top versions left out)."""
-    return {key: (row[3], row[5]) for key, row in API_TABLE.items()}
+    return {key: (row[3], min(row[5], _BUILDER_CAPS.get(key, row[5])))
+            for key, row in API_TABLE.items()}
 
 
 def ranges_from_response(

@@ -306,6 +306,15 @@ _BUILDERS[69] = _described_groups  # ConsumerGroupDescribe (KIP-848)
 _BUILDERS[77] = _described_groups  # ShareGroupDescribe (KIP-932)
 
 
+def _share_group_offsets(cls: Any, version: int, req: Any, code: int,
+                         message: str | None) -> Message:
+    return cls(groups=[cls.DescribeShareGroupOffsetsResponseGroup(
+        group_id=g.group_id, error_code=code, error_message=message) for g in req.groups])
+
+
+_BUILDERS[90] = _share_group_offsets  # DescribeShareGroupOffsets: errors per group
+
+
 # Responses that mirror the request's topics and partitions, one error per partition.
 _BUILDERS[2] = _per_partition("ListOffsetsTopicResponse", "ListOffsetsPartitionResponse")
 _BUILDERS[8] = _per_partition("OffsetCommitResponseTopic", "OffsetCommitResponsePartition")

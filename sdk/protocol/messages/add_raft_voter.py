@@ -23,13 +23,14 @@ from sdk.protocol.primitives import (
 _S_H = struct.Struct(">H")
 _S_ih = struct.Struct(">ih")
 _S_ii = struct.Struct(">ii")
+_S_o = struct.Struct(">?")
 
 
 class AddRaftVoterRequest(Message):
     API_KEY: ClassVar[int] = 80
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class Listener(Struct):
@@ -51,12 +52,13 @@ class AddRaftVoterRequest(Message):
             self.port = port
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'unknown_tags',)
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'ack_when_committed', 'unknown_tags',)
     cluster_id: str | None
     timeout_ms: int
     voter_id: int
     voter_directory_id: uuid.UUID
     listeners: list[AddRaftVoterRequest.Listener]
+    ack_when_committed: bool
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -66,6 +68,7 @@ class AddRaftVoterRequest(Message):
         voter_id: int = 0,
         voter_directory_id: uuid.UUID = ZERO_UUID,
         listeners: list[AddRaftVoterRequest.Listener] = _FRESH,
+        ack_when_committed: bool = True,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.cluster_id = cluster_id
@@ -73,14 +76,15 @@ class AddRaftVoterRequest(Message):
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self.listeners = [] if listeners is _FRESH else listeners
+        self.ack_when_committed = ack_when_committed
         self.unknown_tags = unknown_tags
 
 
 class AddRaftVoterResponse(Message):
     API_KEY: ClassVar[int] = 80
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tags',)
@@ -104,7 +108,7 @@ class AddRaftVoterResponse(Message):
 
 
 
-def _enc_AddRaftVoterRequest_Listener_v0(w: bytearray, o: AddRaftVoterRequest.Listener) -> None:
+def _enc_AddRaftVoterRequest_Listener_v0_1(w: bytearray, o: AddRaftVoterRequest.Listener) -> None:
     write_required_compact_string(w, o.name)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -114,7 +118,7 @@ def _enc_AddRaftVoterRequest_Listener_v0(w: bytearray, o: AddRaftVoterRequest.Li
         w.append(0)
 
 
-def _dec_AddRaftVoterRequest_Listener_v0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest.Listener, int]:
+def _dec_AddRaftVoterRequest_Listener_v0_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest.Listener, int]:
     f_name, pos = read_compact_string(buf, pos)
     f_host, pos = read_compact_string(buf, pos)
     f_port, = _S_H.unpack_from(buf, pos)
@@ -137,7 +141,7 @@ def _enc_AddRaftVoterRequest_v0(w: bytearray, o: AddRaftVoterRequest) -> None:
     write_required_compact_array_length(w, v_listeners)
     if v_listeners:
         for it_listeners in v_listeners:
-            _enc_AddRaftVoterRequest_Listener_v0(w, it_listeners)
+            _enc_AddRaftVoterRequest_Listener_v0_1(w, it_listeners)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -152,7 +156,7 @@ def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest
     n, pos = read_required_compact_array_length(buf, pos)
     f_listeners = []
     for _ in range(n):
-        it_listeners, pos = _dec_AddRaftVoterRequest_Listener_v0(buf, pos)
+        it_listeners, pos = _dec_AddRaftVoterRequest_Listener_v0_1(buf, pos)
         f_listeners.append(it_listeners)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -164,7 +168,45 @@ def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest
     return AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, unknown_tags=unknown), pos
 
 
-def _enc_AddRaftVoterResponse_v0(w: bytearray, o: AddRaftVoterResponse) -> None:
+def _enc_AddRaftVoterRequest_v1(w: bytearray, o: AddRaftVoterRequest) -> None:
+    write_compact_string(w, o.cluster_id)
+    w += _S_ii.pack(o.timeout_ms, o.voter_id)
+    w += o.voter_directory_id.bytes
+    v_listeners = o.listeners
+    write_required_compact_array_length(w, v_listeners)
+    if v_listeners:
+        for it_listeners in v_listeners:
+            _enc_AddRaftVoterRequest_Listener_v0_1(w, it_listeners)
+    w += _S_o.pack(o.ack_when_committed)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_AddRaftVoterRequest_v1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
+    f_cluster_id, pos = read_compact_nullable_string(buf, pos)
+    f_timeout_ms, f_voter_id = _S_ii.unpack_from(buf, pos)
+    pos += 8
+    f_voter_directory_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_listeners = []
+    for _ in range(n):
+        it_listeners, pos = _dec_AddRaftVoterRequest_Listener_v0_1(buf, pos)
+        f_listeners.append(it_listeners)
+    f_ack_when_committed, = _S_o.unpack_from(buf, pos)
+    pos += 1
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, ack_when_committed=f_ack_when_committed, unknown_tags=unknown), pos
+
+
+def _enc_AddRaftVoterResponse_v0_1(w: bytearray, o: AddRaftVoterResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -173,7 +215,7 @@ def _enc_AddRaftVoterResponse_v0(w: bytearray, o: AddRaftVoterResponse) -> None:
         w.append(0)
 
 
-def _dec_AddRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse, int]:
+def _dec_AddRaftVoterResponse_v0_1(buf: Any, pos: int) -> tuple[AddRaftVoterResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -187,7 +229,7 @@ def _dec_AddRaftVoterResponse_v0(buf: Any, pos: int) -> tuple[AddRaftVoterRespon
     return AddRaftVoterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-AddRaftVoterRequest._ENCODERS = (_enc_AddRaftVoterRequest_v0,)
-AddRaftVoterRequest._DECODERS = (_dec_AddRaftVoterRequest_v0,)
-AddRaftVoterResponse._ENCODERS = (_enc_AddRaftVoterResponse_v0,)
-AddRaftVoterResponse._DECODERS = (_dec_AddRaftVoterResponse_v0,)
+AddRaftVoterRequest._ENCODERS = (_enc_AddRaftVoterRequest_v0, _enc_AddRaftVoterRequest_v1,)
+AddRaftVoterRequest._DECODERS = (_dec_AddRaftVoterRequest_v0, _dec_AddRaftVoterRequest_v1,)
+AddRaftVoterResponse._ENCODERS = (_enc_AddRaftVoterResponse_v0_1, _enc_AddRaftVoterResponse_v0_1,)
+AddRaftVoterResponse._DECODERS = (_dec_AddRaftVoterResponse_v0_1, _dec_AddRaftVoterResponse_v0_1,)

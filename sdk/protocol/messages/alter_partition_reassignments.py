@@ -22,13 +22,15 @@ from sdk.protocol.primitives import (
 
 _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
+_S_io = struct.Struct(">i?")
+_S_ioh = struct.Struct(">i?h")
 
 
 class AlterPartitionReassignmentsRequest(Message):
     API_KEY: ClassVar[int] = 45
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class ReassignablePartition(Struct):
@@ -63,18 +65,21 @@ class AlterPartitionReassignmentsRequest(Message):
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('timeout_ms', 'topics', 'unknown_tags',)
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics', 'unknown_tags',)
     timeout_ms: int
+    allow_replication_factor_change: bool
     topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
         self,
         timeout_ms: int = 60000,
+        allow_replication_factor_change: bool = True,
         topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tags = unknown_tags
 
@@ -82,8 +87,8 @@ class AlterPartitionReassignmentsRequest(Message):
 class AlterPartitionReassignmentsResponse(Message):
     API_KEY: ClassVar[int] = 45
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class ReassignablePartitionResponse(Struct):
@@ -121,8 +126,9 @@ class AlterPartitionReassignmentsResponse(Message):
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'unknown_tags',)
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses', 'unknown_tags',)
     throttle_time_ms: int
+    allow_replication_factor_change: bool
     error_code: int
     error_message: str | None
     responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse]
@@ -131,12 +137,14 @@ class AlterPartitionReassignmentsResponse(Message):
     def __init__(
         self,
         throttle_time_ms: int = 0,
+        allow_replication_factor_change: bool = True,
         error_code: int = 0,
         error_message: str | None = '',
         responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is _FRESH else responses
@@ -145,7 +153,7 @@ class AlterPartitionReassignmentsResponse(Message):
 
 
 
-def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w: bytearray, o: AlterPartitionReassignmentsRequest.ReassignablePartition) -> None:
+def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0_1(w: bytearray, o: AlterPartitionReassignmentsRequest.ReassignablePartition) -> None:
     w += _S_i.pack(o.partition_index)
     v_replicas = o.replicas
     write_compact_array_length(w, v_replicas)
@@ -157,7 +165,7 @@ def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w: bytearra
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignablePartition, int]:
+def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0_1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignablePartition, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_compact_array_length(buf, pos)
@@ -176,25 +184,25 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: Any, p
     return AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=f_partition_index, replicas=f_replicas, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w: bytearray, o: AlterPartitionReassignmentsRequest.ReassignableTopic) -> None:
+def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0_1(w: bytearray, o: AlterPartitionReassignmentsRequest.ReassignableTopic) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, it_partitions)
+            _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0_1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignableTopic, int]:
+def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0_1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignableTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos)
+        it_partitions, pos = _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0_1(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -212,7 +220,7 @@ def _enc_AlterPartitionReassignmentsRequest_v0(w: bytearray, o: AlterPartitionRe
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, it_topics)
+            _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0_1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -225,7 +233,7 @@ def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Alte
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
+        it_topics, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0_1(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -237,7 +245,38 @@ def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Alte
     return AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w: bytearray, o: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse) -> None:
+def _enc_AlterPartitionReassignmentsRequest_v1(w: bytearray, o: AlterPartitionReassignmentsRequest) -> None:
+    w += _S_io.pack(o.timeout_ms, o.allow_replication_factor_change)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0_1(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_AlterPartitionReassignmentsRequest_v1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:
+    f_timeout_ms, f_allow_replication_factor_change = _S_io.unpack_from(buf, pos)
+    pos += 5
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0_1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, allow_replication_factor_change=f_allow_replication_factor_change, topics=f_topics, unknown_tags=unknown), pos
+
+
+def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0_1(w: bytearray, o: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -246,7 +285,7 @@ def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse, int]:
+def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0_1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -260,25 +299,25 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(bu
     return AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w: bytearray, o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse) -> None:
+def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0_1(w: bytearray, o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, it_partitions)
+            _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0_1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignableTopicResponse, int]:
+def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0_1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignableTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos)
+        it_partitions, pos = _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0_1(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -297,7 +336,7 @@ def _enc_AlterPartitionReassignmentsResponse_v0(w: bytearray, o: AlterPartitionR
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w, it_responses)
+            _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0_1(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -311,7 +350,7 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Alt
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
+        it_responses, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0_1(buf, pos)
         f_responses.append(it_responses)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -323,7 +362,40 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Alt
     return AlterPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, unknown_tags=unknown), pos
 
 
-AlterPartitionReassignmentsRequest._ENCODERS = (_enc_AlterPartitionReassignmentsRequest_v0,)
-AlterPartitionReassignmentsRequest._DECODERS = (_dec_AlterPartitionReassignmentsRequest_v0,)
-AlterPartitionReassignmentsResponse._ENCODERS = (_enc_AlterPartitionReassignmentsResponse_v0,)
-AlterPartitionReassignmentsResponse._DECODERS = (_dec_AlterPartitionReassignmentsResponse_v0,)
+def _enc_AlterPartitionReassignmentsResponse_v1(w: bytearray, o: AlterPartitionReassignmentsResponse) -> None:
+    w += _S_ioh.pack(o.throttle_time_ms, o.allow_replication_factor_change, o.error_code)
+    write_compact_string(w, o.error_message)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0_1(w, it_responses)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_AlterPartitionReassignmentsResponse_v1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
+    f_throttle_time_ms, f_allow_replication_factor_change, f_error_code = _S_ioh.unpack_from(buf, pos)
+    pos += 7
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        it_responses, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0_1(buf, pos)
+        f_responses.append(it_responses)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return AlterPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, allow_replication_factor_change=f_allow_replication_factor_change, error_code=f_error_code, error_message=f_error_message, responses=f_responses, unknown_tags=unknown), pos
+
+
+AlterPartitionReassignmentsRequest._ENCODERS = (_enc_AlterPartitionReassignmentsRequest_v0, _enc_AlterPartitionReassignmentsRequest_v1,)
+AlterPartitionReassignmentsRequest._DECODERS = (_dec_AlterPartitionReassignmentsRequest_v0, _dec_AlterPartitionReassignmentsRequest_v1,)
+AlterPartitionReassignmentsResponse._ENCODERS = (_enc_AlterPartitionReassignmentsResponse_v0, _enc_AlterPartitionReassignmentsResponse_v1,)
+AlterPartitionReassignmentsResponse._DECODERS = (_dec_AlterPartitionReassignmentsResponse_v0, _dec_AlterPartitionReassignmentsResponse_v1,)

@@ -20,6 +20,7 @@ from sdk.protocol.primitives import (
     write_tagged_fields,
 )
 
+_S_b = struct.Struct(">b")
 _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 _S_ii = struct.Struct(">ii")
@@ -29,8 +30,8 @@ _S_o = struct.Struct(">?")
 class ConsumerGroupDescribeRequest(Message):
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tags',)
@@ -52,8 +53,8 @@ class ConsumerGroupDescribeRequest(Message):
 class ConsumerGroupDescribeResponse(Message):
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class TopicPartitions(Struct):
@@ -89,7 +90,7 @@ class ConsumerGroupDescribeResponse(Message):
             self.unknown_tags = unknown_tags
 
     class Member(Struct):
-        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'unknown_tags',)
+        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type', 'unknown_tags',)
         member_id: str
         instance_id: str | None
         rack_id: str | None
@@ -100,6 +101,7 @@ class ConsumerGroupDescribeResponse(Message):
         subscribed_topic_regex: str | None
         assignment: ConsumerGroupDescribeResponse.Assignment
         target_assignment: ConsumerGroupDescribeResponse.Assignment
+        member_type: int
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -114,6 +116,7 @@ class ConsumerGroupDescribeResponse(Message):
             subscribed_topic_regex: str | None = None,
             assignment: ConsumerGroupDescribeResponse.Assignment = _FRESH,
             target_assignment: ConsumerGroupDescribeResponse.Assignment = _FRESH,
+            member_type: int = -1,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.member_id = member_id
@@ -126,6 +129,7 @@ class ConsumerGroupDescribeResponse(Message):
             self.subscribed_topic_regex = subscribed_topic_regex
             self.assignment = ConsumerGroupDescribeResponse.Assignment() if assignment is _FRESH else assignment
             self.target_assignment = ConsumerGroupDescribeResponse.Assignment() if target_assignment is _FRESH else target_assignment
+            self.member_type = member_type
             self.unknown_tags = unknown_tags
 
     class DescribedGroup(Struct):
@@ -183,7 +187,7 @@ class ConsumerGroupDescribeResponse(Message):
 
 
 
-def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: ConsumerGroupDescribeRequest) -> None:
+def _enc_ConsumerGroupDescribeRequest_v0_1(w: bytearray, o: ConsumerGroupDescribeRequest) -> None:
     v_group_ids = o.group_ids
     write_required_compact_array_length(w, v_group_ids)
     if v_group_ids:
@@ -196,7 +200,7 @@ def _enc_ConsumerGroupDescribeRequest_v0(w: bytearray, o: ConsumerGroupDescribeR
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
+def _dec_ConsumerGroupDescribeRequest_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_group_ids = []
     for _ in range(n):
@@ -214,7 +218,7 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[ConsumerGr
     return ConsumerGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: ConsumerGroupDescribeResponse.TopicPartitions) -> None:
+def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0_1(w: bytearray, o: ConsumerGroupDescribeResponse.TopicPartitions) -> None:
     w += o.topic_id.bytes
     write_required_compact_string(w, o.topic_name)
     v_partitions = o.partitions
@@ -227,7 +231,7 @@ def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: Consu
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.TopicPartitions, int]:
+def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
@@ -243,23 +247,23 @@ def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) ->
     return ConsumerGroupDescribeResponse.TopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ConsumerGroupDescribeResponse_Assignment_v0(w: bytearray, o: ConsumerGroupDescribeResponse.Assignment) -> None:
+def _enc_ConsumerGroupDescribeResponse_Assignment_v0_1(w: bytearray, o: ConsumerGroupDescribeResponse.Assignment) -> None:
     v_topic_partitions = o.topic_partitions
     write_required_compact_array_length(w, v_topic_partitions)
     if v_topic_partitions:
         for it_topic_partitions in v_topic_partitions:
-            _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, it_topic_partitions)
+            _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0_1(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Assignment, int]:
+def _dec_ConsumerGroupDescribeResponse_Assignment_v0_1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Assignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_partitions = []
     for _ in range(n):
-        it_topic_partitions, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos)
+        it_topic_partitions, pos = _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0_1(buf, pos)
         f_topic_partitions.append(it_topic_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -284,8 +288,8 @@ def _enc_ConsumerGroupDescribeResponse_Member_v0(w: bytearray, o: ConsumerGroupD
         for it_subscribed_topic_names in v_subscribed_topic_names:
             write_required_compact_string(w, it_subscribed_topic_names)
     write_compact_string(w, o.subscribed_topic_regex)
-    _enc_ConsumerGroupDescribeResponse_Assignment_v0(w, o.assignment)
-    _enc_ConsumerGroupDescribeResponse_Assignment_v0(w, o.target_assignment)
+    _enc_ConsumerGroupDescribeResponse_Assignment_v0_1(w, o.assignment)
+    _enc_ConsumerGroupDescribeResponse_Assignment_v0_1(w, o.target_assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -306,8 +310,8 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Co
         it_subscribed_topic_names, pos = read_compact_string(buf, pos)
         f_subscribed_topic_names.append(it_subscribed_topic_names)
     f_subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
-    f_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
-    f_target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
+    f_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0_1(buf, pos)
+    f_target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0_1(buf, pos)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -316,6 +320,56 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Co
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return ConsumerGroupDescribeResponse.Member(member_id=f_member_id, instance_id=f_instance_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, assignment=f_assignment, target_assignment=f_target_assignment, unknown_tags=unknown), pos
+
+
+def _enc_ConsumerGroupDescribeResponse_Member_v1(w: bytearray, o: ConsumerGroupDescribeResponse.Member) -> None:
+    write_required_compact_string(w, o.member_id)
+    write_compact_string(w, o.instance_id)
+    write_compact_string(w, o.rack_id)
+    w += _S_i.pack(o.member_epoch)
+    write_required_compact_string(w, o.client_id)
+    write_required_compact_string(w, o.client_host)
+    v_subscribed_topic_names = o.subscribed_topic_names
+    write_required_compact_array_length(w, v_subscribed_topic_names)
+    if v_subscribed_topic_names:
+        for it_subscribed_topic_names in v_subscribed_topic_names:
+            write_required_compact_string(w, it_subscribed_topic_names)
+    write_compact_string(w, o.subscribed_topic_regex)
+    _enc_ConsumerGroupDescribeResponse_Assignment_v0_1(w, o.assignment)
+    _enc_ConsumerGroupDescribeResponse_Assignment_v0_1(w, o.target_assignment)
+    w += _S_b.pack(o.member_type)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ConsumerGroupDescribeResponse_Member_v1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Member, int]:
+    f_member_id, pos = read_compact_string(buf, pos)
+    f_instance_id, pos = read_compact_nullable_string(buf, pos)
+    f_rack_id, pos = read_compact_nullable_string(buf, pos)
+    f_member_epoch, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    f_client_id, pos = read_compact_string(buf, pos)
+    f_client_host, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_subscribed_topic_names = []
+    for _ in range(n):
+        it_subscribed_topic_names, pos = read_compact_string(buf, pos)
+        f_subscribed_topic_names.append(it_subscribed_topic_names)
+    f_subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
+    f_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0_1(buf, pos)
+    f_target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0_1(buf, pos)
+    f_member_type, = _S_b.unpack_from(buf, pos)
+    pos += 1
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ConsumerGroupDescribeResponse.Member(member_id=f_member_id, instance_id=f_instance_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, assignment=f_assignment, target_assignment=f_target_assignment, member_type=f_member_type, unknown_tags=unknown), pos
 
 
 def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
@@ -363,6 +417,51 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> 
     return ConsumerGroupDescribeResponse.DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
 
 
+def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v1(w: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
+    w += _S_h.pack(o.error_code)
+    write_compact_string(w, o.error_message)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_state)
+    w += _S_ii.pack(o.group_epoch, o.assignment_epoch)
+    write_required_compact_string(w, o.assignor_name)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_ConsumerGroupDescribeResponse_Member_v1(w, it_members)
+    w += _S_i.pack(o.authorized_operations)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.DescribedGroup, int]:
+    f_error_code, = _S_h.unpack_from(buf, pos)
+    pos += 2
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_group_id, pos = read_compact_string(buf, pos)
+    f_group_state, pos = read_compact_string(buf, pos)
+    f_group_epoch, f_assignment_epoch = _S_ii.unpack_from(buf, pos)
+    pos += 8
+    f_assignor_name, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        it_members, pos = _dec_ConsumerGroupDescribeResponse_Member_v1(buf, pos)
+        f_members.append(it_members)
+    f_authorized_operations, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ConsumerGroupDescribeResponse.DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
+
+
 def _enc_ConsumerGroupDescribeResponse_v0(w: bytearray, o: ConsumerGroupDescribeResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v_groups = o.groups
@@ -394,7 +493,38 @@ def _dec_ConsumerGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[ConsumerG
     return ConsumerGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
 
 
-ConsumerGroupDescribeRequest._ENCODERS = (_enc_ConsumerGroupDescribeRequest_v0,)
-ConsumerGroupDescribeRequest._DECODERS = (_dec_ConsumerGroupDescribeRequest_v0,)
-ConsumerGroupDescribeResponse._ENCODERS = (_enc_ConsumerGroupDescribeResponse_v0,)
-ConsumerGroupDescribeResponse._DECODERS = (_dec_ConsumerGroupDescribeResponse_v0,)
+def _enc_ConsumerGroupDescribeResponse_v1(w: bytearray, o: ConsumerGroupDescribeResponse) -> None:
+    w += _S_i.pack(o.throttle_time_ms)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_ConsumerGroupDescribeResponse_DescribedGroup_v1(w, it_groups)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ConsumerGroupDescribeResponse_v1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
+    f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        it_groups, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ConsumerGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
+
+
+ConsumerGroupDescribeRequest._ENCODERS = (_enc_ConsumerGroupDescribeRequest_v0_1, _enc_ConsumerGroupDescribeRequest_v0_1,)
+ConsumerGroupDescribeRequest._DECODERS = (_dec_ConsumerGroupDescribeRequest_v0_1, _dec_ConsumerGroupDescribeRequest_v0_1,)
+ConsumerGroupDescribeResponse._ENCODERS = (_enc_ConsumerGroupDescribeResponse_v0, _enc_ConsumerGroupDescribeResponse_v1,)
+ConsumerGroupDescribeResponse._DECODERS = (_dec_ConsumerGroupDescribeResponse_v0, _dec_ConsumerGroupDescribeResponse_v1,)

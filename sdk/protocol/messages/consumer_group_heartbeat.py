@@ -29,7 +29,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     API_KEY: ClassVar[int] = 68
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class TopicPartitions(Struct):

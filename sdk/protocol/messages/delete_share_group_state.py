@@ -28,7 +28,7 @@ class DeleteShareGroupStateRequest(Message):
     API_KEY: ClassVar[int] = 86
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_STABLE_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class PartitionData(Struct):

@@ -25,44 +25,49 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 _S_o = struct.Struct(">?")
 _S_ob = struct.Struct(">?b")
+_S_obo = struct.Struct(">?b?")
 
 
 class DescribeClusterRequest(Message):
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'unknown_tags',)
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers', 'unknown_tags',)
     include_cluster_authorized_operations: bool
     endpoint_type: int
+    include_fenced_brokers: bool
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
         self,
         include_cluster_authorized_operations: bool = False,
         endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
         self.unknown_tags = unknown_tags
 
 
 class DescribeClusterResponse(Message):
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class DescribeClusterBroker(Struct):
-        __slots__ = ('broker_id', 'host', 'port', 'rack', 'unknown_tags',)
+        __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced', 'unknown_tags',)
         broker_id: int
         host: str
         port: int
         rack: str | None
+        is_fenced: bool
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -71,12 +76,14 @@ class DescribeClusterResponse(Message):
             host: str = '',
             port: int = 0,
             rack: str | None = None,
+            is_fenced: bool = False,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.broker_id = broker_id
             self.host = host
             self.port = port
             self.rack = rack
+            self.is_fenced = is_fenced
             self.unknown_tags = unknown_tags
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tags',)
@@ -159,6 +166,27 @@ def _dec_DescribeClusterRequest_v1(buf: Any, pos: int) -> tuple[DescribeClusterR
     return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type, unknown_tags=unknown), pos
 
 
+def _enc_DescribeClusterRequest_v2(w: bytearray, o: DescribeClusterRequest) -> None:
+    w += _S_obo.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeClusterRequest_v2(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
+    f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers = _S_obo.unpack_from(buf, pos)
+    pos += 3
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type, include_fenced_brokers=f_include_fenced_brokers, unknown_tags=unknown), pos
+
+
 def _enc_DescribeClusterResponse_DescribeClusterBroker_v0_1(w: bytearray, o: DescribeClusterResponse.DescribeClusterBroker) -> None:
     w += _S_i.pack(o.broker_id)
     write_required_compact_string(w, o.host)
@@ -185,6 +213,37 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0_1(buf: Any, pos: int) 
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return DescribeClusterResponse.DescribeClusterBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
+
+
+def _enc_DescribeClusterResponse_DescribeClusterBroker_v2(w: bytearray, o: DescribeClusterResponse.DescribeClusterBroker) -> None:
+    w += _S_i.pack(o.broker_id)
+    write_required_compact_string(w, o.host)
+    w += _S_i.pack(o.port)
+    write_compact_string(w, o.rack)
+    w += _S_o.pack(o.is_fenced)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeClusterResponse_DescribeClusterBroker_v2(buf: Any, pos: int) -> tuple[DescribeClusterResponse.DescribeClusterBroker, int]:
+    f_broker_id, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    f_host, pos = read_compact_string(buf, pos)
+    f_port, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    f_rack, pos = read_compact_nullable_string(buf, pos)
+    f_is_fenced, = _S_o.unpack_from(buf, pos)
+    pos += 1
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeClusterResponse.DescribeClusterBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack, is_fenced=f_is_fenced, unknown_tags=unknown), pos
 
 
 def _enc_DescribeClusterResponse_v0(w: bytearray, o: DescribeClusterResponse) -> None:
@@ -272,7 +331,51 @@ def _dec_DescribeClusterResponse_v1(buf: Any, pos: int) -> tuple[DescribeCluster
     return DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, endpoint_type=f_endpoint_type, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tags=unknown), pos
 
 
-DescribeClusterRequest._ENCODERS = (_enc_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v1,)
-DescribeClusterRequest._DECODERS = (_dec_DescribeClusterRequest_v0, _dec_DescribeClusterRequest_v1,)
-DescribeClusterResponse._ENCODERS = (_enc_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v1,)
-DescribeClusterResponse._DECODERS = (_dec_DescribeClusterResponse_v0, _dec_DescribeClusterResponse_v1,)
+def _enc_DescribeClusterResponse_v2(w: bytearray, o: DescribeClusterResponse) -> None:
+    w += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(w, o.error_message)
+    w += _S_b.pack(o.endpoint_type)
+    write_required_compact_string(w, o.cluster_id)
+    w += _S_i.pack(o.controller_id)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_DescribeClusterResponse_DescribeClusterBroker_v2(w, it_brokers)
+    w += _S_i.pack(o.cluster_authorized_operations)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeClusterResponse_v2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_endpoint_type, = _S_b.unpack_from(buf, pos)
+    pos += 1
+    f_cluster_id, pos = read_compact_string(buf, pos)
+    f_controller_id, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        it_brokers, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v2(buf, pos)
+        f_brokers.append(it_brokers)
+    f_cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, endpoint_type=f_endpoint_type, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tags=unknown), pos
+
+
+DescribeClusterRequest._ENCODERS = (_enc_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v1, _enc_DescribeClusterRequest_v2,)
+DescribeClusterRequest._DECODERS = (_dec_DescribeClusterRequest_v0, _dec_DescribeClusterRequest_v1, _dec_DescribeClusterRequest_v2,)
+DescribeClusterResponse._ENCODERS = (_enc_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v1, _enc_DescribeClusterResponse_v2,)
+DescribeClusterResponse._DECODERS = (_dec_DescribeClusterResponse_v0, _dec_DescribeClusterResponse_v1, _dec_DescribeClusterResponse_v2,)

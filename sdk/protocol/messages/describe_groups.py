@@ -28,8 +28,8 @@ _S_o = struct.Struct(">?")
 class DescribeGroupsRequest(Message):
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    MAX_STABLE_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
+    MAX_STABLE_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 5
 
     __slots__ = ('groups', 'include_authorized_operations', 'unknown_tags',)
@@ -51,8 +51,8 @@ class DescribeGroupsRequest(Message):
 class DescribeGroupsResponse(Message):
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    MAX_STABLE_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
+    MAX_STABLE_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 5
 
     class DescribedGroupMember(Struct):
@@ -84,8 +84,9 @@ class DescribeGroupsResponse(Message):
             self.unknown_tags = unknown_tags
 
     class DescribedGroup(Struct):
-        __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tags',)
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tags',)
         error_code: int
+        error_message: str | None
         group_id: str
         group_state: str
         protocol_type: str
@@ -97,6 +98,7 @@ class DescribeGroupsResponse(Message):
         def __init__(
             self,
             error_code: int = 0,
+            error_message: str | None = None,
             group_id: str = '',
             group_state: str = '',
             protocol_type: str = '',
@@ -106,6 +108,7 @@ class DescribeGroupsResponse(Message):
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.error_code = error_code
+            self.error_message = error_message
             self.group_id = group_id
             self.group_state = group_state
             self.protocol_type = protocol_type
@@ -171,7 +174,7 @@ def _dec_DescribeGroupsRequest_v3_4(buf: Any, pos: int) -> tuple[DescribeGroupsR
     return DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations), pos
 
 
-def _enc_DescribeGroupsRequest_v5(w: bytearray, o: DescribeGroupsRequest) -> None:
+def _enc_DescribeGroupsRequest_v5_6(w: bytearray, o: DescribeGroupsRequest) -> None:
     v_groups = o.groups
     write_required_compact_array_length(w, v_groups)
     if v_groups:
@@ -184,7 +187,7 @@ def _enc_DescribeGroupsRequest_v5(w: bytearray, o: DescribeGroupsRequest) -> Non
         w.append(0)
 
 
-def _dec_DescribeGroupsRequest_v5(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
+def _dec_DescribeGroupsRequest_v5_6(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
@@ -238,7 +241,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf: Any, pos: int) -> t
     return DescribeGroupsResponse.DescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment), pos
 
 
-def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
+def _enc_DescribeGroupsResponse_DescribedGroupMember_v5_6(w: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.group_instance_id)
     write_required_compact_string(w, o.client_id)
@@ -251,7 +254,7 @@ def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w: bytearray, o: Describ
         w.append(0)
 
 
-def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
+def _dec_DescribeGroupsResponse_DescribedGroupMember_v5_6(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
     f_client_id, pos = read_compact_string(buf, pos)
@@ -368,7 +371,7 @@ def _enc_DescribeGroupsResponse_DescribedGroup_v5(w: bytearray, o: DescribeGroup
     write_required_compact_array_length(w, v_members)
     if v_members:
         for it_members in v_members:
-            _enc_DescribeGroupsResponse_DescribedGroupMember_v5(w, it_members)
+            _enc_DescribeGroupsResponse_DescribedGroupMember_v5_6(w, it_members)
     w += _S_i.pack(o.authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -386,7 +389,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[D
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos)
+        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5_6(buf, pos)
         f_members.append(it_members)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -398,6 +401,50 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf: Any, pos: int) -> tuple[D
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
+
+
+def _enc_DescribeGroupsResponse_DescribedGroup_v6(w: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
+    w += _S_h.pack(o.error_code)
+    write_compact_string(w, o.error_message)
+    write_required_compact_string(w, o.group_id)
+    write_required_compact_string(w, o.group_state)
+    write_required_compact_string(w, o.protocol_type)
+    write_required_compact_string(w, o.protocol_data)
+    v_members = o.members
+    write_required_compact_array_length(w, v_members)
+    if v_members:
+        for it_members in v_members:
+            _enc_DescribeGroupsResponse_DescribedGroupMember_v5_6(w, it_members)
+    w += _S_i.pack(o.authorized_operations)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeGroupsResponse_DescribedGroup_v6(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
+    f_error_code, = _S_h.unpack_from(buf, pos)
+    pos += 2
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_group_id, pos = read_compact_string(buf, pos)
+    f_group_state, pos = read_compact_string(buf, pos)
+    f_protocol_type, pos = read_compact_string(buf, pos)
+    f_protocol_data, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_members = []
+    for _ in range(n):
+        it_members, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5_6(buf, pos)
+        f_members.append(it_members)
+    f_authorized_operations, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeGroupsResponse.DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
 
 
 def _enc_DescribeGroupsResponse_v0(w: bytearray, o: DescribeGroupsResponse) -> None:
@@ -508,7 +555,38 @@ def _dec_DescribeGroupsResponse_v5(buf: Any, pos: int) -> tuple[DescribeGroupsRe
     return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
 
 
-DescribeGroupsRequest._ENCODERS = (_enc_DescribeGroupsRequest_v0_2, _enc_DescribeGroupsRequest_v0_2, _enc_DescribeGroupsRequest_v0_2, _enc_DescribeGroupsRequest_v3_4, _enc_DescribeGroupsRequest_v3_4, _enc_DescribeGroupsRequest_v5,)
-DescribeGroupsRequest._DECODERS = (_dec_DescribeGroupsRequest_v0_2, _dec_DescribeGroupsRequest_v0_2, _dec_DescribeGroupsRequest_v0_2, _dec_DescribeGroupsRequest_v3_4, _dec_DescribeGroupsRequest_v3_4, _dec_DescribeGroupsRequest_v5,)
-DescribeGroupsResponse._ENCODERS = (_enc_DescribeGroupsResponse_v0, _enc_DescribeGroupsResponse_v1_2, _enc_DescribeGroupsResponse_v1_2, _enc_DescribeGroupsResponse_v3, _enc_DescribeGroupsResponse_v4, _enc_DescribeGroupsResponse_v5,)
-DescribeGroupsResponse._DECODERS = (_dec_DescribeGroupsResponse_v0, _dec_DescribeGroupsResponse_v1_2, _dec_DescribeGroupsResponse_v1_2, _dec_DescribeGroupsResponse_v3, _dec_DescribeGroupsResponse_v4, _dec_DescribeGroupsResponse_v5,)
+def _enc_DescribeGroupsResponse_v6(w: bytearray, o: DescribeGroupsResponse) -> None:
+    w += _S_i.pack(o.throttle_time_ms)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_DescribeGroupsResponse_DescribedGroup_v6(w, it_groups)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeGroupsResponse_v6(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
+    f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        it_groups, pos = _dec_DescribeGroupsResponse_DescribedGroup_v6(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
+
+
+DescribeGroupsRequest._ENCODERS = (_enc_DescribeGroupsRequest_v0_2, _enc_DescribeGroupsRequest_v0_2, _enc_DescribeGroupsRequest_v0_2, _enc_DescribeGroupsRequest_v3_4, _enc_DescribeGroupsRequest_v3_4, _enc_DescribeGroupsRequest_v5_6, _enc_DescribeGroupsRequest_v5_6,)
+DescribeGroupsRequest._DECODERS = (_dec_DescribeGroupsRequest_v0_2, _dec_DescribeGroupsRequest_v0_2, _dec_DescribeGroupsRequest_v0_2, _dec_DescribeGroupsRequest_v3_4, _dec_DescribeGroupsRequest_v3_4, _dec_DescribeGroupsRequest_v5_6, _dec_DescribeGroupsRequest_v5_6,)
+DescribeGroupsResponse._ENCODERS = (_enc_DescribeGroupsResponse_v0, _enc_DescribeGroupsResponse_v1_2, _enc_DescribeGroupsResponse_v1_2, _enc_DescribeGroupsResponse_v3, _enc_DescribeGroupsResponse_v4, _enc_DescribeGroupsResponse_v5, _enc_DescribeGroupsResponse_v6,)
+DescribeGroupsResponse._DECODERS = (_dec_DescribeGroupsResponse_v0, _dec_DescribeGroupsResponse_v1_2, _dec_DescribeGroupsResponse_v1_2, _dec_DescribeGroupsResponse_v3, _dec_DescribeGroupsResponse_v4, _dec_DescribeGroupsResponse_v5, _dec_DescribeGroupsResponse_v6,)

@@ -25,13 +25,14 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 _S_iqqo = struct.Struct(">iqq?")
 _S_qq = struct.Struct(">qq")
+_S_qqo = struct.Struct(">qq?")
 
 
 class DescribeLogDirsRequest(Message):
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    MAX_STABLE_VERSION: ClassVar[int] = 4
+    MAX_VERSION: ClassVar[int] = 5
+    MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
     class DescribableLogDirTopic(Struct):
@@ -66,8 +67,8 @@ class DescribeLogDirsRequest(Message):
 class DescribeLogDirsResponse(Message):
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    MAX_STABLE_VERSION: ClassVar[int] = 4
+    MAX_VERSION: ClassVar[int] = 5
+    MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
     class DescribeLogDirsPartition(Struct):
@@ -109,12 +110,13 @@ class DescribeLogDirsResponse(Message):
             self.unknown_tags = unknown_tags
 
     class DescribeLogDirsResult(Struct):
-        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'unknown_tags',)
+        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned', 'unknown_tags',)
         error_code: int
         log_dir: str
         topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
         total_bytes: int
         usable_bytes: int
+        is_cordoned: bool
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -124,6 +126,7 @@ class DescribeLogDirsResponse(Message):
             topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _FRESH,
             total_bytes: int = -1,
             usable_bytes: int = -1,
+            is_cordoned: bool = False,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.error_code = error_code
@@ -131,6 +134,7 @@ class DescribeLogDirsResponse(Message):
             self.topics = [] if topics is _FRESH else topics
             self.total_bytes = total_bytes
             self.usable_bytes = usable_bytes
+            self.is_cordoned = is_cordoned
             self.unknown_tags = unknown_tags
 
     __slots__ = ('throttle_time_ms', 'error_code', 'results', 'unknown_tags',)
@@ -170,7 +174,7 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0_1(buf: Any, pos: int) 
     return DescribeLogDirsRequest.DescribableLogDirTopic(topic=f_topic, partitions=f_partitions), pos
 
 
-def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
+def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_5(w: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
     write_required_compact_string(w, o.topic)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
@@ -182,7 +186,7 @@ def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w: bytearray, o: Des
         w.append(0)
 
 
-def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
+def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_5(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
     f_topic, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -217,26 +221,26 @@ def _dec_DescribeLogDirsRequest_v0_1(buf: Any, pos: int) -> tuple[DescribeLogDir
     return DescribeLogDirsRequest(topics=f_topics), pos
 
 
-def _enc_DescribeLogDirsRequest_v2_4(w: bytearray, o: DescribeLogDirsRequest) -> None:
+def _enc_DescribeLogDirsRequest_v2_5(w: bytearray, o: DescribeLogDirsRequest) -> None:
     v_topics = o.topics
     write_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(w, it_topics)
+            _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2_5(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsRequest_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
+def _dec_DescribeLogDirsRequest_v2_5(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            it_topics, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_4(buf, pos)
+            it_topics, pos = _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2_5(buf, pos)
             f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -258,7 +262,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v0_1(buf: Any, pos: in
     return DescribeLogDirsResponse.DescribeLogDirsPartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_5(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
     w += _S_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -266,7 +270,7 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsPartition, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_5(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsPartition, int]:
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(buf, pos)
     pos += 21
     unknown: list[tuple[int, bytes]] | None = None
@@ -298,25 +302,25 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0_1(buf: Any, pos: int) -
     return DescribeLogDirsResponse.DescribeLogDirsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
+def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(w, it_partitions)
+            _enc_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_5(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
+def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_4(buf, pos)
+        it_partitions, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2_5(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -357,7 +361,7 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(w: bytearray, o: Des
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, it_topics)
+            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -371,7 +375,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2_3(buf: Any, pos: int) 
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
+        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -390,7 +394,7 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w: bytearray, o: Descr
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(w, it_topics)
+            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(w, it_topics)
     w += _S_qq.pack(o.total_bytes, o.usable_bytes)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -405,7 +409,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) ->
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_4(buf, pos)
+        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(buf, pos)
         f_topics.append(it_topics)
     f_total_bytes, f_usable_bytes = _S_qq.unpack_from(buf, pos)
     pos += 16
@@ -417,6 +421,42 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: Any, pos: int) ->
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return DescribeLogDirsResponse.DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes, unknown_tags=unknown), pos
+
+
+def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v5(w: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
+    w += _S_h.pack(o.error_code)
+    write_required_compact_string(w, o.log_dir)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(w, it_topics)
+    w += _S_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
+    f_error_code, = _S_h.unpack_from(buf, pos)
+    pos += 2
+    f_log_dir, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2_5(buf, pos)
+        f_topics.append(it_topics)
+    f_total_bytes, f_usable_bytes, f_is_cordoned = _S_qqo.unpack_from(buf, pos)
+    pos += 17
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeLogDirsResponse.DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes, is_cordoned=f_is_cordoned, unknown_tags=unknown), pos
 
 
 def _enc_DescribeLogDirsResponse_v0_1(w: bytearray, o: DescribeLogDirsResponse) -> None:
@@ -532,7 +572,38 @@ def _dec_DescribeLogDirsResponse_v4(buf: Any, pos: int) -> tuple[DescribeLogDirs
     return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results, unknown_tags=unknown), pos
 
 
-DescribeLogDirsRequest._ENCODERS = (_enc_DescribeLogDirsRequest_v0_1, _enc_DescribeLogDirsRequest_v0_1, _enc_DescribeLogDirsRequest_v2_4, _enc_DescribeLogDirsRequest_v2_4, _enc_DescribeLogDirsRequest_v2_4,)
-DescribeLogDirsRequest._DECODERS = (_dec_DescribeLogDirsRequest_v0_1, _dec_DescribeLogDirsRequest_v0_1, _dec_DescribeLogDirsRequest_v2_4, _dec_DescribeLogDirsRequest_v2_4, _dec_DescribeLogDirsRequest_v2_4,)
-DescribeLogDirsResponse._ENCODERS = (_enc_DescribeLogDirsResponse_v0_1, _enc_DescribeLogDirsResponse_v0_1, _enc_DescribeLogDirsResponse_v2, _enc_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v4,)
-DescribeLogDirsResponse._DECODERS = (_dec_DescribeLogDirsResponse_v0_1, _dec_DescribeLogDirsResponse_v0_1, _dec_DescribeLogDirsResponse_v2, _dec_DescribeLogDirsResponse_v3, _dec_DescribeLogDirsResponse_v4,)
+def _enc_DescribeLogDirsResponse_v5(w: bytearray, o: DescribeLogDirsResponse) -> None:
+    w += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v5(w, it_results)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_DescribeLogDirsResponse_v5(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        it_results, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results, unknown_tags=unknown), pos
+
+
+DescribeLogDirsRequest._ENCODERS = (_enc_DescribeLogDirsRequest_v0_1, _enc_DescribeLogDirsRequest_v0_1, _enc_DescribeLogDirsRequest_v2_5, _enc_DescribeLogDirsRequest_v2_5, _enc_DescribeLogDirsRequest_v2_5, _enc_DescribeLogDirsRequest_v2_5,)
+DescribeLogDirsRequest._DECODERS = (_dec_DescribeLogDirsRequest_v0_1, _dec_DescribeLogDirsRequest_v0_1, _dec_DescribeLogDirsRequest_v2_5, _dec_DescribeLogDirsRequest_v2_5, _dec_DescribeLogDirsRequest_v2_5, _dec_DescribeLogDirsRequest_v2_5,)
+DescribeLogDirsResponse._ENCODERS = (_enc_DescribeLogDirsResponse_v0_1, _enc_DescribeLogDirsResponse_v0_1, _enc_DescribeLogDirsResponse_v2, _enc_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v4, _enc_DescribeLogDirsResponse_v5,)
+DescribeLogDirsResponse._DECODERS = (_dec_DescribeLogDirsResponse_v0_1, _dec_DescribeLogDirsResponse_v0_1, _dec_DescribeLogDirsResponse_v2, _dec_DescribeLogDirsResponse_v3, _dec_DescribeLogDirsResponse_v4, _dec_DescribeLogDirsResponse_v5,)

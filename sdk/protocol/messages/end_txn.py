@@ -29,7 +29,7 @@ class EndTxnRequest(Message):
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
-    MAX_STABLE_VERSION: ClassVar[int] = 4
+    MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', 'unknown_tags',)

@@ -43,8 +43,8 @@ _S_qq = struct.Struct(">qq")
 class FetchRequest(Message):
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 17
-    MAX_STABLE_VERSION: ClassVar[int] = 17
+    MAX_VERSION: ClassVar[int] = 18
+    MAX_STABLE_VERSION: ClassVar[int] = 18
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 12
 
     class ReplicaState(Struct):
@@ -64,7 +64,7 @@ class FetchRequest(Message):
             self.unknown_tags = unknown_tags
 
     class FetchPartition(Struct):
-        __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'unknown_tags',)
+        __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark', 'unknown_tags',)
         partition: int
         current_leader_epoch: int
         fetch_offset: int
@@ -72,6 +72,7 @@ class FetchRequest(Message):
         log_start_offset: int
         partition_max_bytes: int
         replica_directory_id: uuid.UUID
+        high_watermark: int
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -83,6 +84,7 @@ class FetchRequest(Message):
             log_start_offset: int = -1,
             partition_max_bytes: int = 0,
             replica_directory_id: uuid.UUID = ZERO_UUID,
+            high_watermark: int = 9223372036854775807,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.partition = partition
@@ -92,6 +94,7 @@ class FetchRequest(Message):
             self.log_start_offset = log_start_offset
             self.partition_max_bytes = partition_max_bytes
             self.replica_directory_id = replica_directory_id
+            self.high_watermark = high_watermark
             self.unknown_tags = unknown_tags
 
     class FetchTopic(Struct):
@@ -181,8 +184,8 @@ class FetchRequest(Message):
 class FetchResponse(Message):
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 17
-    MAX_STABLE_VERSION: ClassVar[int] = 17
+    MAX_VERSION: ClassVar[int] = 18
+    MAX_STABLE_VERSION: ClassVar[int] = 18
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 12
 
     class EpochEndOffset(Struct):
@@ -393,7 +396,7 @@ def _dec_FetchRequest_ReplicaState_v12_14(buf: Any, pos: int) -> tuple[FetchRequ
     return FetchRequest.ReplicaState(unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_ReplicaState_v15_17(w: bytearray, o: FetchRequest.ReplicaState) -> None:
+def _enc_FetchRequest_ReplicaState_v15_18(w: bytearray, o: FetchRequest.ReplicaState) -> None:
     w += _S_iq.pack(o.replica_id, o.replica_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -401,7 +404,7 @@ def _enc_FetchRequest_ReplicaState_v15_17(w: bytearray, o: FetchRequest.ReplicaS
         w.append(0)
 
 
-def _dec_FetchRequest_ReplicaState_v15_17(buf: Any, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
+def _dec_FetchRequest_ReplicaState_v15_18(buf: Any, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
     f_replica_id, f_replica_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     unknown: list[tuple[int, bytes]] | None = None
@@ -499,6 +502,47 @@ def _dec_FetchRequest_FetchPartition_v17(buf: Any, pos: int) -> tuple[FetchReque
                 unknown = []
             pos = read_unknown_tag(buf, pos, tag, unknown)
     return FetchRequest.FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, replica_directory_id=f_replica_directory_id, unknown_tags=unknown), pos
+
+
+def _enc_FetchRequest_FetchPartition_v18(w: bytearray, o: FetchRequest.FetchPartition) -> None:
+    w += _S_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    tags = list(o.unknown_tags) if o.unknown_tags else []
+    if o.replica_directory_id != ZERO_UUID:
+        t = bytearray()
+        t += o.replica_directory_id.bytes
+        tags.append((0, bytes(t)))
+    if o.high_watermark != 9223372036854775807:
+        t = bytearray()
+        t += INT64.pack(o.high_watermark)
+        tags.append((1, bytes(t)))
+    write_tagged_fields(w, tags)
+
+
+def _dec_FetchRequest_FetchPartition_v18(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
+    f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(buf, pos)
+    pos += 32
+    f_replica_directory_id: uuid.UUID = ZERO_UUID
+    f_high_watermark: int = 9223372036854775807
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if tag == 0:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            f_replica_directory_id, pos = read_uuid(buf, pos)
+            pos = skip_to(buf, pos, end, "tagged field ReplicaDirectoryId")
+        elif tag == 1:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            (f_high_watermark,) = INT64.unpack_from(buf, pos)
+            pos += 8
+            pos = skip_to(buf, pos, end, "tagged field HighWatermark")
+        else:
+            if unknown is None:
+                unknown = []
+            pos = read_unknown_tag(buf, pos, tag, unknown)
+    return FetchRequest.FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, replica_directory_id=f_replica_directory_id, high_watermark=f_high_watermark, unknown_tags=unknown), pos
 
 
 def _enc_FetchRequest_FetchTopic_v0_4(w: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -648,6 +692,36 @@ def _dec_FetchRequest_FetchTopic_v17(buf: Any, pos: int) -> tuple[FetchRequest.F
     return FetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
+def _enc_FetchRequest_FetchTopic_v18(w: bytearray, o: FetchRequest.FetchTopic) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_FetchRequest_FetchPartition_v18(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_FetchRequest_FetchTopic_v18(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_FetchRequest_FetchPartition_v18(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return FetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
+
+
 def _enc_FetchRequest_ForgottenTopic_v0_6(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     if o.partitions:
         refuse_absent_field("ForgottenTopic", "partitions", 0)
@@ -700,7 +774,7 @@ def _dec_FetchRequest_ForgottenTopic_v12(buf: Any, pos: int) -> tuple[FetchReque
     return FetchRequest.ForgottenTopic(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchRequest_ForgottenTopic_v13_17(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
+def _enc_FetchRequest_ForgottenTopic_v13_18(w: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
@@ -712,7 +786,7 @@ def _enc_FetchRequest_ForgottenTopic_v13_17(w: bytearray, o: FetchRequest.Forgot
         w.append(0)
 
 
-def _dec_FetchRequest_ForgottenTopic_v13_17(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
+def _dec_FetchRequest_ForgottenTopic_v13_18(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -988,7 +1062,7 @@ def _enc_FetchRequest_v13_14(w: bytearray, o: FetchRequest) -> None:
     write_required_compact_array_length(w, v_forgotten_topics_data)
     if v_forgotten_topics_data:
         for it_forgotten_topics_data in v_forgotten_topics_data:
-            _enc_FetchRequest_ForgottenTopic_v13_17(w, it_forgotten_topics_data)
+            _enc_FetchRequest_ForgottenTopic_v13_18(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -1009,7 +1083,7 @@ def _dec_FetchRequest_v13_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_18(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id: str | None = None
@@ -1042,7 +1116,7 @@ def _enc_FetchRequest_v15_16(w: bytearray, o: FetchRequest) -> None:
     write_required_compact_array_length(w, v_forgotten_topics_data)
     if v_forgotten_topics_data:
         for it_forgotten_topics_data in v_forgotten_topics_data:
-            _enc_FetchRequest_ForgottenTopic_v13_17(w, it_forgotten_topics_data)
+            _enc_FetchRequest_ForgottenTopic_v13_18(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -1051,7 +1125,7 @@ def _enc_FetchRequest_v15_16(w: bytearray, o: FetchRequest) -> None:
         tags.append((0, bytes(t)))
     if o.replica_state != FetchRequest.ReplicaState():
         t = bytearray()
-        _enc_FetchRequest_ReplicaState_v15_17(t, o.replica_state)
+        _enc_FetchRequest_ReplicaState_v15_18(t, o.replica_state)
         tags.append((1, bytes(t)))
     write_tagged_fields(w, tags)
 
@@ -1067,7 +1141,7 @@ def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_18(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id: str | None = None
@@ -1084,7 +1158,7 @@ def _dec_FetchRequest_v15_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         elif tag == 1:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15_17(buf, pos)
+            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15_18(buf, pos)
             pos = skip_to(buf, pos, end, "tagged field ReplicaState")
         else:
             if unknown is None:
@@ -1106,7 +1180,7 @@ def _enc_FetchRequest_v17(w: bytearray, o: FetchRequest) -> None:
     write_required_compact_array_length(w, v_forgotten_topics_data)
     if v_forgotten_topics_data:
         for it_forgotten_topics_data in v_forgotten_topics_data:
-            _enc_FetchRequest_ForgottenTopic_v13_17(w, it_forgotten_topics_data)
+            _enc_FetchRequest_ForgottenTopic_v13_18(w, it_forgotten_topics_data)
     write_required_compact_string(w, o.rack_id)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.cluster_id is not None:
@@ -1115,7 +1189,7 @@ def _enc_FetchRequest_v17(w: bytearray, o: FetchRequest) -> None:
         tags.append((0, bytes(t)))
     if o.replica_state != FetchRequest.ReplicaState():
         t = bytearray()
-        _enc_FetchRequest_ReplicaState_v15_17(t, o.replica_state)
+        _enc_FetchRequest_ReplicaState_v15_18(t, o.replica_state)
         tags.append((1, bytes(t)))
     write_tagged_fields(w, tags)
 
@@ -1131,7 +1205,7 @@ def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_17(buf, pos)
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_18(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos)
     f_cluster_id: str | None = None
@@ -1148,7 +1222,71 @@ def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         elif tag == 1:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15_17(buf, pos)
+            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15_18(buf, pos)
+            pos = skip_to(buf, pos, end, "tagged field ReplicaState")
+        else:
+            if unknown is None:
+                unknown = []
+            pos = read_unknown_tag(buf, pos, tag, unknown)
+    return FetchRequest(cluster_id=f_cluster_id, replica_state=f_replica_state, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tags=unknown), pos
+
+
+def _enc_FetchRequest_v18(w: bytearray, o: FetchRequest) -> None:
+    if o.replica_id != -1:
+        refuse_absent_field("FetchRequest", "replica_id", 18)
+    w += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_FetchRequest_FetchTopic_v18(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_FetchRequest_ForgottenTopic_v13_18(w, it_forgotten_topics_data)
+    write_required_compact_string(w, o.rack_id)
+    tags = list(o.unknown_tags) if o.unknown_tags else []
+    if o.cluster_id is not None:
+        t = bytearray()
+        write_compact_string(t, o.cluster_id)
+        tags.append((0, bytes(t)))
+    if o.replica_state != FetchRequest.ReplicaState():
+        t = bytearray()
+        _enc_FetchRequest_ReplicaState_v15_18(t, o.replica_state)
+        tags.append((1, bytes(t)))
+    write_tagged_fields(w, tags)
+
+
+def _dec_FetchRequest_v18(buf: Any, pos: int) -> tuple[FetchRequest, int]:
+    f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(buf, pos)
+    pos += 21
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_FetchRequest_FetchTopic_v18(buf, pos)
+        f_topics.append(it_topics)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        it_forgotten_topics_data, pos = _dec_FetchRequest_ForgottenTopic_v13_18(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
+    f_rack_id, pos = read_compact_string(buf, pos)
+    f_cluster_id: str | None = None
+    f_replica_state: FetchRequest.ReplicaState = FetchRequest.ReplicaState()
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if tag == 0:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            f_cluster_id, pos = read_compact_nullable_string(buf, pos)
+            pos = skip_to(buf, pos, end, "tagged field ClusterId")
+        elif tag == 1:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            f_replica_state, pos = _dec_FetchRequest_ReplicaState_v15_18(buf, pos)
             pos = skip_to(buf, pos, end, "tagged field ReplicaState")
         else:
             if unknown is None:
@@ -1165,7 +1303,7 @@ def _dec_FetchResponse_EpochEndOffset_v0_11(buf: Any, pos: int) -> tuple[FetchRe
     return FetchResponse.EpochEndOffset(), pos
 
 
-def _enc_FetchResponse_EpochEndOffset_v12_17(w: bytearray, o: FetchResponse.EpochEndOffset) -> None:
+def _enc_FetchResponse_EpochEndOffset_v12_18(w: bytearray, o: FetchResponse.EpochEndOffset) -> None:
     w += _S_iq.pack(o.epoch, o.end_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1173,7 +1311,7 @@ def _enc_FetchResponse_EpochEndOffset_v12_17(w: bytearray, o: FetchResponse.Epoc
         w.append(0)
 
 
-def _dec_FetchResponse_EpochEndOffset_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.EpochEndOffset, int]:
+def _dec_FetchResponse_EpochEndOffset_v12_18(buf: Any, pos: int) -> tuple[FetchResponse.EpochEndOffset, int]:
     f_epoch, f_end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     unknown: list[tuple[int, bytes]] | None = None
@@ -1194,7 +1332,7 @@ def _dec_FetchResponse_LeaderIdAndEpoch_v0_11(buf: Any, pos: int) -> tuple[Fetch
     return FetchResponse.LeaderIdAndEpoch(), pos
 
 
-def _enc_FetchResponse_LeaderIdAndEpoch_v12_17(w: bytearray, o: FetchResponse.LeaderIdAndEpoch) -> None:
+def _enc_FetchResponse_LeaderIdAndEpoch_v12_18(w: bytearray, o: FetchResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1202,7 +1340,7 @@ def _enc_FetchResponse_LeaderIdAndEpoch_v12_17(w: bytearray, o: FetchResponse.Le
         w.append(0)
 
 
-def _dec_FetchResponse_LeaderIdAndEpoch_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
+def _dec_FetchResponse_LeaderIdAndEpoch_v12_18(buf: Any, pos: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     unknown: list[tuple[int, bytes]] | None = None
@@ -1225,7 +1363,7 @@ def _dec_FetchResponse_SnapshotId_v0_11(buf: Any, pos: int) -> tuple[FetchRespon
     return FetchResponse.SnapshotId(end_offset=f_end_offset, epoch=f_epoch), pos
 
 
-def _enc_FetchResponse_SnapshotId_v12_17(w: bytearray, o: FetchResponse.SnapshotId) -> None:
+def _enc_FetchResponse_SnapshotId_v12_18(w: bytearray, o: FetchResponse.SnapshotId) -> None:
     w += _S_qi.pack(o.end_offset, o.epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1233,7 +1371,7 @@ def _enc_FetchResponse_SnapshotId_v12_17(w: bytearray, o: FetchResponse.Snapshot
         w.append(0)
 
 
-def _dec_FetchResponse_SnapshotId_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.SnapshotId, int]:
+def _dec_FetchResponse_SnapshotId_v12_18(buf: Any, pos: int) -> tuple[FetchResponse.SnapshotId, int]:
     f_end_offset, f_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
     unknown: list[tuple[int, bytes]] | None = None
@@ -1264,7 +1402,7 @@ def _dec_FetchResponse_AbortedTransaction_v4_11(buf: Any, pos: int) -> tuple[Fet
     return FetchResponse.AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset), pos
 
 
-def _enc_FetchResponse_AbortedTransaction_v12_17(w: bytearray, o: FetchResponse.AbortedTransaction) -> None:
+def _enc_FetchResponse_AbortedTransaction_v12_18(w: bytearray, o: FetchResponse.AbortedTransaction) -> None:
     w += _S_qq.pack(o.producer_id, o.first_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -1272,7 +1410,7 @@ def _enc_FetchResponse_AbortedTransaction_v12_17(w: bytearray, o: FetchResponse.
         w.append(0)
 
 
-def _dec_FetchResponse_AbortedTransaction_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
+def _dec_FetchResponse_AbortedTransaction_v12_18(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
     f_producer_id, f_first_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     unknown: list[tuple[int, bytes]] | None = None
@@ -1375,32 +1513,32 @@ def _dec_FetchResponse_PartitionData_v11(buf: Any, pos: int) -> tuple[FetchRespo
     return FetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records), pos
 
 
-def _enc_FetchResponse_PartitionData_v12_17(w: bytearray, o: FetchResponse.PartitionData) -> None:
+def _enc_FetchResponse_PartitionData_v12_18(w: bytearray, o: FetchResponse.PartitionData) -> None:
     w += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     v_aborted_transactions = o.aborted_transactions
     write_compact_array_length(w, v_aborted_transactions)
     if v_aborted_transactions:
         for it_aborted_transactions in v_aborted_transactions:
-            _enc_FetchResponse_AbortedTransaction_v12_17(w, it_aborted_transactions)
+            _enc_FetchResponse_AbortedTransaction_v12_18(w, it_aborted_transactions)
     w += _S_i.pack(o.preferred_read_replica)
     write_compact_bytes(w, o.records)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.diverging_epoch != FetchResponse.EpochEndOffset():
         t = bytearray()
-        _enc_FetchResponse_EpochEndOffset_v12_17(t, o.diverging_epoch)
+        _enc_FetchResponse_EpochEndOffset_v12_18(t, o.diverging_epoch)
         tags.append((0, bytes(t)))
     if o.current_leader != FetchResponse.LeaderIdAndEpoch():
         t = bytearray()
-        _enc_FetchResponse_LeaderIdAndEpoch_v12_17(t, o.current_leader)
+        _enc_FetchResponse_LeaderIdAndEpoch_v12_18(t, o.current_leader)
         tags.append((1, bytes(t)))
     if o.snapshot_id != FetchResponse.SnapshotId():
         t = bytearray()
-        _enc_FetchResponse_SnapshotId_v12_17(t, o.snapshot_id)
+        _enc_FetchResponse_SnapshotId_v12_18(t, o.snapshot_id)
         tags.append((2, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
+def _dec_FetchResponse_PartitionData_v12_18(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_compact_array_length(buf, pos)
@@ -1409,7 +1547,7 @@ def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[FetchRe
     else:
         f_aborted_transactions = []
         for _ in range(n):
-            it_aborted_transactions, pos = _dec_FetchResponse_AbortedTransaction_v12_17(buf, pos)
+            it_aborted_transactions, pos = _dec_FetchResponse_AbortedTransaction_v12_18(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_preferred_read_replica, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -1424,17 +1562,17 @@ def _dec_FetchResponse_PartitionData_v12_17(buf: Any, pos: int) -> tuple[FetchRe
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            f_diverging_epoch, pos = _dec_FetchResponse_EpochEndOffset_v12_17(buf, pos)
+            f_diverging_epoch, pos = _dec_FetchResponse_EpochEndOffset_v12_18(buf, pos)
             pos = skip_to(buf, pos, end, "tagged field DivergingEpoch")
         elif tag == 1:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            f_current_leader, pos = _dec_FetchResponse_LeaderIdAndEpoch_v12_17(buf, pos)
+            f_current_leader, pos = _dec_FetchResponse_LeaderIdAndEpoch_v12_18(buf, pos)
             pos = skip_to(buf, pos, end, "tagged field CurrentLeader")
         elif tag == 2:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            f_snapshot_id, pos = _dec_FetchResponse_SnapshotId_v12_17(buf, pos)
+            f_snapshot_id, pos = _dec_FetchResponse_SnapshotId_v12_18(buf, pos)
             pos = skip_to(buf, pos, end, "tagged field SnapshotId")
         else:
             if unknown is None:
@@ -1525,7 +1663,7 @@ def _enc_FetchResponse_FetchableTopicResponse_v12(w: bytearray, o: FetchResponse
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_FetchResponse_PartitionData_v12_17(w, it_partitions)
+            _enc_FetchResponse_PartitionData_v12_18(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -1537,7 +1675,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[F
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v12_18(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -1549,25 +1687,25 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[F
     return FetchResponse.FetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_FetchableTopicResponse_v13_17(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
+def _enc_FetchResponse_FetchableTopicResponse_v13_18(w: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_FetchResponse_PartitionData_v12_17(w, it_partitions)
+            _enc_FetchResponse_PartitionData_v12_18(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_FetchResponse_FetchableTopicResponse_v13_17(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
+def _dec_FetchResponse_FetchableTopicResponse_v13_18(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_FetchResponse_PartitionData_v12_17(buf, pos)
+        it_partitions, pos = _dec_FetchResponse_PartitionData_v12_18(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -1605,7 +1743,7 @@ def _dec_FetchResponse_NodeEndpoint_v12_15(buf: Any, pos: int) -> tuple[FetchRes
     return FetchResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_NodeEndpoint_v16_17(w: bytearray, o: FetchResponse.NodeEndpoint) -> None:
+def _enc_FetchResponse_NodeEndpoint_v16_18(w: bytearray, o: FetchResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -1616,7 +1754,7 @@ def _enc_FetchResponse_NodeEndpoint_v16_17(w: bytearray, o: FetchResponse.NodeEn
         w.append(0)
 
 
-def _dec_FetchResponse_NodeEndpoint_v16_17(buf: Any, pos: int) -> tuple[FetchResponse.NodeEndpoint, int]:
+def _dec_FetchResponse_NodeEndpoint_v16_18(buf: Any, pos: int) -> tuple[FetchResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
@@ -1787,7 +1925,7 @@ def _enc_FetchResponse_v13_15(w: bytearray, o: FetchResponse) -> None:
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_FetchResponse_FetchableTopicResponse_v13_17(w, it_responses)
+            _enc_FetchResponse_FetchableTopicResponse_v13_18(w, it_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -1800,7 +1938,7 @@ def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v13_18(buf, pos)
         f_responses.append(it_responses)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -1812,13 +1950,13 @@ def _dec_FetchResponse_v13_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tags=unknown), pos
 
 
-def _enc_FetchResponse_v16_17(w: bytearray, o: FetchResponse) -> None:
+def _enc_FetchResponse_v16_18(w: bytearray, o: FetchResponse) -> None:
     w += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     v_responses = o.responses
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_FetchResponse_FetchableTopicResponse_v13_17(w, it_responses)
+            _enc_FetchResponse_FetchableTopicResponse_v13_18(w, it_responses)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
@@ -1826,18 +1964,18 @@ def _enc_FetchResponse_v16_17(w: bytearray, o: FetchResponse) -> None:
         write_required_compact_array_length(t, v_node_endpoints)
         if v_node_endpoints:
             for it_node_endpoints in v_node_endpoints:
-                _enc_FetchResponse_NodeEndpoint_v16_17(t, it_node_endpoints)
+                _enc_FetchResponse_NodeEndpoint_v16_18(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
+def _dec_FetchResponse_v16_18(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v13_17(buf, pos)
+        it_responses, pos = _dec_FetchResponse_FetchableTopicResponse_v13_18(buf, pos)
         f_responses.append(it_responses)
     f_node_endpoints: list[FetchResponse.NodeEndpoint] = []
     unknown: list[tuple[int, bytes]] | None = None
@@ -1850,7 +1988,7 @@ def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                it_node_endpoints, pos = _dec_FetchResponse_NodeEndpoint_v16_17(buf, pos)
+                it_node_endpoints, pos = _dec_FetchResponse_NodeEndpoint_v16_18(buf, pos)
                 f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
@@ -1860,7 +1998,7 @@ def _dec_FetchResponse_v16_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
 
 
-FetchRequest._ENCODERS = (_enc_FetchRequest_v0_2, _enc_FetchRequest_v0_2, _enc_FetchRequest_v0_2, _enc_FetchRequest_v3, _enc_FetchRequest_v4, _enc_FetchRequest_v5_6, _enc_FetchRequest_v5_6, _enc_FetchRequest_v7_8, _enc_FetchRequest_v7_8, _enc_FetchRequest_v9_10, _enc_FetchRequest_v9_10, _enc_FetchRequest_v11, _enc_FetchRequest_v12, _enc_FetchRequest_v13_14, _enc_FetchRequest_v13_14, _enc_FetchRequest_v15_16, _enc_FetchRequest_v15_16, _enc_FetchRequest_v17,)
-FetchRequest._DECODERS = (_dec_FetchRequest_v0_2, _dec_FetchRequest_v0_2, _dec_FetchRequest_v0_2, _dec_FetchRequest_v3, _dec_FetchRequest_v4, _dec_FetchRequest_v5_6, _dec_FetchRequest_v5_6, _dec_FetchRequest_v7_8, _dec_FetchRequest_v7_8, _dec_FetchRequest_v9_10, _dec_FetchRequest_v9_10, _dec_FetchRequest_v11, _dec_FetchRequest_v12, _dec_FetchRequest_v13_14, _dec_FetchRequest_v13_14, _dec_FetchRequest_v15_16, _dec_FetchRequest_v15_16, _dec_FetchRequest_v17,)
-FetchResponse._ENCODERS = (_enc_FetchResponse_v0, _enc_FetchResponse_v1_3, _enc_FetchResponse_v1_3, _enc_FetchResponse_v1_3, _enc_FetchResponse_v4, _enc_FetchResponse_v5_6, _enc_FetchResponse_v5_6, _enc_FetchResponse_v7_10, _enc_FetchResponse_v7_10, _enc_FetchResponse_v7_10, _enc_FetchResponse_v7_10, _enc_FetchResponse_v11, _enc_FetchResponse_v12, _enc_FetchResponse_v13_15, _enc_FetchResponse_v13_15, _enc_FetchResponse_v13_15, _enc_FetchResponse_v16_17, _enc_FetchResponse_v16_17,)
-FetchResponse._DECODERS = (_dec_FetchResponse_v0, _dec_FetchResponse_v1_3, _dec_FetchResponse_v1_3, _dec_FetchResponse_v1_3, _dec_FetchResponse_v4, _dec_FetchResponse_v5_6, _dec_FetchResponse_v5_6, _dec_FetchResponse_v7_10, _dec_FetchResponse_v7_10, _dec_FetchResponse_v7_10, _dec_FetchResponse_v7_10, _dec_FetchResponse_v11, _dec_FetchResponse_v12, _dec_FetchResponse_v13_15, _dec_FetchResponse_v13_15, _dec_FetchResponse_v13_15, _dec_FetchResponse_v16_17, _dec_FetchResponse_v16_17,)
+FetchRequest._ENCODERS = (_enc_FetchRequest_v0_2, _enc_FetchRequest_v0_2, _enc_FetchRequest_v0_2, _enc_FetchRequest_v3, _enc_FetchRequest_v4, _enc_FetchRequest_v5_6, _enc_FetchRequest_v5_6, _enc_FetchRequest_v7_8, _enc_FetchRequest_v7_8, _enc_FetchRequest_v9_10, _enc_FetchRequest_v9_10, _enc_FetchRequest_v11, _enc_FetchRequest_v12, _enc_FetchRequest_v13_14, _enc_FetchRequest_v13_14, _enc_FetchRequest_v15_16, _enc_FetchRequest_v15_16, _enc_FetchRequest_v17, _enc_FetchRequest_v18,)
+FetchRequest._DECODERS = (_dec_FetchRequest_v0_2, _dec_FetchRequest_v0_2, _dec_FetchRequest_v0_2, _dec_FetchRequest_v3, _dec_FetchRequest_v4, _dec_FetchRequest_v5_6, _dec_FetchRequest_v5_6, _dec_FetchRequest_v7_8, _dec_FetchRequest_v7_8, _dec_FetchRequest_v9_10, _dec_FetchRequest_v9_10, _dec_FetchRequest_v11, _dec_FetchRequest_v12, _dec_FetchRequest_v13_14, _dec_FetchRequest_v13_14, _dec_FetchRequest_v15_16, _dec_FetchRequest_v15_16, _dec_FetchRequest_v17, _dec_FetchRequest_v18,)
+FetchResponse._ENCODERS = (_enc_FetchResponse_v0, _enc_FetchResponse_v1_3, _enc_FetchResponse_v1_3, _enc_FetchResponse_v1_3, _enc_FetchResponse_v4, _enc_FetchResponse_v5_6, _enc_FetchResponse_v5_6, _enc_FetchResponse_v7_10, _enc_FetchResponse_v7_10, _enc_FetchResponse_v7_10, _enc_FetchResponse_v7_10, _enc_FetchResponse_v11, _enc_FetchResponse_v12, _enc_FetchResponse_v13_15, _enc_FetchResponse_v13_15, _enc_FetchResponse_v13_15, _enc_FetchResponse_v16_18, _enc_FetchResponse_v16_18, _enc_FetchResponse_v16_18,)
+FetchResponse._DECODERS = (_dec_FetchResponse_v0, _dec_FetchResponse_v1_3, _dec_FetchResponse_v1_3, _dec_FetchResponse_v1_3, _dec_FetchResponse_v4, _dec_FetchResponse_v5_6, _dec_FetchResponse_v5_6, _dec_FetchResponse_v7_10, _dec_FetchResponse_v7_10, _dec_FetchResponse_v7_10, _dec_FetchResponse_v7_10, _dec_FetchResponse_v11, _dec_FetchResponse_v12, _dec_FetchResponse_v13_15, _dec_FetchResponse_v13_15, _dec_FetchResponse_v13_15, _dec_FetchResponse_v16_18, _dec_FetchResponse_v16_18, _dec_FetchResponse_v16_18,)

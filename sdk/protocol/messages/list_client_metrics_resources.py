@@ -20,44 +20,51 @@ from sdk.protocol.primitives import (
     write_tagged_fields,
 )
 
+_S_b = struct.Struct(">b")
 _S_ih = struct.Struct(">ih")
 
 
 class ListClientMetricsResourcesRequest(Message):
     API_KEY: ClassVar[int] = 74
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    __slots__ = ('unknown_tags',)
+    __slots__ = ('resource_types', 'unknown_tags',)
+    resource_types: list[int]
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
         self,
+        resource_types: list[int] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
+        self.resource_types = [] if resource_types is _FRESH else resource_types
         self.unknown_tags = unknown_tags
 
 
 class ListClientMetricsResourcesResponse(Message):
     API_KEY: ClassVar[int] = 74
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class ClientMetricsResource(Struct):
-        __slots__ = ('name', 'unknown_tags',)
+        __slots__ = ('name', 'resource_type', 'unknown_tags',)
         name: str
+        resource_type: int
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            resource_type: int = 16,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.resource_type = resource_type
             self.unknown_tags = unknown_tags
 
     __slots__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources', 'unknown_tags',)
@@ -99,6 +106,31 @@ def _dec_ListClientMetricsResourcesRequest_v0(buf: Any, pos: int) -> tuple[ListC
     return ListClientMetricsResourcesRequest(unknown_tags=unknown), pos
 
 
+def _enc_ListClientMetricsResourcesRequest_v1(w: bytearray, o: ListClientMetricsResourcesRequest) -> None:
+    v_resource_types = o.resource_types
+    write_required_compact_array_length(w, v_resource_types)
+    if v_resource_types:
+        w += struct.pack(">%db" % len(v_resource_types), *v_resource_types)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ListClientMetricsResourcesRequest_v1(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesRequest, int]:
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_resource_types = list(struct.unpack_from(">%db" % n, buf, pos))
+    pos += 1 * n
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ListClientMetricsResourcesRequest(resource_types=f_resource_types, unknown_tags=unknown), pos
+
+
 def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(w: bytearray, o: ListClientMetricsResourcesResponse.ClientMetricsResource) -> None:
     write_required_compact_string(w, o.name)
     if o.unknown_tags:
@@ -117,6 +149,29 @@ def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v0(buf: Any, p
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return ListClientMetricsResourcesResponse.ClientMetricsResource(name=f_name, unknown_tags=unknown), pos
+
+
+def _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v1(w: bytearray, o: ListClientMetricsResourcesResponse.ClientMetricsResource) -> None:
+    write_required_compact_string(w, o.name)
+    w += _S_b.pack(o.resource_type)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v1(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse.ClientMetricsResource, int]:
+    f_name, pos = read_compact_string(buf, pos)
+    f_resource_type, = _S_b.unpack_from(buf, pos)
+    pos += 1
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ListClientMetricsResourcesResponse.ClientMetricsResource(name=f_name, resource_type=f_resource_type, unknown_tags=unknown), pos
 
 
 def _enc_ListClientMetricsResourcesResponse_v0(w: bytearray, o: ListClientMetricsResourcesResponse) -> None:
@@ -150,7 +205,38 @@ def _dec_ListClientMetricsResourcesResponse_v0(buf: Any, pos: int) -> tuple[List
     return ListClientMetricsResourcesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_metrics_resources=f_client_metrics_resources, unknown_tags=unknown), pos
 
 
-ListClientMetricsResourcesRequest._ENCODERS = (_enc_ListClientMetricsResourcesRequest_v0,)
-ListClientMetricsResourcesRequest._DECODERS = (_dec_ListClientMetricsResourcesRequest_v0,)
-ListClientMetricsResourcesResponse._ENCODERS = (_enc_ListClientMetricsResourcesResponse_v0,)
-ListClientMetricsResourcesResponse._DECODERS = (_dec_ListClientMetricsResourcesResponse_v0,)
+def _enc_ListClientMetricsResourcesResponse_v1(w: bytearray, o: ListClientMetricsResourcesResponse) -> None:
+    w += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    v_client_metrics_resources = o.client_metrics_resources
+    write_required_compact_array_length(w, v_client_metrics_resources)
+    if v_client_metrics_resources:
+        for it_client_metrics_resources in v_client_metrics_resources:
+            _enc_ListClientMetricsResourcesResponse_ClientMetricsResource_v1(w, it_client_metrics_resources)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ListClientMetricsResourcesResponse_v1(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse, int]:
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_client_metrics_resources = []
+    for _ in range(n):
+        it_client_metrics_resources, pos = _dec_ListClientMetricsResourcesResponse_ClientMetricsResource_v1(buf, pos)
+        f_client_metrics_resources.append(it_client_metrics_resources)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ListClientMetricsResourcesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_metrics_resources=f_client_metrics_resources, unknown_tags=unknown), pos
+
+
+ListClientMetricsResourcesRequest._ENCODERS = (_enc_ListClientMetricsResourcesRequest_v0, _enc_ListClientMetricsResourcesRequest_v1,)
+ListClientMetricsResourcesRequest._DECODERS = (_dec_ListClientMetricsResourcesRequest_v0, _dec_ListClientMetricsResourcesRequest_v1,)
+ListClientMetricsResourcesResponse._ENCODERS = (_enc_ListClientMetricsResourcesResponse_v0, _enc_ListClientMetricsResourcesResponse_v1,)
+ListClientMetricsResourcesResponse._DECODERS = (_dec_ListClientMetricsResourcesResponse_v0, _dec_ListClientMetricsResourcesResponse_v1,)

@@ -33,8 +33,8 @@ _S_iqi = struct.Struct(">iqi")
 class ListOffsetsRequest(Message):
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 10
-    MAX_STABLE_VERSION: ClassVar[int] = 10
+    MAX_VERSION: ClassVar[int] = 11
+    MAX_STABLE_VERSION: ClassVar[int] = 11
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
     class ListOffsetsPartition(Struct):
@@ -100,8 +100,8 @@ class ListOffsetsRequest(Message):
 class ListOffsetsResponse(Message):
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 10
-    MAX_STABLE_VERSION: ClassVar[int] = 10
+    MAX_VERSION: ClassVar[int] = 11
+    MAX_STABLE_VERSION: ClassVar[int] = 11
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
     class ListOffsetsPartitionResponse(Struct):
@@ -200,7 +200,7 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v4_5(buf: Any, pos: int) -> tup
     return ListOffsetsRequest.ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_11(w: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     if o.max_num_offsets != 1:
         refuse_absent_field("ListOffsetsPartition", "max_num_offsets", 6)
     w += _S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
@@ -210,7 +210,7 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w: bytearray, o: ListOffs
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
+def _dec_ListOffsetsRequest_ListOffsetsPartition_v6_11(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(buf, pos)
     pos += 16
     unknown: list[tuple[int, bytes]] | None = None
@@ -280,25 +280,25 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v4_5(buf: Any, pos: int) -> tuple[L
     return ListOffsetsRequest.ListOffsetsTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
+def _enc_ListOffsetsRequest_ListOffsetsTopic_v6_11(w: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_ListOffsetsRequest_ListOffsetsPartition_v6_10(w, it_partitions)
+            _enc_ListOffsetsRequest_ListOffsetsPartition_v6_11(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
+def _dec_ListOffsetsRequest_ListOffsetsTopic_v6_11(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6_10(buf, pos)
+        it_partitions, pos = _dec_ListOffsetsRequest_ListOffsetsPartition_v6_11(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -400,7 +400,7 @@ def _enc_ListOffsetsRequest_v6_9(w: bytearray, o: ListOffsetsRequest) -> None:
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, it_topics)
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_11(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -413,7 +413,7 @@ def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_11(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -425,13 +425,13 @@ def _dec_ListOffsetsRequest_v6_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest
     return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_ListOffsetsRequest_v10(w: bytearray, o: ListOffsetsRequest) -> None:
+def _enc_ListOffsetsRequest_v10_11(w: bytearray, o: ListOffsetsRequest) -> None:
     w += _S_ib.pack(o.replica_id, o.isolation_level)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_10(w, it_topics)
+            _enc_ListOffsetsRequest_ListOffsetsTopic_v6_11(w, it_topics)
     w += _S_i.pack(o.timeout_ms)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -439,13 +439,13 @@ def _enc_ListOffsetsRequest_v10(w: bytearray, o: ListOffsetsRequest) -> None:
         w.append(0)
 
 
-def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
+def _dec_ListOffsetsRequest_v10_11(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     f_replica_id, f_isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_10(buf, pos)
+        it_topics, pos = _dec_ListOffsetsRequest_ListOffsetsTopic_v6_11(buf, pos)
         f_topics.append(it_topics)
     f_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -496,7 +496,7 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v4_5(buf: Any, pos: in
     return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_11(w: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     w += _S_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -504,7 +504,7 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w: bytearray, o:
         w.append(0)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
+def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_11(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(buf, pos)
     pos += 26
     unknown: list[tuple[int, bytes]] | None = None
@@ -574,25 +574,25 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4_5(buf: Any, pos: int) -
     return ListOffsetsResponse.ListOffsetsTopicResponse(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
+def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_11(w: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(w, it_partitions)
+            _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_11(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
+def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_11(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_10(buf, pos)
+        it_partitions, pos = _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6_11(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -678,26 +678,26 @@ def _dec_ListOffsetsResponse_v4_5(buf: Any, pos: int) -> tuple[ListOffsetsRespon
     return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_ListOffsetsResponse_v6_10(w: bytearray, o: ListOffsetsResponse) -> None:
+def _enc_ListOffsetsResponse_v6_11(w: bytearray, o: ListOffsetsResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(w, it_topics)
+            _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6_11(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListOffsetsResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
+def _dec_ListOffsetsResponse_v6_11(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_10(buf, pos)
+        it_topics, pos = _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6_11(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -709,7 +709,7 @@ def _dec_ListOffsetsResponse_v6_10(buf: Any, pos: int) -> tuple[ListOffsetsRespo
     return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-ListOffsetsRequest._ENCODERS = (_enc_ListOffsetsRequest_v0, _enc_ListOffsetsRequest_v1, _enc_ListOffsetsRequest_v2_3, _enc_ListOffsetsRequest_v2_3, _enc_ListOffsetsRequest_v4_5, _enc_ListOffsetsRequest_v4_5, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v10,)
-ListOffsetsRequest._DECODERS = (_dec_ListOffsetsRequest_v0, _dec_ListOffsetsRequest_v1, _dec_ListOffsetsRequest_v2_3, _dec_ListOffsetsRequest_v2_3, _dec_ListOffsetsRequest_v4_5, _dec_ListOffsetsRequest_v4_5, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v10,)
-ListOffsetsResponse._ENCODERS = (_enc_ListOffsetsResponse_v0, _enc_ListOffsetsResponse_v1, _enc_ListOffsetsResponse_v2_3, _enc_ListOffsetsResponse_v2_3, _enc_ListOffsetsResponse_v4_5, _enc_ListOffsetsResponse_v4_5, _enc_ListOffsetsResponse_v6_10, _enc_ListOffsetsResponse_v6_10, _enc_ListOffsetsResponse_v6_10, _enc_ListOffsetsResponse_v6_10, _enc_ListOffsetsResponse_v6_10,)
-ListOffsetsResponse._DECODERS = (_dec_ListOffsetsResponse_v0, _dec_ListOffsetsResponse_v1, _dec_ListOffsetsResponse_v2_3, _dec_ListOffsetsResponse_v2_3, _dec_ListOffsetsResponse_v4_5, _dec_ListOffsetsResponse_v4_5, _dec_ListOffsetsResponse_v6_10, _dec_ListOffsetsResponse_v6_10, _dec_ListOffsetsResponse_v6_10, _dec_ListOffsetsResponse_v6_10, _dec_ListOffsetsResponse_v6_10,)
+ListOffsetsRequest._ENCODERS = (_enc_ListOffsetsRequest_v0, _enc_ListOffsetsRequest_v1, _enc_ListOffsetsRequest_v2_3, _enc_ListOffsetsRequest_v2_3, _enc_ListOffsetsRequest_v4_5, _enc_ListOffsetsRequest_v4_5, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v6_9, _enc_ListOffsetsRequest_v10_11, _enc_ListOffsetsRequest_v10_11,)
+ListOffsetsRequest._DECODERS = (_dec_ListOffsetsRequest_v0, _dec_ListOffsetsRequest_v1, _dec_ListOffsetsRequest_v2_3, _dec_ListOffsetsRequest_v2_3, _dec_ListOffsetsRequest_v4_5, _dec_ListOffsetsRequest_v4_5, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v6_9, _dec_ListOffsetsRequest_v10_11, _dec_ListOffsetsRequest_v10_11,)
+ListOffsetsResponse._ENCODERS = (_enc_ListOffsetsResponse_v0, _enc_ListOffsetsResponse_v1, _enc_ListOffsetsResponse_v2_3, _enc_ListOffsetsResponse_v2_3, _enc_ListOffsetsResponse_v4_5, _enc_ListOffsetsResponse_v4_5, _enc_ListOffsetsResponse_v6_11, _enc_ListOffsetsResponse_v6_11, _enc_ListOffsetsResponse_v6_11, _enc_ListOffsetsResponse_v6_11, _enc_ListOffsetsResponse_v6_11, _enc_ListOffsetsResponse_v6_11,)
+ListOffsetsResponse._DECODERS = (_dec_ListOffsetsResponse_v0, _dec_ListOffsetsResponse_v1, _dec_ListOffsetsResponse_v2_3, _dec_ListOffsetsResponse_v2_3, _dec_ListOffsetsResponse_v4_5, _dec_ListOffsetsResponse_v4_5, _dec_ListOffsetsResponse_v6_11, _dec_ListOffsetsResponse_v6_11, _dec_ListOffsetsResponse_v6_11, _dec_ListOffsetsResponse_v6_11, _dec_ListOffsetsResponse_v6_11, _dec_ListOffsetsResponse_v6_11,)

@@ -27,14 +27,15 @@ _S_q = struct.Struct(">q")
 class ListTransactionsRequest(Message):
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'unknown_tags',)
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern', 'unknown_tags',)
     state_filters: list[str]
     producer_id_filters: list[int]
     duration_filter: int
+    transactional_id_pattern: str | None
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -42,19 +43,21 @@ class ListTransactionsRequest(Message):
         state_filters: list[str] = _FRESH,
         producer_id_filters: list[int] = _FRESH,
         duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.state_filters = [] if state_filters is _FRESH else state_filters
         self.producer_id_filters = [] if producer_id_filters is _FRESH else producer_id_filters
         self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
         self.unknown_tags = unknown_tags
 
 
 class ListTransactionsResponse(Message):
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class TransactionState(Struct):
@@ -175,7 +178,47 @@ def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[ListTransaction
     return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter, unknown_tags=unknown), pos
 
 
-def _enc_ListTransactionsResponse_TransactionState_v0_1(w: bytearray, o: ListTransactionsResponse.TransactionState) -> None:
+def _enc_ListTransactionsRequest_v2(w: bytearray, o: ListTransactionsRequest) -> None:
+    v_state_filters = o.state_filters
+    write_required_compact_array_length(w, v_state_filters)
+    if v_state_filters:
+        for it_state_filters in v_state_filters:
+            write_required_compact_string(w, it_state_filters)
+    v_producer_id_filters = o.producer_id_filters
+    write_required_compact_array_length(w, v_producer_id_filters)
+    if v_producer_id_filters:
+        w += struct.pack(">%dq" % len(v_producer_id_filters), *v_producer_id_filters)
+    w += _S_q.pack(o.duration_filter)
+    write_compact_string(w, o.transactional_id_pattern)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ListTransactionsRequest_v2(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_state_filters = []
+    for _ in range(n):
+        it_state_filters, pos = read_compact_string(buf, pos)
+        f_state_filters.append(it_state_filters)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_producer_id_filters = list(struct.unpack_from(">%dq" % n, buf, pos))
+    pos += 8 * n
+    f_duration_filter, = _S_q.unpack_from(buf, pos)
+    pos += 8
+    f_transactional_id_pattern, pos = read_compact_nullable_string(buf, pos)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter, transactional_id_pattern=f_transactional_id_pattern, unknown_tags=unknown), pos
+
+
+def _enc_ListTransactionsResponse_TransactionState_v0_2(w: bytearray, o: ListTransactionsResponse.TransactionState) -> None:
     write_required_compact_string(w, o.transactional_id)
     w += _S_q.pack(o.producer_id)
     write_required_compact_string(w, o.transaction_state)
@@ -185,7 +228,7 @@ def _enc_ListTransactionsResponse_TransactionState_v0_1(w: bytearray, o: ListTra
         w.append(0)
 
 
-def _dec_ListTransactionsResponse_TransactionState_v0_1(buf: Any, pos: int) -> tuple[ListTransactionsResponse.TransactionState, int]:
+def _dec_ListTransactionsResponse_TransactionState_v0_2(buf: Any, pos: int) -> tuple[ListTransactionsResponse.TransactionState, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
@@ -200,7 +243,7 @@ def _dec_ListTransactionsResponse_TransactionState_v0_1(buf: Any, pos: int) -> t
     return ListTransactionsResponse.TransactionState(transactional_id=f_transactional_id, producer_id=f_producer_id, transaction_state=f_transaction_state, unknown_tags=unknown), pos
 
 
-def _enc_ListTransactionsResponse_v0_1(w: bytearray, o: ListTransactionsResponse) -> None:
+def _enc_ListTransactionsResponse_v0_2(w: bytearray, o: ListTransactionsResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     v_unknown_state_filters = o.unknown_state_filters
     write_required_compact_array_length(w, v_unknown_state_filters)
@@ -211,14 +254,14 @@ def _enc_ListTransactionsResponse_v0_1(w: bytearray, o: ListTransactionsResponse
     write_required_compact_array_length(w, v_transaction_states)
     if v_transaction_states:
         for it_transaction_states in v_transaction_states:
-            _enc_ListTransactionsResponse_TransactionState_v0_1(w, it_transaction_states)
+            _enc_ListTransactionsResponse_TransactionState_v0_2(w, it_transaction_states)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ListTransactionsResponse_v0_1(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
+def _dec_ListTransactionsResponse_v0_2(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
@@ -229,7 +272,7 @@ def _dec_ListTransactionsResponse_v0_1(buf: Any, pos: int) -> tuple[ListTransact
     n, pos = read_required_compact_array_length(buf, pos)
     f_transaction_states = []
     for _ in range(n):
-        it_transaction_states, pos = _dec_ListTransactionsResponse_TransactionState_v0_1(buf, pos)
+        it_transaction_states, pos = _dec_ListTransactionsResponse_TransactionState_v0_2(buf, pos)
         f_transaction_states.append(it_transaction_states)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -241,7 +284,7 @@ def _dec_ListTransactionsResponse_v0_1(buf: Any, pos: int) -> tuple[ListTransact
     return ListTransactionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_state_filters=f_unknown_state_filters, transaction_states=f_transaction_states, unknown_tags=unknown), pos
 
 
-ListTransactionsRequest._ENCODERS = (_enc_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v1,)
-ListTransactionsRequest._DECODERS = (_dec_ListTransactionsRequest_v0, _dec_ListTransactionsRequest_v1,)
-ListTransactionsResponse._ENCODERS = (_enc_ListTransactionsResponse_v0_1, _enc_ListTransactionsResponse_v0_1,)
-ListTransactionsResponse._DECODERS = (_dec_ListTransactionsResponse_v0_1, _dec_ListTransactionsResponse_v0_1,)
+ListTransactionsRequest._ENCODERS = (_enc_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v1, _enc_ListTransactionsRequest_v2,)
+ListTransactionsRequest._DECODERS = (_dec_ListTransactionsRequest_v0, _dec_ListTransactionsRequest_v1, _dec_ListTransactionsRequest_v2,)
+ListTransactionsResponse._ENCODERS = (_enc_ListTransactionsResponse_v0_2, _enc_ListTransactionsResponse_v0_2, _enc_ListTransactionsResponse_v0_2,)
+ListTransactionsResponse._DECODERS = (_dec_ListTransactionsResponse_v0_2, _dec_ListTransactionsResponse_v0_2, _dec_ListTransactionsResponse_v0_2,)

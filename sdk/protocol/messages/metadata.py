@@ -32,8 +32,8 @@ _S_ooo = struct.Struct(">???")
 class MetadataRequest(Message):
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
-    MAX_STABLE_VERSION: ClassVar[int] = 12
+    MAX_VERSION: ClassVar[int] = 13
+    MAX_STABLE_VERSION: ClassVar[int] = 13
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
     class MetadataRequestTopic(Struct):
@@ -77,8 +77,8 @@ class MetadataRequest(Message):
 class MetadataResponse(Message):
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
-    MAX_STABLE_VERSION: ClassVar[int] = 12
+    MAX_VERSION: ClassVar[int] = 13
+    MAX_STABLE_VERSION: ClassVar[int] = 13
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
     class MetadataResponseBroker(Struct):
@@ -162,13 +162,14 @@ class MetadataResponse(Message):
             self.topic_authorized_operations = topic_authorized_operations
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'unknown_tags',)
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code', 'unknown_tags',)
     throttle_time_ms: int
     brokers: list[MetadataResponse.MetadataResponseBroker]
     cluster_id: str | None
     controller_id: int
     topics: list[MetadataResponse.MetadataResponseTopic]
     cluster_authorized_operations: int
+    error_code: int
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -179,6 +180,7 @@ class MetadataResponse(Message):
         controller_id: int = -1,
         topics: list[MetadataResponse.MetadataResponseTopic] = _FRESH,
         cluster_authorized_operations: int = -2147483648,
+        error_code: int = 0,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -187,6 +189,7 @@ class MetadataResponse(Message):
         self.controller_id = controller_id
         self.topics = [] if topics is _FRESH else topics
         self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
         self.unknown_tags = unknown_tags
 
 
@@ -221,7 +224,7 @@ def _dec_MetadataRequest_MetadataRequestTopic_v9(buf: Any, pos: int) -> tuple[Me
     return MetadataRequest.MetadataRequestTopic(name=f_name, unknown_tags=unknown), pos
 
 
-def _enc_MetadataRequest_MetadataRequestTopic_v10_12(w: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
+def _enc_MetadataRequest_MetadataRequestTopic_v10_13(w: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
     w += o.topic_id.bytes
     write_compact_string(w, o.name)
     if o.unknown_tags:
@@ -230,7 +233,7 @@ def _enc_MetadataRequest_MetadataRequestTopic_v10_12(w: bytearray, o: MetadataRe
         w.append(0)
 
 
-def _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
+def _dec_MetadataRequest_MetadataRequestTopic_v10_13(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_name, pos = read_compact_nullable_string(buf, pos)
     unknown: list[tuple[int, bytes]] | None = None
@@ -381,7 +384,7 @@ def _enc_MetadataRequest_v10(w: bytearray, o: MetadataRequest) -> None:
     write_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, it_topics)
+            _enc_MetadataRequest_MetadataRequestTopic_v10_13(w, it_topics)
     w += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -396,7 +399,7 @@ def _dec_MetadataRequest_v10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n):
-            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf, pos)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_13(buf, pos)
             f_topics.append(it_topics)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(buf, pos)
     pos += 3
@@ -410,12 +413,12 @@ def _dec_MetadataRequest_v10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataRequest_v11_12(w: bytearray, o: MetadataRequest) -> None:
+def _enc_MetadataRequest_v11_13(w: bytearray, o: MetadataRequest) -> None:
     v_topics = o.topics
     write_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_MetadataRequest_MetadataRequestTopic_v10_12(w, it_topics)
+            _enc_MetadataRequest_MetadataRequestTopic_v10_13(w, it_topics)
     if o.include_cluster_authorized_operations != False:
         refuse_absent_field("MetadataRequest", "include_cluster_authorized_operations", 11)
     w += _S_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
@@ -425,14 +428,14 @@ def _enc_MetadataRequest_v11_12(w: bytearray, o: MetadataRequest) -> None:
         w.append(0)
 
 
-def _dec_MetadataRequest_v11_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
+def _dec_MetadataRequest_v11_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n, pos = read_compact_array_length(buf, pos)
     if n < 0:
         f_topics = None
     else:
         f_topics = []
         for _ in range(n):
-            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_12(buf, pos)
+            it_topics, pos = _dec_MetadataRequest_MetadataRequestTopic_v10_13(buf, pos)
             f_topics.append(it_topics)
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_oo.unpack_from(buf, pos)
     pos += 2
@@ -478,7 +481,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v1_8(buf: Any, pos: int) -> tup
     return MetadataResponse.MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack), pos
 
 
-def _enc_MetadataResponse_MetadataResponseBroker_v9_12(w: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
+def _enc_MetadataResponse_MetadataResponseBroker_v9_13(w: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -489,7 +492,7 @@ def _enc_MetadataResponse_MetadataResponseBroker_v9_12(w: bytearray, o: Metadata
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
+def _dec_MetadataResponse_MetadataResponseBroker_v9_13(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
@@ -592,7 +595,7 @@ def _dec_MetadataResponse_MetadataResponsePartition_v7_8(buf: Any, pos: int) -> 
     return MetadataResponse.MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas), pos
 
 
-def _enc_MetadataResponse_MetadataResponsePartition_v9_12(w: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
+def _enc_MetadataResponse_MetadataResponsePartition_v9_13(w: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     w += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     v_replica_nodes = o.replica_nodes
     write_required_compact_array_length(w, v_replica_nodes)
@@ -612,7 +615,7 @@ def _enc_MetadataResponse_MetadataResponsePartition_v9_12(w: bytearray, o: Metad
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
+def _dec_MetadataResponse_MetadataResponsePartition_v9_13(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
     f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     n, pos = read_required_compact_array_length(buf, pos)
@@ -767,7 +770,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v9(w: bytearray, o: MetadataResp
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, it_partitions)
+            _enc_MetadataResponse_MetadataResponsePartition_v9_13(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -784,7 +787,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_13(buf, pos)
         f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -807,7 +810,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v10_11(w: bytearray, o: Metadata
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, it_partitions)
+            _enc_MetadataResponse_MetadataResponsePartition_v9_13(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -825,7 +828,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tu
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_13(buf, pos)
         f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -839,7 +842,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10_11(buf: Any, pos: int) -> tu
     return MetadataResponse.MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
+def _enc_MetadataResponse_MetadataResponseTopic_v12_13(w: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.name)
     w += o.topic_id.bytes
@@ -848,7 +851,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: MetadataRes
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_MetadataResponse_MetadataResponsePartition_v9_12(w, it_partitions)
+            _enc_MetadataResponse_MetadataResponsePartition_v9_13(w, it_partitions)
     w += _S_i.pack(o.topic_authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -856,7 +859,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v12(w: bytearray, o: MetadataRes
         w.append(0)
 
 
-def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
+def _dec_MetadataResponse_MetadataResponseTopic_v12_13(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_name, pos = read_compact_nullable_string(buf, pos)
@@ -866,7 +869,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_12(buf, pos)
+        it_partitions, pos = _dec_MetadataResponse_MetadataResponsePartition_v9_13(buf, pos)
         f_partitions.append(it_partitions)
     f_topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -1118,7 +1121,7 @@ def _enc_MetadataResponse_v9(w: bytearray, o: MetadataResponse) -> None:
     write_required_compact_array_length(w, v_brokers)
     if v_brokers:
         for it_brokers in v_brokers:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
+            _enc_MetadataResponse_MetadataResponseBroker_v9_13(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v_topics = o.topics
@@ -1139,7 +1142,7 @@ def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[MetadataResponse, int]
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_13(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
@@ -1167,7 +1170,7 @@ def _enc_MetadataResponse_v10(w: bytearray, o: MetadataResponse) -> None:
     write_required_compact_array_length(w, v_brokers)
     if v_brokers:
         for it_brokers in v_brokers:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
+            _enc_MetadataResponse_MetadataResponseBroker_v9_13(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v_topics = o.topics
@@ -1188,7 +1191,7 @@ def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[MetadataResponse, int
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_13(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
@@ -1216,7 +1219,7 @@ def _enc_MetadataResponse_v11(w: bytearray, o: MetadataResponse) -> None:
     write_required_compact_array_length(w, v_brokers)
     if v_brokers:
         for it_brokers in v_brokers:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
+            _enc_MetadataResponse_MetadataResponseBroker_v9_13(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v_topics = o.topics
@@ -1236,7 +1239,7 @@ def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[MetadataResponse, int
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_13(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
@@ -1262,14 +1265,14 @@ def _enc_MetadataResponse_v12(w: bytearray, o: MetadataResponse) -> None:
     write_required_compact_array_length(w, v_brokers)
     if v_brokers:
         for it_brokers in v_brokers:
-            _enc_MetadataResponse_MetadataResponseBroker_v9_12(w, it_brokers)
+            _enc_MetadataResponse_MetadataResponseBroker_v9_13(w, it_brokers)
     write_compact_string(w, o.cluster_id)
     w += _S_i.pack(o.controller_id)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_MetadataResponse_MetadataResponseTopic_v12(w, it_topics)
+            _enc_MetadataResponse_MetadataResponseTopic_v12_13(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -1282,7 +1285,7 @@ def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[MetadataResponse, int
     n, pos = read_required_compact_array_length(buf, pos)
     f_brokers = []
     for _ in range(n):
-        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_12(buf, pos)
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_13(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_nullable_string(buf, pos)
     f_controller_id, = _S_i.unpack_from(buf, pos)
@@ -1290,7 +1293,7 @@ def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[MetadataResponse, int
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v12_13(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -1302,7 +1305,56 @@ def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[MetadataResponse, int
     return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-MetadataRequest._ENCODERS = (_enc_MetadataRequest_v0, _enc_MetadataRequest_v1_3, _enc_MetadataRequest_v1_3, _enc_MetadataRequest_v1_3, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v8, _enc_MetadataRequest_v9, _enc_MetadataRequest_v10, _enc_MetadataRequest_v11_12, _enc_MetadataRequest_v11_12,)
-MetadataRequest._DECODERS = (_dec_MetadataRequest_v0, _dec_MetadataRequest_v1_3, _dec_MetadataRequest_v1_3, _dec_MetadataRequest_v1_3, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v8, _dec_MetadataRequest_v9, _dec_MetadataRequest_v10, _dec_MetadataRequest_v11_12, _dec_MetadataRequest_v11_12,)
-MetadataResponse._ENCODERS = (_enc_MetadataResponse_v0, _enc_MetadataResponse_v1, _enc_MetadataResponse_v2, _enc_MetadataResponse_v3_4, _enc_MetadataResponse_v3_4, _enc_MetadataResponse_v5_6, _enc_MetadataResponse_v5_6, _enc_MetadataResponse_v7, _enc_MetadataResponse_v8, _enc_MetadataResponse_v9, _enc_MetadataResponse_v10, _enc_MetadataResponse_v11, _enc_MetadataResponse_v12,)
-MetadataResponse._DECODERS = (_dec_MetadataResponse_v0, _dec_MetadataResponse_v1, _dec_MetadataResponse_v2, _dec_MetadataResponse_v3_4, _dec_MetadataResponse_v3_4, _dec_MetadataResponse_v5_6, _dec_MetadataResponse_v5_6, _dec_MetadataResponse_v7, _dec_MetadataResponse_v8, _dec_MetadataResponse_v9, _dec_MetadataResponse_v10, _dec_MetadataResponse_v11, _dec_MetadataResponse_v12,)
+def _enc_MetadataResponse_v13(w: bytearray, o: MetadataResponse) -> None:
+    w += _S_i.pack(o.throttle_time_ms)
+    v_brokers = o.brokers
+    write_required_compact_array_length(w, v_brokers)
+    if v_brokers:
+        for it_brokers in v_brokers:
+            _enc_MetadataResponse_MetadataResponseBroker_v9_13(w, it_brokers)
+    write_compact_string(w, o.cluster_id)
+    w += _S_i.pack(o.controller_id)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_MetadataResponse_MetadataResponseTopic_v12_13(w, it_topics)
+    w += _S_h.pack(o.error_code)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_MetadataResponse_v13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
+    f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_brokers = []
+    for _ in range(n):
+        it_brokers, pos = _dec_MetadataResponse_MetadataResponseBroker_v9_13(buf, pos)
+        f_brokers.append(it_brokers)
+    f_cluster_id, pos = read_compact_nullable_string(buf, pos)
+    f_controller_id, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_MetadataResponse_MetadataResponseTopic_v12_13(buf, pos)
+        f_topics.append(it_topics)
+    f_error_code, = _S_h.unpack_from(buf, pos)
+    pos += 2
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, error_code=f_error_code, unknown_tags=unknown), pos
+
+
+MetadataRequest._ENCODERS = (_enc_MetadataRequest_v0, _enc_MetadataRequest_v1_3, _enc_MetadataRequest_v1_3, _enc_MetadataRequest_v1_3, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v4_7, _enc_MetadataRequest_v8, _enc_MetadataRequest_v9, _enc_MetadataRequest_v10, _enc_MetadataRequest_v11_13, _enc_MetadataRequest_v11_13, _enc_MetadataRequest_v11_13,)
+MetadataRequest._DECODERS = (_dec_MetadataRequest_v0, _dec_MetadataRequest_v1_3, _dec_MetadataRequest_v1_3, _dec_MetadataRequest_v1_3, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v4_7, _dec_MetadataRequest_v8, _dec_MetadataRequest_v9, _dec_MetadataRequest_v10, _dec_MetadataRequest_v11_13, _dec_MetadataRequest_v11_13, _dec_MetadataRequest_v11_13,)
+MetadataResponse._ENCODERS = (_enc_MetadataResponse_v0, _enc_MetadataResponse_v1, _enc_MetadataResponse_v2, _enc_MetadataResponse_v3_4, _enc_MetadataResponse_v3_4, _enc_MetadataResponse_v5_6, _enc_MetadataResponse_v5_6, _enc_MetadataResponse_v7, _enc_MetadataResponse_v8, _enc_MetadataResponse_v9, _enc_MetadataResponse_v10, _enc_MetadataResponse_v11, _enc_MetadataResponse_v12, _enc_MetadataResponse_v13,)
+MetadataResponse._DECODERS = (_dec_MetadataResponse_v0, _dec_MetadataResponse_v1, _dec_MetadataResponse_v2, _dec_MetadataResponse_v3_4, _dec_MetadataResponse_v3_4, _dec_MetadataResponse_v5_6, _dec_MetadataResponse_v5_6, _dec_MetadataResponse_v7, _dec_MetadataResponse_v8, _dec_MetadataResponse_v9, _dec_MetadataResponse_v10, _dec_MetadataResponse_v11, _dec_MetadataResponse_v12, _dec_MetadataResponse_v13,)

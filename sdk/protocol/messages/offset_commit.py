@@ -31,8 +31,8 @@ _S_q = struct.Struct(">q")
 class OffsetCommitRequest(Message):
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    MAX_STABLE_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    MAX_STABLE_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 8
 
     class OffsetCommitRequestPartition(Struct):
@@ -61,18 +61,21 @@ class OffsetCommitRequest(Message):
             self.unknown_tags = unknown_tags
 
     class OffsetCommitRequestTopic(Struct):
-        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tags',)
         name: str
+        topic_id: uuid.UUID
         partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
             partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
@@ -107,8 +110,8 @@ class OffsetCommitRequest(Message):
 class OffsetCommitResponse(Message):
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    MAX_STABLE_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    MAX_STABLE_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 8
 
     class OffsetCommitResponsePartition(Struct):
@@ -128,18 +131,21 @@ class OffsetCommitResponse(Message):
             self.unknown_tags = unknown_tags
 
     class OffsetCommitResponseTopic(Struct):
-        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tags',)
         name: str
+        topic_id: uuid.UUID
         partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
             partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
@@ -215,7 +221,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6_7(buf: Any, pos: in
     return OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_10(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     if o.commit_timestamp != -1:
         refuse_absent_field("OffsetCommitRequestPartition", "commit_timestamp", 8)
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
@@ -226,7 +232,7 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w: bytearray, o: 
         w.append(0)
 
 
-def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
+def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_10(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_compact_nullable_string(buf, pos)
@@ -242,6 +248,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf: Any, pos: in
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v0(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetCommitRequestTopic", "topic_id", 0)
     v_partitions = o.partitions
     write_required_array_length(w, v_partitions)
     if v_partitions:
@@ -261,6 +269,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: Any, pos: int) -> 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v1(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetCommitRequestTopic", "topic_id", 1)
     v_partitions = o.partitions
     write_required_array_length(w, v_partitions)
     if v_partitions:
@@ -280,6 +290,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: Any, pos: int) -> 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetCommitRequestTopic", "topic_id", 2)
     v_partitions = o.partitions
     write_required_array_length(w, v_partitions)
     if v_partitions:
@@ -299,6 +311,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v2_5(buf: Any, pos: int) -
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetCommitRequestTopic", "topic_id", 6)
     v_partitions = o.partitions
     write_required_array_length(w, v_partitions)
     if v_partitions:
@@ -318,11 +332,13 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6_7(buf: Any, pos: int) -
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     write_required_compact_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetCommitRequestTopic", "topic_id", 8)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(w, it_partitions)
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_10(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -334,7 +350,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_9(buf, pos)
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_10(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -344,6 +360,38 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8_9(buf: Any, pos: int) -
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return OffsetCommitRequest.OffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v10(w: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
+    if o.name != '':
+        refuse_absent_field("OffsetCommitRequestTopic", "name", 10)
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8_10(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8_10(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetCommitRequest.OffsetCommitRequestTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
 def _enc_OffsetCommitRequest_v0(w: bytearray, o: OffsetCommitRequest) -> None:
@@ -537,6 +585,43 @@ def _dec_OffsetCommitRequest_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitReque
     return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tags=unknown), pos
 
 
+def _enc_OffsetCommitRequest_v10(w: bytearray, o: OffsetCommitRequest) -> None:
+    write_required_compact_string(w, o.group_id)
+    w += _S_i.pack(o.generation_id_or_member_epoch)
+    write_required_compact_string(w, o.member_id)
+    write_compact_string(w, o.group_instance_id)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v10(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetCommitRequest_v10(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
+    f_group_id, pos = read_compact_string(buf, pos)
+    f_generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    f_member_id, pos = read_compact_string(buf, pos)
+    f_group_instance_id, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tags=unknown), pos
+
+
 def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
@@ -547,7 +632,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0_7(buf: Any, pos: 
     return OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
+def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_10(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -555,7 +640,7 @@ def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w: bytearray, o
         w.append(0)
 
 
-def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponsePartition, int]:
+def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_10(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     unknown: list[tuple[int, bytes]] | None = None
@@ -593,7 +678,7 @@ def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(w: bytearray, o: Of
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(w, it_partitions)
+            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_10(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -605,7 +690,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_9(buf, pos)
+        it_partitions, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_10(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -615,6 +700,36 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8_9(buf: Any, pos: int)
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return OffsetCommitResponse.OffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v10(w: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8_10(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponseTopic, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8_10(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetCommitResponse.OffsetCommitResponseTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
 def _enc_OffsetCommitResponse_v0_2(w: bytearray, o: OffsetCommitResponse) -> None:
@@ -685,7 +800,38 @@ def _dec_OffsetCommitResponse_v8_9(buf: Any, pos: int) -> tuple[OffsetCommitResp
     return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-OffsetCommitRequest._ENCODERS = (_enc_OffsetCommitRequest_v0, _enc_OffsetCommitRequest_v1, _enc_OffsetCommitRequest_v2_4, _enc_OffsetCommitRequest_v2_4, _enc_OffsetCommitRequest_v2_4, _enc_OffsetCommitRequest_v5, _enc_OffsetCommitRequest_v6, _enc_OffsetCommitRequest_v7, _enc_OffsetCommitRequest_v8_9, _enc_OffsetCommitRequest_v8_9,)
-OffsetCommitRequest._DECODERS = (_dec_OffsetCommitRequest_v0, _dec_OffsetCommitRequest_v1, _dec_OffsetCommitRequest_v2_4, _dec_OffsetCommitRequest_v2_4, _dec_OffsetCommitRequest_v2_4, _dec_OffsetCommitRequest_v5, _dec_OffsetCommitRequest_v6, _dec_OffsetCommitRequest_v7, _dec_OffsetCommitRequest_v8_9, _dec_OffsetCommitRequest_v8_9,)
-OffsetCommitResponse._ENCODERS = (_enc_OffsetCommitResponse_v0_2, _enc_OffsetCommitResponse_v0_2, _enc_OffsetCommitResponse_v0_2, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v8_9, _enc_OffsetCommitResponse_v8_9,)
-OffsetCommitResponse._DECODERS = (_dec_OffsetCommitResponse_v0_2, _dec_OffsetCommitResponse_v0_2, _dec_OffsetCommitResponse_v0_2, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v8_9, _dec_OffsetCommitResponse_v8_9,)
+def _enc_OffsetCommitResponse_v10(w: bytearray, o: OffsetCommitResponse) -> None:
+    w += _S_i.pack(o.throttle_time_ms)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v10(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetCommitResponse_v10(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
+    f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tags=unknown), pos
+
+
+OffsetCommitRequest._ENCODERS = (_enc_OffsetCommitRequest_v0, _enc_OffsetCommitRequest_v1, _enc_OffsetCommitRequest_v2_4, _enc_OffsetCommitRequest_v2_4, _enc_OffsetCommitRequest_v2_4, _enc_OffsetCommitRequest_v5, _enc_OffsetCommitRequest_v6, _enc_OffsetCommitRequest_v7, _enc_OffsetCommitRequest_v8_9, _enc_OffsetCommitRequest_v8_9, _enc_OffsetCommitRequest_v10,)
+OffsetCommitRequest._DECODERS = (_dec_OffsetCommitRequest_v0, _dec_OffsetCommitRequest_v1, _dec_OffsetCommitRequest_v2_4, _dec_OffsetCommitRequest_v2_4, _dec_OffsetCommitRequest_v2_4, _dec_OffsetCommitRequest_v5, _dec_OffsetCommitRequest_v6, _dec_OffsetCommitRequest_v7, _dec_OffsetCommitRequest_v8_9, _dec_OffsetCommitRequest_v8_9, _dec_OffsetCommitRequest_v10,)
+OffsetCommitResponse._ENCODERS = (_enc_OffsetCommitResponse_v0_2, _enc_OffsetCommitResponse_v0_2, _enc_OffsetCommitResponse_v0_2, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v3_7, _enc_OffsetCommitResponse_v8_9, _enc_OffsetCommitResponse_v8_9, _enc_OffsetCommitResponse_v10,)
+OffsetCommitResponse._DECODERS = (_dec_OffsetCommitResponse_v0_2, _dec_OffsetCommitResponse_v0_2, _dec_OffsetCommitResponse_v0_2, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v3_7, _dec_OffsetCommitResponse_v8_9, _dec_OffsetCommitResponse_v8_9, _dec_OffsetCommitResponse_v10,)

@@ -30,8 +30,8 @@ _S_o = struct.Struct(">?")
 class OffsetFetchRequest(Message):
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    MAX_STABLE_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    MAX_STABLE_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
     class OffsetFetchRequestTopic(Struct):
@@ -51,18 +51,21 @@ class OffsetFetchRequest(Message):
             self.unknown_tags = unknown_tags
 
     class OffsetFetchRequestTopics(Struct):
-        __slots__ = ('name', 'partition_indexes', 'unknown_tags',)
+        __slots__ = ('name', 'topic_id', 'partition_indexes', 'unknown_tags',)
         name: str
+        topic_id: uuid.UUID
         partition_indexes: list[int]
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
             partition_indexes: list[int] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
             self.unknown_tags = unknown_tags
 
@@ -113,8 +116,8 @@ class OffsetFetchRequest(Message):
 class OffsetFetchResponse(Message):
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    MAX_STABLE_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
+    MAX_STABLE_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 6
 
     class OffsetFetchResponsePartition(Struct):
@@ -184,18 +187,21 @@ class OffsetFetchResponse(Message):
             self.unknown_tags = unknown_tags
 
     class OffsetFetchResponseTopics(Struct):
-        __slots__ = ('name', 'partitions', 'unknown_tags',)
+        __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tags',)
         name: str
+        topic_id: uuid.UUID
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
             partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
@@ -285,7 +291,7 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6_7(buf: Any, pos: int) -> 
     return OffsetFetchRequest.OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_10(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     if o.name != '':
         refuse_absent_field("OffsetFetchRequestTopic", "name", 8)
     if o.partition_indexes:
@@ -296,7 +302,7 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(w: bytearray, o: Offset
         w.append(0)
 
 
-def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_10(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -310,6 +316,8 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v8_9(buf: Any, pos: int) -> 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     if o.name != '':
         refuse_absent_field("OffsetFetchRequestTopics", "name", 0)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetFetchRequestTopics", "topic_id", 0)
     if o.partition_indexes:
         refuse_absent_field("OffsetFetchRequestTopics", "partition_indexes", 0)
 
@@ -321,6 +329,8 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v0_5(buf: Any, pos: int) ->
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     if o.name != '':
         refuse_absent_field("OffsetFetchRequestTopics", "name", 6)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetFetchRequestTopics", "topic_id", 6)
     if o.partition_indexes:
         refuse_absent_field("OffsetFetchRequestTopics", "partition_indexes", 6)
     if o.unknown_tags:
@@ -342,6 +352,8 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v6_7(buf: Any, pos: int) ->
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
     write_required_compact_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("OffsetFetchRequestTopics", "topic_id", 8)
     v_partition_indexes = o.partition_indexes
     write_required_compact_array_length(w, v_partition_indexes)
     if v_partition_indexes:
@@ -365,6 +377,35 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf: Any, pos: int) ->
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return OffsetFetchRequest.OffsetFetchRequestTopics(name=f_name, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
+
+
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v10(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
+    if o.name != '':
+        refuse_absent_field("OffsetFetchRequestTopics", "name", 10)
+    w += o.topic_id.bytes
+    v_partition_indexes = o.partition_indexes
+    write_required_compact_array_length(w, v_partition_indexes)
+    if v_partition_indexes:
+        w += struct.pack(">%di" % len(v_partition_indexes), *v_partition_indexes)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopics, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
+    pos += 4 * n
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetFetchRequest.OffsetFetchRequestTopics(topic_id=f_topic_id, partition_indexes=f_partition_indexes, unknown_tags=unknown), pos
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v0_5(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
@@ -460,6 +501,44 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tu
         f_topics = []
         for _ in range(n):
             it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8_9(buf, pos)
+            f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetFetchRequest.OffsetFetchRequestGroup(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, topics=f_topics, unknown_tags=unknown), pos
+
+
+def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v10(w: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
+    write_required_compact_string(w, o.group_id)
+    write_compact_string(w, o.member_id)
+    w += _S_i.pack(o.member_epoch)
+    v_topics = o.topics
+    write_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v10(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
+    f_group_id, pos = read_compact_string(buf, pos)
+    f_member_id, pos = read_compact_nullable_string(buf, pos)
+    f_member_epoch, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos)
+    if n < 0:
+        f_topics = None
+    else:
+        f_topics = []
+        for _ in range(n):
+            it_topics, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos)
             f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -665,6 +744,41 @@ def _dec_OffsetFetchRequest_v9(buf: Any, pos: int) -> tuple[OffsetFetchRequest, 
     return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tags=unknown), pos
 
 
+def _enc_OffsetFetchRequest_v10(w: bytearray, o: OffsetFetchRequest) -> None:
+    if o.group_id != '':
+        refuse_absent_field("OffsetFetchRequest", "group_id", 10)
+    if o.topics:
+        refuse_absent_field("OffsetFetchRequest", "topics", 10)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v10(w, it_groups)
+    w += _S_o.pack(o.require_stable)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetFetchRequest_v10(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        it_groups, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf, pos)
+        f_groups.append(it_groups)
+    f_require_stable, = _S_o.unpack_from(buf, pos)
+    pos += 1
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tags=unknown), pos
+
+
 def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v0_4(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     w += _S_iq.pack(o.partition_index, o.committed_offset)
     write_string(w, o.metadata)
@@ -721,14 +835,14 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6_7(buf: Any, pos: in
     return OffsetFetchResponse.OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v8_10(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v8_10(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -807,14 +921,14 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6_7(buf: Any, pos: int) -
     return OffsetFetchResponse.OffsetFetchResponseTopic(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v8_10(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v8_10(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -851,7 +965,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v6_7(buf: Any, pos: i
     return OffsetFetchResponse.OffsetFetchResponsePartitions(unknown_tags=unknown), pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
+def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_10(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_string(w, o.metadata)
     w += _S_h.pack(o.error_code)
@@ -861,7 +975,7 @@ def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w: bytearray, o:
         w.append(0)
 
 
-def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartitions, int]:
+def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_10(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartitions, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_metadata, pos = read_compact_nullable_string(buf, pos)
@@ -909,7 +1023,7 @@ def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(w: bytearray, o: Off
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(w, it_partitions)
+            _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_10(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -921,7 +1035,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf: Any, pos: int) 
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_9(buf, pos)
+        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_10(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -931,6 +1045,36 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf: Any, pos: int) 
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return OffsetFetchResponse.OffsetFetchResponseTopics(name=f_name, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v10(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_10(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopics, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8_10(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetFetchResponse.OffsetFetchResponseTopics(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
 def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v0_5(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
@@ -979,6 +1123,39 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8_9(buf: Any, pos: int) -
     f_topics = []
     for _ in range(n):
         it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8_9(buf, pos)
+        f_topics.append(it_topics)
+    f_error_code, = _S_h.unpack_from(buf, pos)
+    pos += 2
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetFetchResponse.OffsetFetchResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code, unknown_tags=unknown), pos
+
+
+def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v10(w: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
+    write_required_compact_string(w, o.group_id)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v10(w, it_topics)
+    w += _S_h.pack(o.error_code)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseGroup, int]:
+    f_group_id, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf, pos)
         f_topics.append(it_topics)
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -1140,7 +1317,38 @@ def _dec_OffsetFetchResponse_v8_9(buf: Any, pos: int) -> tuple[OffsetFetchRespon
     return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
 
 
-OffsetFetchRequest._ENCODERS = (_enc_OffsetFetchRequest_v0_1, _enc_OffsetFetchRequest_v0_1, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v6, _enc_OffsetFetchRequest_v7, _enc_OffsetFetchRequest_v8, _enc_OffsetFetchRequest_v9,)
-OffsetFetchRequest._DECODERS = (_dec_OffsetFetchRequest_v0_1, _dec_OffsetFetchRequest_v0_1, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v6, _dec_OffsetFetchRequest_v7, _dec_OffsetFetchRequest_v8, _dec_OffsetFetchRequest_v9,)
-OffsetFetchResponse._ENCODERS = (_enc_OffsetFetchResponse_v0_1, _enc_OffsetFetchResponse_v0_1, _enc_OffsetFetchResponse_v2, _enc_OffsetFetchResponse_v3_4, _enc_OffsetFetchResponse_v3_4, _enc_OffsetFetchResponse_v5, _enc_OffsetFetchResponse_v6_7, _enc_OffsetFetchResponse_v6_7, _enc_OffsetFetchResponse_v8_9, _enc_OffsetFetchResponse_v8_9,)
-OffsetFetchResponse._DECODERS = (_dec_OffsetFetchResponse_v0_1, _dec_OffsetFetchResponse_v0_1, _dec_OffsetFetchResponse_v2, _dec_OffsetFetchResponse_v3_4, _dec_OffsetFetchResponse_v3_4, _dec_OffsetFetchResponse_v5, _dec_OffsetFetchResponse_v6_7, _dec_OffsetFetchResponse_v6_7, _dec_OffsetFetchResponse_v8_9, _dec_OffsetFetchResponse_v8_9,)
+def _enc_OffsetFetchResponse_v10(w: bytearray, o: OffsetFetchResponse) -> None:
+    w += _S_i.pack(o.throttle_time_ms)
+    v_groups = o.groups
+    write_required_compact_array_length(w, v_groups)
+    if v_groups:
+        for it_groups in v_groups:
+            _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v10(w, it_groups)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_OffsetFetchResponse_v10(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
+    f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_groups = []
+    for _ in range(n):
+        it_groups, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf, pos)
+        f_groups.append(it_groups)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
+
+
+OffsetFetchRequest._ENCODERS = (_enc_OffsetFetchRequest_v0_1, _enc_OffsetFetchRequest_v0_1, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v2_5, _enc_OffsetFetchRequest_v6, _enc_OffsetFetchRequest_v7, _enc_OffsetFetchRequest_v8, _enc_OffsetFetchRequest_v9, _enc_OffsetFetchRequest_v10,)
+OffsetFetchRequest._DECODERS = (_dec_OffsetFetchRequest_v0_1, _dec_OffsetFetchRequest_v0_1, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v2_5, _dec_OffsetFetchRequest_v6, _dec_OffsetFetchRequest_v7, _dec_OffsetFetchRequest_v8, _dec_OffsetFetchRequest_v9, _dec_OffsetFetchRequest_v10,)
+OffsetFetchResponse._ENCODERS = (_enc_OffsetFetchResponse_v0_1, _enc_OffsetFetchResponse_v0_1, _enc_OffsetFetchResponse_v2, _enc_OffsetFetchResponse_v3_4, _enc_OffsetFetchResponse_v3_4, _enc_OffsetFetchResponse_v5, _enc_OffsetFetchResponse_v6_7, _enc_OffsetFetchResponse_v6_7, _enc_OffsetFetchResponse_v8_9, _enc_OffsetFetchResponse_v8_9, _enc_OffsetFetchResponse_v10,)
+OffsetFetchResponse._DECODERS = (_dec_OffsetFetchResponse_v0_1, _dec_OffsetFetchResponse_v0_1, _dec_OffsetFetchResponse_v2, _dec_OffsetFetchResponse_v3_4, _dec_OffsetFetchResponse_v3_4, _dec_OffsetFetchResponse_v5, _dec_OffsetFetchResponse_v6_7, _dec_OffsetFetchResponse_v6_7, _dec_OffsetFetchResponse_v8_9, _dec_OffsetFetchResponse_v8_9, _dec_OffsetFetchResponse_v10,)

@@ -31,8 +31,8 @@ _S_ii = struct.Struct(">ii")
 class ProduceRequest(Message):
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 11
-    MAX_STABLE_VERSION: ClassVar[int] = 11
+    MAX_VERSION: ClassVar[int] = 13
+    MAX_STABLE_VERSION: ClassVar[int] = 13
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
     class PartitionProduceData(Struct):
@@ -52,18 +52,21 @@ class ProduceRequest(Message):
             self.unknown_tags = unknown_tags
 
     class TopicProduceData(Struct):
-        __slots__ = ('name', 'partition_data', 'unknown_tags',)
+        __slots__ = ('name', 'topic_id', 'partition_data', 'unknown_tags',)
         name: str
+        topic_id: uuid.UUID
         partition_data: list[ProduceRequest.PartitionProduceData]
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
             partition_data: list[ProduceRequest.PartitionProduceData] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_data = [] if partition_data is _FRESH else partition_data
             self.unknown_tags = unknown_tags
 
@@ -92,8 +95,8 @@ class ProduceRequest(Message):
 class ProduceResponse(Message):
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 11
-    MAX_STABLE_VERSION: ClassVar[int] = 11
+    MAX_VERSION: ClassVar[int] = 13
+    MAX_STABLE_VERSION: ClassVar[int] = 13
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 9
 
     class BatchIndexAndErrorMessage(Struct):
@@ -163,18 +166,21 @@ class ProduceResponse(Message):
             self.unknown_tags = unknown_tags
 
     class TopicProduceResponse(Struct):
-        __slots__ = ('name', 'partition_responses', 'unknown_tags',)
+        __slots__ = ('name', 'topic_id', 'partition_responses', 'unknown_tags',)
         name: str
+        topic_id: uuid.UUID
         partition_responses: list[ProduceResponse.PartitionProduceResponse]
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
             self,
             name: str = '',
+            topic_id: uuid.UUID = ZERO_UUID,
             partition_responses: list[ProduceResponse.PartitionProduceResponse] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_responses = [] if partition_responses is _FRESH else partition_responses
             self.unknown_tags = unknown_tags
 
@@ -233,7 +239,7 @@ def _dec_ProduceRequest_PartitionProduceData_v0_8(buf: Any, pos: int) -> tuple[P
     return ProduceRequest.PartitionProduceData(index=f_index, records=f_records), pos
 
 
-def _enc_ProduceRequest_PartitionProduceData_v9_11(w: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
+def _enc_ProduceRequest_PartitionProduceData_v9_13(w: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
     w += _S_i.pack(o.index)
     write_compact_bytes(w, o.records)
     if o.unknown_tags:
@@ -242,7 +248,7 @@ def _enc_ProduceRequest_PartitionProduceData_v9_11(w: bytearray, o: ProduceReque
         w.append(0)
 
 
-def _dec_ProduceRequest_PartitionProduceData_v9_11(buf: Any, pos: int) -> tuple[ProduceRequest.PartitionProduceData, int]:
+def _dec_ProduceRequest_PartitionProduceData_v9_13(buf: Any, pos: int) -> tuple[ProduceRequest.PartitionProduceData, int]:
     f_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_records, pos = read_compact_nullable_bytes(buf, pos)
@@ -258,6 +264,8 @@ def _dec_ProduceRequest_PartitionProduceData_v9_11(buf: Any, pos: int) -> tuple[
 
 def _enc_ProduceRequest_TopicProduceData_v0_8(w: bytearray, o: ProduceRequest.TopicProduceData) -> None:
     write_required_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("TopicProduceData", "topic_id", 0)
     v_partition_data = o.partition_data
     write_required_array_length(w, v_partition_data)
     if v_partition_data:
@@ -275,25 +283,27 @@ def _dec_ProduceRequest_TopicProduceData_v0_8(buf: Any, pos: int) -> tuple[Produ
     return ProduceRequest.TopicProduceData(name=f_name, partition_data=f_partition_data), pos
 
 
-def _enc_ProduceRequest_TopicProduceData_v9_11(w: bytearray, o: ProduceRequest.TopicProduceData) -> None:
+def _enc_ProduceRequest_TopicProduceData_v9_12(w: bytearray, o: ProduceRequest.TopicProduceData) -> None:
     write_required_compact_string(w, o.name)
+    if o.topic_id != ZERO_UUID:
+        refuse_absent_field("TopicProduceData", "topic_id", 9)
     v_partition_data = o.partition_data
     write_required_compact_array_length(w, v_partition_data)
     if v_partition_data:
         for it_partition_data in v_partition_data:
-            _enc_ProduceRequest_PartitionProduceData_v9_11(w, it_partition_data)
+            _enc_ProduceRequest_PartitionProduceData_v9_13(w, it_partition_data)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
+def _dec_ProduceRequest_TopicProduceData_v9_12(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_data = []
     for _ in range(n):
-        it_partition_data, pos = _dec_ProduceRequest_PartitionProduceData_v9_11(buf, pos)
+        it_partition_data, pos = _dec_ProduceRequest_PartitionProduceData_v9_13(buf, pos)
         f_partition_data.append(it_partition_data)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -303,6 +313,38 @@ def _dec_ProduceRequest_TopicProduceData_v9_11(buf: Any, pos: int) -> tuple[Prod
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return ProduceRequest.TopicProduceData(name=f_name, partition_data=f_partition_data, unknown_tags=unknown), pos
+
+
+def _enc_ProduceRequest_TopicProduceData_v13(w: bytearray, o: ProduceRequest.TopicProduceData) -> None:
+    if o.name != '':
+        refuse_absent_field("TopicProduceData", "name", 13)
+    w += o.topic_id.bytes
+    v_partition_data = o.partition_data
+    write_required_compact_array_length(w, v_partition_data)
+    if v_partition_data:
+        for it_partition_data in v_partition_data:
+            _enc_ProduceRequest_PartitionProduceData_v9_13(w, it_partition_data)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ProduceRequest_TopicProduceData_v13(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_data = []
+    for _ in range(n):
+        it_partition_data, pos = _dec_ProduceRequest_PartitionProduceData_v9_13(buf, pos)
+        f_partition_data.append(it_partition_data)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ProduceRequest.TopicProduceData(topic_id=f_topic_id, partition_data=f_partition_data, unknown_tags=unknown), pos
 
 
 def _enc_ProduceRequest_v0_2(w: bytearray, o: ProduceRequest) -> None:
@@ -349,28 +391,61 @@ def _dec_ProduceRequest_v3_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data), pos
 
 
-def _enc_ProduceRequest_v9_11(w: bytearray, o: ProduceRequest) -> None:
+def _enc_ProduceRequest_v9_12(w: bytearray, o: ProduceRequest) -> None:
     write_compact_string(w, o.transactional_id)
     w += _S_hi.pack(o.acks, o.timeout_ms)
     v_topic_data = o.topic_data
     write_required_compact_array_length(w, v_topic_data)
     if v_topic_data:
         for it_topic_data in v_topic_data:
-            _enc_ProduceRequest_TopicProduceData_v9_11(w, it_topic_data)
+            _enc_ProduceRequest_TopicProduceData_v9_12(w, it_topic_data)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceRequest_v9_11(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
+def _dec_ProduceRequest_v9_12(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_compact_nullable_string(buf, pos)
     f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_data = []
     for _ in range(n):
-        it_topic_data, pos = _dec_ProduceRequest_TopicProduceData_v9_11(buf, pos)
+        it_topic_data, pos = _dec_ProduceRequest_TopicProduceData_v9_12(buf, pos)
+        f_topic_data.append(it_topic_data)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data, unknown_tags=unknown), pos
+
+
+def _enc_ProduceRequest_v13(w: bytearray, o: ProduceRequest) -> None:
+    write_compact_string(w, o.transactional_id)
+    w += _S_hi.pack(o.acks, o.timeout_ms)
+    v_topic_data = o.topic_data
+    write_required_compact_array_length(w, v_topic_data)
+    if v_topic_data:
+        for it_topic_data in v_topic_data:
+            _enc_ProduceRequest_TopicProduceData_v13(w, it_topic_data)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ProduceRequest_v13(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
+    f_transactional_id, pos = read_compact_nullable_string(buf, pos)
+    f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
+    pos += 6
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topic_data = []
+    for _ in range(n):
+        it_topic_data, pos = _dec_ProduceRequest_TopicProduceData_v13(buf, pos)
         f_topic_data.append(it_topic_data)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -402,7 +477,7 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: Any, pos: int) -> tup
     return ProduceResponse.BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message), pos
 
 
-def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
+def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_13(w: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
     w += _S_i.pack(o.batch_index)
     write_compact_string(w, o.batch_index_error_message)
     if o.unknown_tags:
@@ -411,7 +486,7 @@ def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w: bytearray, o: Produc
         w.append(0)
 
 
-def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
+def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_13(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
     f_batch_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_batch_index_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -451,7 +526,7 @@ def _dec_ProduceResponse_LeaderIdAndEpoch_v9(buf: Any, pos: int) -> tuple[Produc
     return ProduceResponse.LeaderIdAndEpoch(unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_LeaderIdAndEpoch_v10_11(w: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
+def _enc_ProduceResponse_LeaderIdAndEpoch_v10_13(w: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -459,7 +534,7 @@ def _enc_ProduceResponse_LeaderIdAndEpoch_v10_11(w: bytearray, o: ProduceRespons
         w.append(0)
 
 
-def _dec_ProduceResponse_LeaderIdAndEpoch_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
+def _dec_ProduceResponse_LeaderIdAndEpoch_v10_13(buf: Any, pos: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     unknown: list[tuple[int, bytes]] | None = None
@@ -530,7 +605,7 @@ def _enc_ProduceResponse_PartitionProduceResponse_v9(w: bytearray, o: ProduceRes
     write_required_compact_array_length(w, v_record_errors)
     if v_record_errors:
         for it_record_errors in v_record_errors:
-            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, it_record_errors)
+            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_13(w, it_record_errors)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -544,7 +619,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tupl
     n, pos = read_required_compact_array_length(buf, pos)
     f_record_errors = []
     for _ in range(n):
-        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
+        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_13(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     unknown: list[tuple[int, bytes]] | None = None
@@ -557,29 +632,29 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf: Any, pos: int) -> tupl
     return ProduceResponse.PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_PartitionProduceResponse_v10_11(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
+def _enc_ProduceResponse_PartitionProduceResponse_v10_13(w: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     w += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v_record_errors = o.record_errors
     write_required_compact_array_length(w, v_record_errors)
     if v_record_errors:
         for it_record_errors in v_record_errors:
-            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_11(w, it_record_errors)
+            _enc_ProduceResponse_BatchIndexAndErrorMessage_v9_13(w, it_record_errors)
     write_compact_string(w, o.error_message)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
         t = bytearray()
-        _enc_ProduceResponse_LeaderIdAndEpoch_v10_11(t, o.current_leader)
+        _enc_ProduceResponse_LeaderIdAndEpoch_v10_13(t, o.current_leader)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
+def _dec_ProduceResponse_PartitionProduceResponse_v10_13(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(buf, pos)
     pos += 30
     n, pos = read_required_compact_array_length(buf, pos)
     f_record_errors = []
     for _ in range(n):
-        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_11(buf, pos)
+        it_record_errors, pos = _dec_ProduceResponse_BatchIndexAndErrorMessage_v9_13(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_current_leader: ProduceResponse.LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch()
@@ -590,7 +665,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf: Any, pos: int) -> 
         if tag == 0:
             size, pos = read_uvarint(buf, pos)
             end = pos + size
-            f_current_leader, pos = _dec_ProduceResponse_LeaderIdAndEpoch_v10_11(buf, pos)
+            f_current_leader, pos = _dec_ProduceResponse_LeaderIdAndEpoch_v10_13(buf, pos)
             pos = skip_to(buf, pos, end, "tagged field CurrentLeader")
         else:
             if unknown is None:
@@ -705,25 +780,25 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf: Any, pos: int) -> tuple[Pr
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_TopicProduceResponse_v10_11(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
+def _enc_ProduceResponse_TopicProduceResponse_v10_12(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     write_required_compact_string(w, o.name)
     v_partition_responses = o.partition_responses
     write_required_compact_array_length(w, v_partition_responses)
     if v_partition_responses:
         for it_partition_responses in v_partition_responses:
-            _enc_ProduceResponse_PartitionProduceResponse_v10_11(w, it_partition_responses)
+            _enc_ProduceResponse_PartitionProduceResponse_v10_13(w, it_partition_responses)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ProduceResponse_TopicProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
+def _dec_ProduceResponse_TopicProduceResponse_v10_12(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_responses = []
     for _ in range(n):
-        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_11(buf, pos)
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_13(buf, pos)
         f_partition_responses.append(it_partition_responses)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -733,6 +808,36 @@ def _dec_ProduceResponse_TopicProduceResponse_v10_11(buf: Any, pos: int) -> tupl
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return ProduceResponse.TopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tags=unknown), pos
+
+
+def _enc_ProduceResponse_TopicProduceResponse_v13(w: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
+    w += o.topic_id.bytes
+    v_partition_responses = o.partition_responses
+    write_required_compact_array_length(w, v_partition_responses)
+    if v_partition_responses:
+        for it_partition_responses in v_partition_responses:
+            _enc_ProduceResponse_PartitionProduceResponse_v10_13(w, it_partition_responses)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ProduceResponse_TopicProduceResponse_v13(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partition_responses = []
+    for _ in range(n):
+        it_partition_responses, pos = _dec_ProduceResponse_PartitionProduceResponse_v10_13(buf, pos)
+        f_partition_responses.append(it_partition_responses)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ProduceResponse.TopicProduceResponse(topic_id=f_topic_id, partition_responses=f_partition_responses, unknown_tags=unknown), pos
 
 
 def _enc_ProduceResponse_NodeEndpoint_v0_8(w: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
@@ -761,7 +866,7 @@ def _dec_ProduceResponse_NodeEndpoint_v9(buf: Any, pos: int) -> tuple[ProduceRes
     return ProduceResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_NodeEndpoint_v10_11(w: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
+def _enc_ProduceResponse_NodeEndpoint_v10_13(w: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -772,7 +877,7 @@ def _enc_ProduceResponse_NodeEndpoint_v10_11(w: bytearray, o: ProduceResponse.No
         w.append(0)
 
 
-def _dec_ProduceResponse_NodeEndpoint_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse.NodeEndpoint, int]:
+def _dec_ProduceResponse_NodeEndpoint_v10_13(buf: Any, pos: int) -> tuple[ProduceResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
@@ -917,12 +1022,12 @@ def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tags=unknown), pos
 
 
-def _enc_ProduceResponse_v10_11(w: bytearray, o: ProduceResponse) -> None:
+def _enc_ProduceResponse_v10_12(w: bytearray, o: ProduceResponse) -> None:
     v_responses = o.responses
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_ProduceResponse_TopicProduceResponse_v10_11(w, it_responses)
+            _enc_ProduceResponse_TopicProduceResponse_v10_12(w, it_responses)
     w += _S_i.pack(o.throttle_time_ms)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
@@ -931,16 +1036,16 @@ def _enc_ProduceResponse_v10_11(w: bytearray, o: ProduceResponse) -> None:
         write_required_compact_array_length(t, v_node_endpoints)
         if v_node_endpoints:
             for it_node_endpoints in v_node_endpoints:
-                _enc_ProduceResponse_NodeEndpoint_v10_11(t, it_node_endpoints)
+                _enc_ProduceResponse_NodeEndpoint_v10_13(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
+def _dec_ProduceResponse_v10_12(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v10_11(buf, pos)
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v10_12(buf, pos)
         f_responses.append(it_responses)
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -955,7 +1060,7 @@ def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse, in
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                it_node_endpoints, pos = _dec_ProduceResponse_NodeEndpoint_v10_11(buf, pos)
+                it_node_endpoints, pos = _dec_ProduceResponse_NodeEndpoint_v10_13(buf, pos)
                 f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
@@ -965,7 +1070,55 @@ def _dec_ProduceResponse_v10_11(buf: Any, pos: int) -> tuple[ProduceResponse, in
     return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
 
 
-ProduceRequest._ENCODERS = (_enc_ProduceRequest_v0_2, _enc_ProduceRequest_v0_2, _enc_ProduceRequest_v0_2, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v9_11, _enc_ProduceRequest_v9_11, _enc_ProduceRequest_v9_11,)
-ProduceRequest._DECODERS = (_dec_ProduceRequest_v0_2, _dec_ProduceRequest_v0_2, _dec_ProduceRequest_v0_2, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v9_11, _dec_ProduceRequest_v9_11, _dec_ProduceRequest_v9_11,)
-ProduceResponse._ENCODERS = (_enc_ProduceResponse_v0, _enc_ProduceResponse_v1, _enc_ProduceResponse_v2_4, _enc_ProduceResponse_v2_4, _enc_ProduceResponse_v2_4, _enc_ProduceResponse_v5_7, _enc_ProduceResponse_v5_7, _enc_ProduceResponse_v5_7, _enc_ProduceResponse_v8, _enc_ProduceResponse_v9, _enc_ProduceResponse_v10_11, _enc_ProduceResponse_v10_11,)
-ProduceResponse._DECODERS = (_dec_ProduceResponse_v0, _dec_ProduceResponse_v1, _dec_ProduceResponse_v2_4, _dec_ProduceResponse_v2_4, _dec_ProduceResponse_v2_4, _dec_ProduceResponse_v5_7, _dec_ProduceResponse_v5_7, _dec_ProduceResponse_v5_7, _dec_ProduceResponse_v8, _dec_ProduceResponse_v9, _dec_ProduceResponse_v10_11, _dec_ProduceResponse_v10_11,)
+def _enc_ProduceResponse_v13(w: bytearray, o: ProduceResponse) -> None:
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ProduceResponse_TopicProduceResponse_v13(w, it_responses)
+    w += _S_i.pack(o.throttle_time_ms)
+    tags = list(o.unknown_tags) if o.unknown_tags else []
+    if o.node_endpoints:
+        t = bytearray()
+        v_node_endpoints = o.node_endpoints
+        write_required_compact_array_length(t, v_node_endpoints)
+        if v_node_endpoints:
+            for it_node_endpoints in v_node_endpoints:
+                _enc_ProduceResponse_NodeEndpoint_v10_13(t, it_node_endpoints)
+        tags.append((0, bytes(t)))
+    write_tagged_fields(w, tags)
+
+
+def _dec_ProduceResponse_v13(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        it_responses, pos = _dec_ProduceResponse_TopicProduceResponse_v13(buf, pos)
+        f_responses.append(it_responses)
+    f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    f_node_endpoints: list[ProduceResponse.NodeEndpoint] = []
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if tag == 0:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_node_endpoints = []
+            for _ in range(n):
+                it_node_endpoints, pos = _dec_ProduceResponse_NodeEndpoint_v10_13(buf, pos)
+                f_node_endpoints.append(it_node_endpoints)
+            pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
+        else:
+            if unknown is None:
+                unknown = []
+            pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
+
+
+ProduceRequest._ENCODERS = (_enc_ProduceRequest_v0_2, _enc_ProduceRequest_v0_2, _enc_ProduceRequest_v0_2, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v3_8, _enc_ProduceRequest_v9_12, _enc_ProduceRequest_v9_12, _enc_ProduceRequest_v9_12, _enc_ProduceRequest_v9_12, _enc_ProduceRequest_v13,)
+ProduceRequest._DECODERS = (_dec_ProduceRequest_v0_2, _dec_ProduceRequest_v0_2, _dec_ProduceRequest_v0_2, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v3_8, _dec_ProduceRequest_v9_12, _dec_ProduceRequest_v9_12, _dec_ProduceRequest_v9_12, _dec_ProduceRequest_v9_12, _dec_ProduceRequest_v13,)
+ProduceResponse._ENCODERS = (_enc_ProduceResponse_v0, _enc_ProduceResponse_v1, _enc_ProduceResponse_v2_4, _enc_ProduceResponse_v2_4, _enc_ProduceResponse_v2_4, _enc_ProduceResponse_v5_7, _enc_ProduceResponse_v5_7, _enc_ProduceResponse_v5_7, _enc_ProduceResponse_v8, _enc_ProduceResponse_v9, _enc_ProduceResponse_v10_12, _enc_ProduceResponse_v10_12, _enc_ProduceResponse_v10_12, _enc_ProduceResponse_v13,)
+ProduceResponse._DECODERS = (_dec_ProduceResponse_v0, _dec_ProduceResponse_v1, _dec_ProduceResponse_v2_4, _dec_ProduceResponse_v2_4, _dec_ProduceResponse_v2_4, _dec_ProduceResponse_v5_7, _dec_ProduceResponse_v5_7, _dec_ProduceResponse_v5_7, _dec_ProduceResponse_v8, _dec_ProduceResponse_v9, _dec_ProduceResponse_v10_12, _dec_ProduceResponse_v10_12, _dec_ProduceResponse_v10_12, _dec_ProduceResponse_v13,)

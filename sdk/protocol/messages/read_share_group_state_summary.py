@@ -22,14 +22,15 @@ from sdk.protocol.primitives import (
 
 _S_ih = struct.Struct(">ih")
 _S_ii = struct.Struct(">ii")
-_S_iq = struct.Struct(">iq")
+_S_iiq = struct.Struct(">iiq")
+_S_iiqi = struct.Struct(">iiqi")
 
 
 class ReadShareGroupStateSummaryRequest(Message):
     API_KEY: ClassVar[int] = 87
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class PartitionData(Struct):
@@ -83,17 +84,19 @@ class ReadShareGroupStateSummaryRequest(Message):
 class ReadShareGroupStateSummaryResponse(Message):
     API_KEY: ClassVar[int] = 87
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class PartitionResult(Struct):
-        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'unknown_tags',)
+        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'unknown_tags',)
         partition: int
         error_code: int
         error_message: str | None
         state_epoch: int
+        leader_epoch: int
         start_offset: int
+        delivery_complete_count: int
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -102,14 +105,18 @@ class ReadShareGroupStateSummaryResponse(Message):
             error_code: int = 0,
             error_message: str | None = None,
             state_epoch: int = 0,
+            leader_epoch: int = 0,
             start_offset: int = 0,
+            delivery_complete_count: int = -1,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
             self.state_epoch = state_epoch
+            self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
             self.unknown_tags = unknown_tags
 
     class ReadStateSummaryResult(Struct):
@@ -143,7 +150,7 @@ class ReadShareGroupStateSummaryResponse(Message):
 
 
 
-def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w: bytearray, o: ReadShareGroupStateSummaryRequest.PartitionData) -> None:
+def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0_1(w: bytearray, o: ReadShareGroupStateSummaryRequest.PartitionData) -> None:
     w += _S_ii.pack(o.partition, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -151,7 +158,7 @@ def _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w: bytearray, o: Rea
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.PartitionData, int]:
+def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0_1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.PartitionData, int]:
     f_partition, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     unknown: list[tuple[int, bytes]] | None = None
@@ -164,25 +171,25 @@ def _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf: Any, pos: int) 
     return ReadShareGroupStateSummaryRequest.PartitionData(partition=f_partition, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w: bytearray, o: ReadShareGroupStateSummaryRequest.ReadStateSummaryData) -> None:
+def _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0_1(w: bytearray, o: ReadShareGroupStateSummaryRequest.ReadStateSummaryData) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0(w, it_partitions)
+            _enc_ReadShareGroupStateSummaryRequest_PartitionData_v0_1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.ReadStateSummaryData, int]:
+def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0_1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.ReadStateSummaryData, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos)
+        it_partitions, pos = _dec_ReadShareGroupStateSummaryRequest_PartitionData_v0_1(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -194,25 +201,25 @@ def _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf: Any, pos
     return ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ReadShareGroupStateSummaryRequest_v0(w: bytearray, o: ReadShareGroupStateSummaryRequest) -> None:
+def _enc_ReadShareGroupStateSummaryRequest_v0_1(w: bytearray, o: ReadShareGroupStateSummaryRequest) -> None:
     write_required_compact_string(w, o.group_id)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w, it_topics)
+            _enc_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0_1(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ReadShareGroupStateSummaryRequest_v0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest, int]:
+def _dec_ReadShareGroupStateSummaryRequest_v0_1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos)
+        it_topics, pos = _dec_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0_1(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -227,7 +234,7 @@ def _dec_ReadShareGroupStateSummaryRequest_v0(buf: Any, pos: int) -> tuple[ReadS
 def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition, o.error_code)
     write_compact_string(w, o.error_message)
-    w += _S_iq.pack(o.state_epoch, o.start_offset)
+    w += _S_iiq.pack(o.state_epoch, o.leader_epoch, o.start_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -238,8 +245,8 @@ def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf: Any, pos: in
     f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    f_state_epoch, f_start_offset = _S_iq.unpack_from(buf, pos)
-    pos += 12
+    f_state_epoch, f_leader_epoch, f_start_offset = _S_iiq.unpack_from(buf, pos)
+    pos += 16
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -247,7 +254,33 @@ def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf: Any, pos: in
         if unknown is None:
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
-    return ReadShareGroupStateSummaryResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset, unknown_tags=unknown), pos
+    return ReadShareGroupStateSummaryResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, unknown_tags=unknown), pos
+
+
+def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v1(w: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
+    w += _S_ih.pack(o.partition, o.error_code)
+    write_compact_string(w, o.error_message)
+    w += _S_iiqi.pack(o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse.PartitionResult, int]:
+    f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count = _S_iiqi.unpack_from(buf, pos)
+    pos += 20
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ReadShareGroupStateSummaryResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, delivery_complete_count=f_delivery_complete_count, unknown_tags=unknown), pos
 
 
 def _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w: bytearray, o: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult) -> None:
@@ -269,6 +302,36 @@ def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf: Any, 
     f_partitions = []
     for _ in range(n):
         it_partitions, pos = _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ReadShareGroupStateSummaryResponse.ReadStateSummaryResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(w: bytearray, o: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v1(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -308,7 +371,35 @@ def _dec_ReadShareGroupStateSummaryResponse_v0(buf: Any, pos: int) -> tuple[Read
     return ReadShareGroupStateSummaryResponse(results=f_results, unknown_tags=unknown), pos
 
 
-ReadShareGroupStateSummaryRequest._ENCODERS = (_enc_ReadShareGroupStateSummaryRequest_v0,)
-ReadShareGroupStateSummaryRequest._DECODERS = (_dec_ReadShareGroupStateSummaryRequest_v0,)
-ReadShareGroupStateSummaryResponse._ENCODERS = (_enc_ReadShareGroupStateSummaryResponse_v0,)
-ReadShareGroupStateSummaryResponse._DECODERS = (_dec_ReadShareGroupStateSummaryResponse_v0,)
+def _enc_ReadShareGroupStateSummaryResponse_v1(w: bytearray, o: ReadShareGroupStateSummaryResponse) -> None:
+    v_results = o.results
+    write_required_compact_array_length(w, v_results)
+    if v_results:
+        for it_results in v_results:
+            _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(w, it_results)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ReadShareGroupStateSummaryResponse_v1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_results = []
+    for _ in range(n):
+        it_results, pos = _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf, pos)
+        f_results.append(it_results)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ReadShareGroupStateSummaryResponse(results=f_results, unknown_tags=unknown), pos
+
+
+ReadShareGroupStateSummaryRequest._ENCODERS = (_enc_ReadShareGroupStateSummaryRequest_v0_1, _enc_ReadShareGroupStateSummaryRequest_v0_1,)
+ReadShareGroupStateSummaryRequest._DECODERS = (_dec_ReadShareGroupStateSummaryRequest_v0_1, _dec_ReadShareGroupStateSummaryRequest_v0_1,)
+ReadShareGroupStateSummaryResponse._ENCODERS = (_enc_ReadShareGroupStateSummaryResponse_v0, _enc_ReadShareGroupStateSummaryResponse_v1,)
+ReadShareGroupStateSummaryResponse._DECODERS = (_dec_ReadShareGroupStateSummaryResponse_v0, _dec_ReadShareGroupStateSummaryResponse_v1,)

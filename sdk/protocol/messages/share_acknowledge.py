@@ -23,14 +23,15 @@ from sdk.protocol.primitives import (
 _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 _S_ii = struct.Struct(">ii")
+_S_io = struct.Struct(">i?")
 _S_qq = struct.Struct(">qq")
 
 
 class ShareAcknowledgeRequest(Message):
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class AcknowledgementBatch(Struct):
@@ -84,10 +85,11 @@ class ShareAcknowledgeRequest(Message):
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics', 'unknown_tags',)
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics', 'unknown_tags',)
     group_id: str | None
     member_id: str | None
     share_session_epoch: int
+    is_renew_ack: bool
     topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
     unknown_tags: list[tuple[int, bytes]] | None
 
@@ -96,12 +98,14 @@ class ShareAcknowledgeRequest(Message):
         group_id: str | None = None,
         member_id: str | None = '',
         share_session_epoch: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tags = unknown_tags
 
@@ -109,8 +113,8 @@ class ShareAcknowledgeRequest(Message):
 class ShareAcknowledgeResponse(Message):
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class LeaderIdAndEpoch(Struct):
@@ -189,10 +193,11 @@ class ShareAcknowledgeResponse(Message):
             self.rack = rack
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tags',)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints', 'unknown_tags',)
     throttle_time_ms: int
     error_code: int
     error_message: str | None
+    acquisition_lock_timeout_ms: int
     responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
     node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
     unknown_tags: list[tuple[int, bytes]] | None
@@ -202,6 +207,7 @@ class ShareAcknowledgeResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _FRESH,
         node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
@@ -209,6 +215,7 @@ class ShareAcknowledgeResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _FRESH else responses
         self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tags = unknown_tags
@@ -216,7 +223,7 @@ class ShareAcknowledgeResponse(Message):
 
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgementBatch) -> None:
+def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0_2(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgementBatch) -> None:
     w += _S_qq.pack(o.first_offset, o.last_offset)
     v_acknowledge_types = o.acknowledge_types
     write_required_compact_array_length(w, v_acknowledge_types)
@@ -228,7 +235,7 @@ def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w: bytearray, o: ShareA
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgementBatch, int]:
+def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgementBatch, int]:
     f_first_offset, f_last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
@@ -244,26 +251,26 @@ def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> 
     return ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgePartition) -> None:
+def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0_2(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgePartition) -> None:
     w += _S_i.pack(o.partition_index)
     v_acknowledgement_batches = o.acknowledgement_batches
     write_required_compact_array_length(w, v_acknowledgement_batches)
     if v_acknowledgement_batches:
         for it_acknowledgement_batches in v_acknowledgement_batches:
-            _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, it_acknowledgement_batches)
+            _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0_2(w, it_acknowledgement_batches)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgePartition, int]:
+def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgePartition, int]:
     f_partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_acknowledgement_batches = []
     for _ in range(n):
-        it_acknowledgement_batches, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
+        it_acknowledgement_batches, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0_2(buf, pos)
         f_acknowledgement_batches.append(it_acknowledgement_batches)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -275,25 +282,25 @@ def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf: Any, pos: int) -> 
     return ShareAcknowledgeRequest.AcknowledgePartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgeTopic) -> None:
+def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0_2(w: bytearray, o: ShareAcknowledgeRequest.AcknowledgeTopic) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, it_partitions)
+            _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgeTopic, int]:
+def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgeTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
+        it_partitions, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0_2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -305,7 +312,7 @@ def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf: Any, pos: int) -> tupl
     return ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeRequest_v0(w: bytearray, o: ShareAcknowledgeRequest) -> None:
+def _enc_ShareAcknowledgeRequest_v0_1(w: bytearray, o: ShareAcknowledgeRequest) -> None:
     write_compact_string(w, o.group_id)
     write_compact_string(w, o.member_id)
     w += _S_i.pack(o.share_session_epoch)
@@ -313,14 +320,14 @@ def _enc_ShareAcknowledgeRequest_v0(w: bytearray, o: ShareAcknowledgeRequest) ->
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w, it_topics)
+            _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0_2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
+def _dec_ShareAcknowledgeRequest_v0_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
     f_group_id, pos = read_compact_nullable_string(buf, pos)
     f_member_id, pos = read_compact_nullable_string(buf, pos)
     f_share_session_epoch, = _S_i.unpack_from(buf, pos)
@@ -328,7 +335,7 @@ def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[ShareAcknowledg
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
+        it_topics, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0_2(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -340,7 +347,42 @@ def _dec_ShareAcknowledgeRequest_v0(buf: Any, pos: int) -> tuple[ShareAcknowledg
     return ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w: bytearray, o: ShareAcknowledgeResponse.LeaderIdAndEpoch) -> None:
+def _enc_ShareAcknowledgeRequest_v2(w: bytearray, o: ShareAcknowledgeRequest) -> None:
+    write_compact_string(w, o.group_id)
+    write_compact_string(w, o.member_id)
+    w += _S_io.pack(o.share_session_epoch, o.is_renew_ack)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0_2(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareAcknowledgeRequest_v2(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
+    f_group_id, pos = read_compact_nullable_string(buf, pos)
+    f_member_id, pos = read_compact_nullable_string(buf, pos)
+    f_share_session_epoch, f_is_renew_ack = _S_io.unpack_from(buf, pos)
+    pos += 5
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0_2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, is_renew_ack=f_is_renew_ack, topics=f_topics, unknown_tags=unknown), pos
+
+
+def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0_2(w: bytearray, o: ShareAcknowledgeResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -348,7 +390,7 @@ def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w: bytearray, o: ShareAckn
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.LeaderIdAndEpoch, int]:
+def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     unknown: list[tuple[int, bytes]] | None = None
@@ -361,21 +403,21 @@ def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tup
     return ShareAcknowledgeResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_PartitionData_v0(w: bytearray, o: ShareAcknowledgeResponse.PartitionData) -> None:
+def _enc_ShareAcknowledgeResponse_PartitionData_v0_2(w: bytearray, o: ShareAcknowledgeResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
-    _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
+    _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0_2(w, o.current_leader)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.PartitionData, int]:
+def _dec_ShareAcknowledgeResponse_PartitionData_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
-    f_current_leader, pos = _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos)
+    f_current_leader, pos = _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0_2(buf, pos)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -386,25 +428,25 @@ def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[
     return ShareAcknowledgeResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, current_leader=f_current_leader, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w: bytearray, o: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse) -> None:
+def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0_2(w: bytearray, o: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_ShareAcknowledgeResponse_PartitionData_v0(w, it_partitions)
+            _enc_ShareAcknowledgeResponse_PartitionData_v0_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse, int]:
+def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
+        it_partitions, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0_2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -416,7 +458,7 @@ def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf: Any, pos
     return ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w: bytearray, o: ShareAcknowledgeResponse.NodeEndpoint) -> None:
+def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0_2(w: bytearray, o: ShareAcknowledgeResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -427,7 +469,7 @@ def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w: bytearray, o: ShareAcknowle
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.NodeEndpoint, int]:
+def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0_2(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
@@ -444,38 +486,38 @@ def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[S
     return ShareAcknowledgeResponse.NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tags=unknown), pos
 
 
-def _enc_ShareAcknowledgeResponse_v0(w: bytearray, o: ShareAcknowledgeResponse) -> None:
+def _enc_ShareAcknowledgeResponse_v0_1(w: bytearray, o: ShareAcknowledgeResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     v_responses = o.responses
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w, it_responses)
+            _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0_2(w, it_responses)
     v_node_endpoints = o.node_endpoints
     write_required_compact_array_length(w, v_node_endpoints)
     if v_node_endpoints:
         for it_node_endpoints in v_node_endpoints:
-            _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(w, it_node_endpoints)
+            _enc_ShareAcknowledgeResponse_NodeEndpoint_v0_2(w, it_node_endpoints)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareAcknowledgeResponse_v0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
+def _dec_ShareAcknowledgeResponse_v0_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos)
+        it_responses, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0_2(buf, pos)
         f_responses.append(it_responses)
     n, pos = read_required_compact_array_length(buf, pos)
     f_node_endpoints = []
     for _ in range(n):
-        it_node_endpoints, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
+        it_node_endpoints, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0_2(buf, pos)
         f_node_endpoints.append(it_node_endpoints)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -487,7 +529,53 @@ def _dec_ShareAcknowledgeResponse_v0(buf: Any, pos: int) -> tuple[ShareAcknowled
     return ShareAcknowledgeResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
 
 
-ShareAcknowledgeRequest._ENCODERS = (_enc_ShareAcknowledgeRequest_v0,)
-ShareAcknowledgeRequest._DECODERS = (_dec_ShareAcknowledgeRequest_v0,)
-ShareAcknowledgeResponse._ENCODERS = (_enc_ShareAcknowledgeResponse_v0,)
-ShareAcknowledgeResponse._DECODERS = (_dec_ShareAcknowledgeResponse_v0,)
+def _enc_ShareAcknowledgeResponse_v2(w: bytearray, o: ShareAcknowledgeResponse) -> None:
+    w += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(w, o.error_message)
+    w += _S_i.pack(o.acquisition_lock_timeout_ms)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0_2(w, it_responses)
+    v_node_endpoints = o.node_endpoints
+    write_required_compact_array_length(w, v_node_endpoints)
+    if v_node_endpoints:
+        for it_node_endpoints in v_node_endpoints:
+            _enc_ShareAcknowledgeResponse_NodeEndpoint_v0_2(w, it_node_endpoints)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareAcknowledgeResponse_v2(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_acquisition_lock_timeout_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        it_responses, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0_2(buf, pos)
+        f_responses.append(it_responses)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_node_endpoints = []
+    for _ in range(n):
+        it_node_endpoints, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0_2(buf, pos)
+        f_node_endpoints.append(it_node_endpoints)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareAcknowledgeResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, acquisition_lock_timeout_ms=f_acquisition_lock_timeout_ms, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
+
+
+ShareAcknowledgeRequest._ENCODERS = (_enc_ShareAcknowledgeRequest_v0_1, _enc_ShareAcknowledgeRequest_v0_1, _enc_ShareAcknowledgeRequest_v2,)
+ShareAcknowledgeRequest._DECODERS = (_dec_ShareAcknowledgeRequest_v0_1, _dec_ShareAcknowledgeRequest_v0_1, _dec_ShareAcknowledgeRequest_v2,)
+ShareAcknowledgeResponse._ENCODERS = (_enc_ShareAcknowledgeResponse_v0_1, _enc_ShareAcknowledgeResponse_v0_1, _enc_ShareAcknowledgeResponse_v2,)
+ShareAcknowledgeResponse._DECODERS = (_dec_ShareAcknowledgeResponse_v0_1, _dec_ShareAcknowledgeResponse_v0_1, _dec_ShareAcknowledgeResponse_v2,)

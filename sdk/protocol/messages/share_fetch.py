@@ -25,6 +25,8 @@ _S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
 _S_ii = struct.Struct(">ii")
 _S_iiii = struct.Struct(">iiii")
+_S_iiiiii = struct.Struct(">iiiiii")
+_S_iiiiiibo = struct.Struct(">iiiiiib?")
 _S_qq = struct.Struct(">qq")
 _S_qqh = struct.Struct(">qqh")
 
@@ -32,8 +34,8 @@ _S_qqh = struct.Struct(">qqh")
 class ShareFetchRequest(Message):
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class AcknowledgementBatch(Struct):
@@ -106,13 +108,17 @@ class ShareFetchRequest(Message):
             self.partitions = [] if partitions is _FRESH else partitions
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data', 'unknown_tags',)
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data', 'unknown_tags',)
     group_id: str | None
     member_id: str | None
     share_session_epoch: int
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    is_renew_ack: bool
     topics: list[ShareFetchRequest.FetchTopic]
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
     unknown_tags: list[tuple[int, bytes]] | None
@@ -125,6 +131,10 @@ class ShareFetchRequest(Message):
         max_wait_ms: int = 0,
         min_bytes: int = 0,
         max_bytes: int = 2147483647,
+        max_records: int = 0,
+        batch_size: int = 0,
+        share_acquire_mode: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareFetchRequest.FetchTopic] = _FRESH,
         forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
@@ -135,6 +145,10 @@ class ShareFetchRequest(Message):
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _FRESH else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
         self.unknown_tags = unknown_tags
@@ -143,8 +157,8 @@ class ShareFetchRequest(Message):
 class ShareFetchResponse(Message):
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class LeaderIdAndEpoch(Struct):
@@ -254,10 +268,11 @@ class ShareFetchResponse(Message):
             self.rack = rack
             self.unknown_tags = unknown_tags
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tags',)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints', 'unknown_tags',)
     throttle_time_ms: int
     error_code: int
     error_message: str | None
+    acquisition_lock_timeout_ms: int
     responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
     node_endpoints: list[ShareFetchResponse.NodeEndpoint]
     unknown_tags: list[tuple[int, bytes]] | None
@@ -267,6 +282,7 @@ class ShareFetchResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _FRESH,
         node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _FRESH,
         unknown_tags: list[tuple[int, bytes]] | None = None,
@@ -274,6 +290,7 @@ class ShareFetchResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _FRESH else responses
         self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tags = unknown_tags
@@ -281,7 +298,7 @@ class ShareFetchResponse(Message):
 
 
 
-def _enc_ShareFetchRequest_AcknowledgementBatch_v0(w: bytearray, o: ShareFetchRequest.AcknowledgementBatch) -> None:
+def _enc_ShareFetchRequest_AcknowledgementBatch_v0_2(w: bytearray, o: ShareFetchRequest.AcknowledgementBatch) -> None:
     w += _S_qq.pack(o.first_offset, o.last_offset)
     v_acknowledge_types = o.acknowledge_types
     write_required_compact_array_length(w, v_acknowledge_types)
@@ -293,7 +310,7 @@ def _enc_ShareFetchRequest_AcknowledgementBatch_v0(w: bytearray, o: ShareFetchRe
         w.append(0)
 
 
-def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest.AcknowledgementBatch, int]:
+def _dec_ShareFetchRequest_AcknowledgementBatch_v0_2(buf: Any, pos: int) -> tuple[ShareFetchRequest.AcknowledgementBatch, int]:
     f_first_offset, f_last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     n, pos = read_required_compact_array_length(buf, pos)
@@ -315,7 +332,7 @@ def _enc_ShareFetchRequest_FetchPartition_v0(w: bytearray, o: ShareFetchRequest.
     write_required_compact_array_length(w, v_acknowledgement_batches)
     if v_acknowledgement_batches:
         for it_acknowledgement_batches in v_acknowledgement_batches:
-            _enc_ShareFetchRequest_AcknowledgementBatch_v0(w, it_acknowledgement_batches)
+            _enc_ShareFetchRequest_AcknowledgementBatch_v0_2(w, it_acknowledgement_batches)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -328,7 +345,7 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[ShareF
     n, pos = read_required_compact_array_length(buf, pos)
     f_acknowledgement_batches = []
     for _ in range(n):
-        it_acknowledgement_batches, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
+        it_acknowledgement_batches, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0_2(buf, pos)
         f_acknowledgement_batches.append(it_acknowledgement_batches)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -338,6 +355,39 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf: Any, pos: int) -> tuple[ShareF
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return ShareFetchRequest.FetchPartition(partition_index=f_partition_index, partition_max_bytes=f_partition_max_bytes, acknowledgement_batches=f_acknowledgement_batches, unknown_tags=unknown), pos
+
+
+def _enc_ShareFetchRequest_FetchPartition_v1_2(w: bytearray, o: ShareFetchRequest.FetchPartition) -> None:
+    if o.partition_max_bytes != 0:
+        refuse_absent_field("FetchPartition", "partition_max_bytes", 1)
+    w += _S_i.pack(o.partition_index)
+    v_acknowledgement_batches = o.acknowledgement_batches
+    write_required_compact_array_length(w, v_acknowledgement_batches)
+    if v_acknowledgement_batches:
+        for it_acknowledgement_batches in v_acknowledgement_batches:
+            _enc_ShareFetchRequest_AcknowledgementBatch_v0_2(w, it_acknowledgement_batches)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchRequest_FetchPartition_v1_2(buf: Any, pos: int) -> tuple[ShareFetchRequest.FetchPartition, int]:
+    f_partition_index, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acknowledgement_batches = []
+    for _ in range(n):
+        it_acknowledgement_batches, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0_2(buf, pos)
+        f_acknowledgement_batches.append(it_acknowledgement_batches)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchRequest.FetchPartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches, unknown_tags=unknown), pos
 
 
 def _enc_ShareFetchRequest_FetchTopic_v0(w: bytearray, o: ShareFetchRequest.FetchTopic) -> None:
@@ -370,7 +420,37 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf: Any, pos: int) -> tuple[ShareFetch
     return ShareFetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchRequest_ForgottenTopic_v0(w: bytearray, o: ShareFetchRequest.ForgottenTopic) -> None:
+def _enc_ShareFetchRequest_FetchTopic_v1_2(w: bytearray, o: ShareFetchRequest.FetchTopic) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareFetchRequest_FetchPartition_v1_2(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchRequest_FetchTopic_v1_2(buf: Any, pos: int) -> tuple[ShareFetchRequest.FetchTopic, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_ShareFetchRequest_FetchPartition_v1_2(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchRequest.FetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_ShareFetchRequest_ForgottenTopic_v0_2(w: bytearray, o: ShareFetchRequest.ForgottenTopic) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
@@ -382,7 +462,7 @@ def _enc_ShareFetchRequest_ForgottenTopic_v0(w: bytearray, o: ShareFetchRequest.
         w.append(0)
 
 
-def _dec_ShareFetchRequest_ForgottenTopic_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest.ForgottenTopic, int]:
+def _dec_ShareFetchRequest_ForgottenTopic_v0_2(buf: Any, pos: int) -> tuple[ShareFetchRequest.ForgottenTopic, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -400,6 +480,10 @@ def _dec_ShareFetchRequest_ForgottenTopic_v0(buf: Any, pos: int) -> tuple[ShareF
 def _enc_ShareFetchRequest_v0(w: bytearray, o: ShareFetchRequest) -> None:
     write_compact_string(w, o.group_id)
     write_compact_string(w, o.member_id)
+    if o.max_records != 0:
+        refuse_absent_field("ShareFetchRequest", "max_records", 0)
+    if o.batch_size != 0:
+        refuse_absent_field("ShareFetchRequest", "batch_size", 0)
     w += _S_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
@@ -410,7 +494,7 @@ def _enc_ShareFetchRequest_v0(w: bytearray, o: ShareFetchRequest) -> None:
     write_required_compact_array_length(w, v_forgotten_topics_data)
     if v_forgotten_topics_data:
         for it_forgotten_topics_data in v_forgotten_topics_data:
-            _enc_ShareFetchRequest_ForgottenTopic_v0(w, it_forgotten_topics_data)
+            _enc_ShareFetchRequest_ForgottenTopic_v0_2(w, it_forgotten_topics_data)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -430,7 +514,7 @@ def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest, in
     n, pos = read_required_compact_array_length(buf, pos)
     f_forgotten_topics_data = []
     for _ in range(n):
-        it_forgotten_topics_data, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
+        it_forgotten_topics_data, pos = _dec_ShareFetchRequest_ForgottenTopic_v0_2(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -442,7 +526,97 @@ def _dec_ShareFetchRequest_v0(buf: Any, pos: int) -> tuple[ShareFetchRequest, in
     return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w: bytearray, o: ShareFetchResponse.LeaderIdAndEpoch) -> None:
+def _enc_ShareFetchRequest_v1(w: bytearray, o: ShareFetchRequest) -> None:
+    write_compact_string(w, o.group_id)
+    write_compact_string(w, o.member_id)
+    w += _S_iiiiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ShareFetchRequest_FetchTopic_v1_2(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_ShareFetchRequest_ForgottenTopic_v0_2(w, it_forgotten_topics_data)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchRequest_v1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
+    f_group_id, pos = read_compact_nullable_string(buf, pos)
+    f_member_id, pos = read_compact_nullable_string(buf, pos)
+    f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size = _S_iiiiii.unpack_from(buf, pos)
+    pos += 24
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_ShareFetchRequest_FetchTopic_v1_2(buf, pos)
+        f_topics.append(it_topics)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        it_forgotten_topics_data, pos = _dec_ShareFetchRequest_ForgottenTopic_v0_2(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, max_records=f_max_records, batch_size=f_batch_size, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tags=unknown), pos
+
+
+def _enc_ShareFetchRequest_v2(w: bytearray, o: ShareFetchRequest) -> None:
+    write_compact_string(w, o.group_id)
+    write_compact_string(w, o.member_id)
+    w += _S_iiiiiibo.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_ShareFetchRequest_FetchTopic_v1_2(w, it_topics)
+    v_forgotten_topics_data = o.forgotten_topics_data
+    write_required_compact_array_length(w, v_forgotten_topics_data)
+    if v_forgotten_topics_data:
+        for it_forgotten_topics_data in v_forgotten_topics_data:
+            _enc_ShareFetchRequest_ForgottenTopic_v0_2(w, it_forgotten_topics_data)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchRequest_v2(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
+    f_group_id, pos = read_compact_nullable_string(buf, pos)
+    f_member_id, pos = read_compact_nullable_string(buf, pos)
+    f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size, f_share_acquire_mode, f_is_renew_ack = _S_iiiiiibo.unpack_from(buf, pos)
+    pos += 26
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_ShareFetchRequest_FetchTopic_v1_2(buf, pos)
+        f_topics.append(it_topics)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_forgotten_topics_data = []
+    for _ in range(n):
+        it_forgotten_topics_data, pos = _dec_ShareFetchRequest_ForgottenTopic_v0_2(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, max_records=f_max_records, batch_size=f_batch_size, share_acquire_mode=f_share_acquire_mode, is_renew_ack=f_is_renew_ack, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tags=unknown), pos
+
+
+def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0_2(w: bytearray, o: ShareFetchResponse.LeaderIdAndEpoch) -> None:
     w += _S_ii.pack(o.leader_id, o.leader_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -450,7 +624,7 @@ def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w: bytearray, o: ShareFetchRespo
         w.append(0)
 
 
-def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.LeaderIdAndEpoch, int]:
+def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.LeaderIdAndEpoch, int]:
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     unknown: list[tuple[int, bytes]] | None = None
@@ -463,7 +637,7 @@ def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf: Any, pos: int) -> tuple[Sha
     return ShareFetchResponse.LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_AcquiredRecords_v0(w: bytearray, o: ShareFetchResponse.AcquiredRecords) -> None:
+def _enc_ShareFetchResponse_AcquiredRecords_v0_2(w: bytearray, o: ShareFetchResponse.AcquiredRecords) -> None:
     w += _S_qqh.pack(o.first_offset, o.last_offset, o.delivery_count)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -471,7 +645,7 @@ def _enc_ShareFetchResponse_AcquiredRecords_v0(w: bytearray, o: ShareFetchRespon
         w.append(0)
 
 
-def _dec_ShareFetchResponse_AcquiredRecords_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.AcquiredRecords, int]:
+def _dec_ShareFetchResponse_AcquiredRecords_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.AcquiredRecords, int]:
     f_first_offset, f_last_offset, f_delivery_count = _S_qqh.unpack_from(buf, pos)
     pos += 18
     unknown: list[tuple[int, bytes]] | None = None
@@ -484,37 +658,37 @@ def _dec_ShareFetchResponse_AcquiredRecords_v0(buf: Any, pos: int) -> tuple[Shar
     return ShareFetchResponse.AcquiredRecords(first_offset=f_first_offset, last_offset=f_last_offset, delivery_count=f_delivery_count, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_PartitionData_v0(w: bytearray, o: ShareFetchResponse.PartitionData) -> None:
+def _enc_ShareFetchResponse_PartitionData_v0_2(w: bytearray, o: ShareFetchResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_h.pack(o.acknowledge_error_code)
     write_compact_string(w, o.acknowledge_error_message)
-    _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
+    _enc_ShareFetchResponse_LeaderIdAndEpoch_v0_2(w, o.current_leader)
     write_compact_bytes(w, o.records)
     v_acquired_records = o.acquired_records
     write_required_compact_array_length(w, v_acquired_records)
     if v_acquired_records:
         for it_acquired_records in v_acquired_records:
-            _enc_ShareFetchResponse_AcquiredRecords_v0(w, it_acquired_records)
+            _enc_ShareFetchResponse_AcquiredRecords_v0_2(w, it_acquired_records)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
+def _dec_ShareFetchResponse_PartitionData_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
     f_acknowledge_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_acknowledge_error_message, pos = read_compact_nullable_string(buf, pos)
-    f_current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos)
+    f_current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0_2(buf, pos)
     f_records, pos = read_compact_nullable_bytes(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_acquired_records = []
     for _ in range(n):
-        it_acquired_records, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
+        it_acquired_records, pos = _dec_ShareFetchResponse_AcquiredRecords_v0_2(buf, pos)
         f_acquired_records.append(it_acquired_records)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -526,25 +700,25 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[ShareF
     return ShareFetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
+def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(w: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_ShareFetchResponse_PartitionData_v0(w, it_partitions)
+            _enc_ShareFetchResponse_PartitionData_v0_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
+def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
+        it_partitions, pos = _dec_ShareFetchResponse_PartitionData_v0_2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -556,7 +730,7 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -
     return ShareFetchResponse.ShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_NodeEndpoint_v0(w: bytearray, o: ShareFetchResponse.NodeEndpoint) -> None:
+def _enc_ShareFetchResponse_NodeEndpoint_v0_2(w: bytearray, o: ShareFetchResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_i.pack(o.port)
@@ -567,7 +741,7 @@ def _enc_ShareFetchResponse_NodeEndpoint_v0(w: bytearray, o: ShareFetchResponse.
         w.append(0)
 
 
-def _dec_ShareFetchResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.NodeEndpoint, int]:
+def _dec_ShareFetchResponse_NodeEndpoint_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
@@ -591,12 +765,12 @@ def _enc_ShareFetchResponse_v0(w: bytearray, o: ShareFetchResponse) -> None:
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w, it_responses)
+            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(w, it_responses)
     v_node_endpoints = o.node_endpoints
     write_required_compact_array_length(w, v_node_endpoints)
     if v_node_endpoints:
         for it_node_endpoints in v_node_endpoints:
-            _enc_ShareFetchResponse_NodeEndpoint_v0(w, it_node_endpoints)
+            _enc_ShareFetchResponse_NodeEndpoint_v0_2(w, it_node_endpoints)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -610,12 +784,12 @@ def _dec_ShareFetchResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse, 
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
+        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(buf, pos)
         f_responses.append(it_responses)
     n, pos = read_required_compact_array_length(buf, pos)
     f_node_endpoints = []
     for _ in range(n):
-        it_node_endpoints, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
+        it_node_endpoints, pos = _dec_ShareFetchResponse_NodeEndpoint_v0_2(buf, pos)
         f_node_endpoints.append(it_node_endpoints)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -627,7 +801,53 @@ def _dec_ShareFetchResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse, 
     return ShareFetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
 
 
-ShareFetchRequest._ENCODERS = (_enc_ShareFetchRequest_v0,)
-ShareFetchRequest._DECODERS = (_dec_ShareFetchRequest_v0,)
-ShareFetchResponse._ENCODERS = (_enc_ShareFetchResponse_v0,)
-ShareFetchResponse._DECODERS = (_dec_ShareFetchResponse_v0,)
+def _enc_ShareFetchResponse_v1_2(w: bytearray, o: ShareFetchResponse) -> None:
+    w += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(w, o.error_message)
+    w += _S_i.pack(o.acquisition_lock_timeout_ms)
+    v_responses = o.responses
+    write_required_compact_array_length(w, v_responses)
+    if v_responses:
+        for it_responses in v_responses:
+            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(w, it_responses)
+    v_node_endpoints = o.node_endpoints
+    write_required_compact_array_length(w, v_node_endpoints)
+    if v_node_endpoints:
+        for it_node_endpoints in v_node_endpoints:
+            _enc_ShareFetchResponse_NodeEndpoint_v0_2(w, it_node_endpoints)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchResponse_v1_2(buf: Any, pos: int) -> tuple[ShareFetchResponse, int]:
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_acquisition_lock_timeout_ms, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_responses = []
+    for _ in range(n):
+        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(buf, pos)
+        f_responses.append(it_responses)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_node_endpoints = []
+    for _ in range(n):
+        it_node_endpoints, pos = _dec_ShareFetchResponse_NodeEndpoint_v0_2(buf, pos)
+        f_node_endpoints.append(it_node_endpoints)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, acquisition_lock_timeout_ms=f_acquisition_lock_timeout_ms, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
+
+
+ShareFetchRequest._ENCODERS = (_enc_ShareFetchRequest_v0, _enc_ShareFetchRequest_v1, _enc_ShareFetchRequest_v2,)
+ShareFetchRequest._DECODERS = (_dec_ShareFetchRequest_v0, _dec_ShareFetchRequest_v1, _dec_ShareFetchRequest_v2,)
+ShareFetchResponse._ENCODERS = (_enc_ShareFetchResponse_v0, _enc_ShareFetchResponse_v1_2, _enc_ShareFetchResponse_v1_2,)
+ShareFetchResponse._DECODERS = (_dec_ShareFetchResponse_v0, _dec_ShareFetchResponse_v1_2, _dec_ShareFetchResponse_v1_2,)

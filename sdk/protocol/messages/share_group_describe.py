@@ -29,8 +29,8 @@ _S_o = struct.Struct(">?")
 class ShareGroupDescribeRequest(Message):
     API_KEY: ClassVar[int] = 77
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tags',)
@@ -52,8 +52,8 @@ class ShareGroupDescribeRequest(Message):
 class ShareGroupDescribeResponse(Message):
     API_KEY: ClassVar[int] = 77
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class TopicPartitions(Struct):
@@ -174,7 +174,7 @@ class ShareGroupDescribeResponse(Message):
 
 
 
-def _enc_ShareGroupDescribeRequest_v0(w: bytearray, o: ShareGroupDescribeRequest) -> None:
+def _enc_ShareGroupDescribeRequest_v0_1(w: bytearray, o: ShareGroupDescribeRequest) -> None:
     v_group_ids = o.group_ids
     write_required_compact_array_length(w, v_group_ids)
     if v_group_ids:
@@ -187,7 +187,7 @@ def _enc_ShareGroupDescribeRequest_v0(w: bytearray, o: ShareGroupDescribeRequest
         w.append(0)
 
 
-def _dec_ShareGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[ShareGroupDescribeRequest, int]:
+def _dec_ShareGroupDescribeRequest_v0_1(buf: Any, pos: int) -> tuple[ShareGroupDescribeRequest, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_group_ids = []
     for _ in range(n):
@@ -205,7 +205,7 @@ def _dec_ShareGroupDescribeRequest_v0(buf: Any, pos: int) -> tuple[ShareGroupDes
     return ShareGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: ShareGroupDescribeResponse.TopicPartitions) -> None:
+def _enc_ShareGroupDescribeResponse_TopicPartitions_v0_1(w: bytearray, o: ShareGroupDescribeResponse.TopicPartitions) -> None:
     w += o.topic_id.bytes
     write_required_compact_string(w, o.topic_name)
     v_partitions = o.partitions
@@ -218,7 +218,7 @@ def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(w: bytearray, o: ShareGro
         w.append(0)
 
 
-def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.TopicPartitions, int]:
+def _dec_ShareGroupDescribeResponse_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
@@ -234,23 +234,23 @@ def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf: Any, pos: int) -> tu
     return ShareGroupDescribeResponse.TopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupDescribeResponse_Assignment_v0(w: bytearray, o: ShareGroupDescribeResponse.Assignment) -> None:
+def _enc_ShareGroupDescribeResponse_Assignment_v0_1(w: bytearray, o: ShareGroupDescribeResponse.Assignment) -> None:
     v_topic_partitions = o.topic_partitions
     write_required_compact_array_length(w, v_topic_partitions)
     if v_topic_partitions:
         for it_topic_partitions in v_topic_partitions:
-            _enc_ShareGroupDescribeResponse_TopicPartitions_v0(w, it_topic_partitions)
+            _enc_ShareGroupDescribeResponse_TopicPartitions_v0_1(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.Assignment, int]:
+def _dec_ShareGroupDescribeResponse_Assignment_v0_1(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.Assignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_partitions = []
     for _ in range(n):
-        it_topic_partitions, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos)
+        it_topic_partitions, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v0_1(buf, pos)
         f_topic_partitions.append(it_topic_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -262,7 +262,7 @@ def _dec_ShareGroupDescribeResponse_Assignment_v0(buf: Any, pos: int) -> tuple[S
     return ShareGroupDescribeResponse.Assignment(topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupDescribeResponse_Member_v0(w: bytearray, o: ShareGroupDescribeResponse.Member) -> None:
+def _enc_ShareGroupDescribeResponse_Member_v0_1(w: bytearray, o: ShareGroupDescribeResponse.Member) -> None:
     write_required_compact_string(w, o.member_id)
     write_compact_string(w, o.rack_id)
     w += _S_i.pack(o.member_epoch)
@@ -273,14 +273,14 @@ def _enc_ShareGroupDescribeResponse_Member_v0(w: bytearray, o: ShareGroupDescrib
     if v_subscribed_topic_names:
         for it_subscribed_topic_names in v_subscribed_topic_names:
             write_required_compact_string(w, it_subscribed_topic_names)
-    _enc_ShareGroupDescribeResponse_Assignment_v0(w, o.assignment)
+    _enc_ShareGroupDescribeResponse_Assignment_v0_1(w, o.assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.Member, int]:
+def _dec_ShareGroupDescribeResponse_Member_v0_1(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.Member, int]:
     f_member_id, pos = read_compact_string(buf, pos)
     f_rack_id, pos = read_compact_nullable_string(buf, pos)
     f_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -292,7 +292,7 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Share
     for _ in range(n):
         it_subscribed_topic_names, pos = read_compact_string(buf, pos)
         f_subscribed_topic_names.append(it_subscribed_topic_names)
-    f_assignment, pos = _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos)
+    f_assignment, pos = _dec_ShareGroupDescribeResponse_Assignment_v0_1(buf, pos)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -303,7 +303,7 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf: Any, pos: int) -> tuple[Share
     return ShareGroupDescribeResponse.Member(member_id=f_member_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, assignment=f_assignment, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: ShareGroupDescribeResponse.DescribedGroup) -> None:
+def _enc_ShareGroupDescribeResponse_DescribedGroup_v0_1(w: bytearray, o: ShareGroupDescribeResponse.DescribedGroup) -> None:
     w += _S_h.pack(o.error_code)
     write_compact_string(w, o.error_message)
     write_required_compact_string(w, o.group_id)
@@ -314,7 +314,7 @@ def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: ShareGrou
     write_required_compact_array_length(w, v_members)
     if v_members:
         for it_members in v_members:
-            _enc_ShareGroupDescribeResponse_Member_v0(w, it_members)
+            _enc_ShareGroupDescribeResponse_Member_v0_1(w, it_members)
     w += _S_i.pack(o.authorized_operations)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -322,7 +322,7 @@ def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(w: bytearray, o: ShareGrou
         w.append(0)
 
 
-def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.DescribedGroup, int]:
+def _dec_ShareGroupDescribeResponse_DescribedGroup_v0_1(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse.DescribedGroup, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -334,7 +334,7 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tup
     n, pos = read_required_compact_array_length(buf, pos)
     f_members = []
     for _ in range(n):
-        it_members, pos = _dec_ShareGroupDescribeResponse_Member_v0(buf, pos)
+        it_members, pos = _dec_ShareGroupDescribeResponse_Member_v0_1(buf, pos)
         f_members.append(it_members)
     f_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -348,26 +348,26 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf: Any, pos: int) -> tup
     return ShareGroupDescribeResponse.DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupDescribeResponse_v0(w: bytearray, o: ShareGroupDescribeResponse) -> None:
+def _enc_ShareGroupDescribeResponse_v0_1(w: bytearray, o: ShareGroupDescribeResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v_groups = o.groups
     write_required_compact_array_length(w, v_groups)
     if v_groups:
         for it_groups in v_groups:
-            _enc_ShareGroupDescribeResponse_DescribedGroup_v0(w, it_groups)
+            _enc_ShareGroupDescribeResponse_DescribedGroup_v0_1(w, it_groups)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse, int]:
+def _dec_ShareGroupDescribeResponse_v0_1(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_groups = []
     for _ in range(n):
-        it_groups, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos)
+        it_groups, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v0_1(buf, pos)
         f_groups.append(it_groups)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -379,7 +379,7 @@ def _dec_ShareGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[ShareGroupDe
     return ShareGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tags=unknown), pos
 
 
-ShareGroupDescribeRequest._ENCODERS = (_enc_ShareGroupDescribeRequest_v0,)
-ShareGroupDescribeRequest._DECODERS = (_dec_ShareGroupDescribeRequest_v0,)
-ShareGroupDescribeResponse._ENCODERS = (_enc_ShareGroupDescribeResponse_v0,)
-ShareGroupDescribeResponse._DECODERS = (_dec_ShareGroupDescribeResponse_v0,)
+ShareGroupDescribeRequest._ENCODERS = (_enc_ShareGroupDescribeRequest_v0_1, _enc_ShareGroupDescribeRequest_v0_1,)
+ShareGroupDescribeRequest._DECODERS = (_dec_ShareGroupDescribeRequest_v0_1, _dec_ShareGroupDescribeRequest_v0_1,)
+ShareGroupDescribeResponse._ENCODERS = (_enc_ShareGroupDescribeResponse_v0_1, _enc_ShareGroupDescribeResponse_v0_1,)
+ShareGroupDescribeResponse._DECODERS = (_dec_ShareGroupDescribeResponse_v0_1, _dec_ShareGroupDescribeResponse_v0_1,)

@@ -28,8 +28,8 @@ _S_ii = struct.Struct(">ii")
 class ShareGroupHeartbeatRequest(Message):
     API_KEY: ClassVar[int] = 76
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names', 'unknown_tags',)
@@ -60,8 +60,8 @@ class ShareGroupHeartbeatRequest(Message):
 class ShareGroupHeartbeatResponse(Message):
     API_KEY: ClassVar[int] = 76
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class TopicPartitions(Struct):
@@ -126,7 +126,7 @@ class ShareGroupHeartbeatResponse(Message):
 
 
 
-def _enc_ShareGroupHeartbeatRequest_v0(w: bytearray, o: ShareGroupHeartbeatRequest) -> None:
+def _enc_ShareGroupHeartbeatRequest_v0_1(w: bytearray, o: ShareGroupHeartbeatRequest) -> None:
     write_required_compact_string(w, o.group_id)
     write_required_compact_string(w, o.member_id)
     w += _S_i.pack(o.member_epoch)
@@ -142,7 +142,7 @@ def _enc_ShareGroupHeartbeatRequest_v0(w: bytearray, o: ShareGroupHeartbeatReque
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatRequest, int]:
+def _dec_ShareGroupHeartbeatRequest_v0_1(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos)
     f_member_id, pos = read_compact_string(buf, pos)
     f_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -166,7 +166,7 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[ShareGroupHe
     return ShareGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, rack_id=f_rack_id, subscribed_topic_names=f_subscribed_topic_names, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w: bytearray, o: ShareGroupHeartbeatResponse.TopicPartitions) -> None:
+def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0_1(w: bytearray, o: ShareGroupHeartbeatResponse.TopicPartitions) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
@@ -178,7 +178,7 @@ def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w: bytearray, o: ShareGr
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse.TopicPartitions, int]:
+def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0_1(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse.TopicPartitions, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -193,23 +193,23 @@ def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf: Any, pos: int) -> t
     return ShareGroupHeartbeatResponse.TopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupHeartbeatResponse_Assignment_v0(w: bytearray, o: ShareGroupHeartbeatResponse.Assignment) -> None:
+def _enc_ShareGroupHeartbeatResponse_Assignment_v0_1(w: bytearray, o: ShareGroupHeartbeatResponse.Assignment) -> None:
     v_topic_partitions = o.topic_partitions
     write_required_compact_array_length(w, v_topic_partitions)
     if v_topic_partitions:
         for it_topic_partitions in v_topic_partitions:
-            _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(w, it_topic_partitions)
+            _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0_1(w, it_topic_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse.Assignment, int]:
+def _dec_ShareGroupHeartbeatResponse_Assignment_v0_1(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse.Assignment, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topic_partitions = []
     for _ in range(n):
-        it_topic_partitions, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
+        it_topic_partitions, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0_1(buf, pos)
         f_topic_partitions.append(it_topic_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -221,7 +221,7 @@ def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf: Any, pos: int) -> tuple[
     return ShareGroupHeartbeatResponse.Assignment(topic_partitions=f_topic_partitions, unknown_tags=unknown), pos
 
 
-def _enc_ShareGroupHeartbeatResponse_v0(w: bytearray, o: ShareGroupHeartbeatResponse) -> None:
+def _enc_ShareGroupHeartbeatResponse_v0_1(w: bytearray, o: ShareGroupHeartbeatResponse) -> None:
     w += _S_ih.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(w, o.error_message)
     write_compact_string(w, o.member_id)
@@ -230,14 +230,14 @@ def _enc_ShareGroupHeartbeatResponse_v0(w: bytearray, o: ShareGroupHeartbeatResp
         w.append(0xFF)
     else:
         w.append(1)
-        _enc_ShareGroupHeartbeatResponse_Assignment_v0(w, o.assignment)
+        _enc_ShareGroupHeartbeatResponse_Assignment_v0_1(w, o.assignment)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse, int]:
+def _dec_ShareGroupHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -249,7 +249,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[ShareGroupH
     if marker < 0:
         f_assignment = None
     else:
-        f_assignment, pos = _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos)
+        f_assignment, pos = _dec_ShareGroupHeartbeatResponse_Assignment_v0_1(buf, pos)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
     for _ in range(n_tags):
@@ -260,7 +260,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[ShareGroupH
     return ShareGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, assignment=f_assignment, unknown_tags=unknown), pos
 
 
-ShareGroupHeartbeatRequest._ENCODERS = (_enc_ShareGroupHeartbeatRequest_v0,)
-ShareGroupHeartbeatRequest._DECODERS = (_dec_ShareGroupHeartbeatRequest_v0,)
-ShareGroupHeartbeatResponse._ENCODERS = (_enc_ShareGroupHeartbeatResponse_v0,)
-ShareGroupHeartbeatResponse._DECODERS = (_dec_ShareGroupHeartbeatResponse_v0,)
+ShareGroupHeartbeatRequest._ENCODERS = (_enc_ShareGroupHeartbeatRequest_v0_1, _enc_ShareGroupHeartbeatRequest_v0_1,)
+ShareGroupHeartbeatRequest._DECODERS = (_dec_ShareGroupHeartbeatRequest_v0_1, _dec_ShareGroupHeartbeatRequest_v0_1,)
+ShareGroupHeartbeatResponse._ENCODERS = (_enc_ShareGroupHeartbeatResponse_v0_1, _enc_ShareGroupHeartbeatResponse_v0_1,)
+ShareGroupHeartbeatResponse._DECODERS = (_dec_ShareGroupHeartbeatResponse_v0_1, _dec_ShareGroupHeartbeatResponse_v0_1,)

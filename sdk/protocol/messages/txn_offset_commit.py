@@ -31,8 +31,8 @@ _S_qhi = struct.Struct(">qhi")
 class TxnOffsetCommitRequest(Message):
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    MAX_STABLE_VERSION: ClassVar[int] = 4
+    MAX_VERSION: ClassVar[int] = 5
+    MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
     class TxnOffsetCommitRequestPartition(Struct):
@@ -110,8 +110,8 @@ class TxnOffsetCommitRequest(Message):
 class TxnOffsetCommitResponse(Message):
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    MAX_STABLE_VERSION: ClassVar[int] = 4
+    MAX_VERSION: ClassVar[int] = 5
+    MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 3
 
     class TxnOffsetCommitResponsePartition(Struct):
@@ -188,7 +188,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf: Any, pos
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_5(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
     w += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     write_compact_string(w, o.committed_metadata)
     if o.unknown_tags:
@@ -197,7 +197,7 @@ def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w: bytearra
         w.append(0)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     f_committed_metadata, pos = read_compact_nullable_string(buf, pos)
@@ -249,25 +249,25 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf: Any, pos: in
     return TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_5(w: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(w, it_partitions)
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_5(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_4(buf, pos)
+        it_partitions, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3_5(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -339,7 +339,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[TxnOffsetCommitR
     return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics), pos
 
 
-def _enc_TxnOffsetCommitRequest_v3_4(w: bytearray, o: TxnOffsetCommitRequest) -> None:
+def _enc_TxnOffsetCommitRequest_v3_5(w: bytearray, o: TxnOffsetCommitRequest) -> None:
     write_required_compact_string(w, o.transactional_id)
     write_required_compact_string(w, o.group_id)
     w += _S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
@@ -349,14 +349,14 @@ def _enc_TxnOffsetCommitRequest_v3_4(w: bytearray, o: TxnOffsetCommitRequest) ->
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(w, it_topics)
+            _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_5(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
+def _dec_TxnOffsetCommitRequest_v3_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos)
     f_group_id, pos = read_compact_string(buf, pos)
     f_producer_id, f_producer_epoch, f_generation_id = _S_qhi.unpack_from(buf, pos)
@@ -366,7 +366,7 @@ def _dec_TxnOffsetCommitRequest_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommi
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_4(buf, pos)
+        it_topics, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3_5(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -388,7 +388,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0_2(buf: Any,
     return TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_5(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -396,7 +396,7 @@ def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w: bytear
         w.append(0)
 
 
-def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, int]:
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     unknown: list[tuple[int, bytes]] | None = None
@@ -428,25 +428,25 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0_2(buf: Any, pos
     return TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_5(w: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(w, it_partitions)
+            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_5(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_4(buf, pos)
+        it_partitions, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3_5(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -478,26 +478,26 @@ def _dec_TxnOffsetCommitResponse_v0_2(buf: Any, pos: int) -> tuple[TxnOffsetComm
     return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics), pos
 
 
-def _enc_TxnOffsetCommitResponse_v3_4(w: bytearray, o: TxnOffsetCommitResponse) -> None:
+def _enc_TxnOffsetCommitResponse_v3_5(w: bytearray, o: TxnOffsetCommitResponse) -> None:
     w += _S_i.pack(o.throttle_time_ms)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(w, it_topics)
+            _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_5(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_TxnOffsetCommitResponse_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
+def _dec_TxnOffsetCommitResponse_v3_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
     f_throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_4(buf, pos)
+        it_topics, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3_5(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -509,7 +509,7 @@ def _dec_TxnOffsetCommitResponse_v3_4(buf: Any, pos: int) -> tuple[TxnOffsetComm
     return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tags=unknown), pos
 
 
-TxnOffsetCommitRequest._ENCODERS = (_enc_TxnOffsetCommitRequest_v0_1, _enc_TxnOffsetCommitRequest_v0_1, _enc_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v3_4, _enc_TxnOffsetCommitRequest_v3_4,)
-TxnOffsetCommitRequest._DECODERS = (_dec_TxnOffsetCommitRequest_v0_1, _dec_TxnOffsetCommitRequest_v0_1, _dec_TxnOffsetCommitRequest_v2, _dec_TxnOffsetCommitRequest_v3_4, _dec_TxnOffsetCommitRequest_v3_4,)
-TxnOffsetCommitResponse._ENCODERS = (_enc_TxnOffsetCommitResponse_v0_2, _enc_TxnOffsetCommitResponse_v0_2, _enc_TxnOffsetCommitResponse_v0_2, _enc_TxnOffsetCommitResponse_v3_4, _enc_TxnOffsetCommitResponse_v3_4,)
-TxnOffsetCommitResponse._DECODERS = (_dec_TxnOffsetCommitResponse_v0_2, _dec_TxnOffsetCommitResponse_v0_2, _dec_TxnOffsetCommitResponse_v0_2, _dec_TxnOffsetCommitResponse_v3_4, _dec_TxnOffsetCommitResponse_v3_4,)
+TxnOffsetCommitRequest._ENCODERS = (_enc_TxnOffsetCommitRequest_v0_1, _enc_TxnOffsetCommitRequest_v0_1, _enc_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v3_5, _enc_TxnOffsetCommitRequest_v3_5, _enc_TxnOffsetCommitRequest_v3_5,)
+TxnOffsetCommitRequest._DECODERS = (_dec_TxnOffsetCommitRequest_v0_1, _dec_TxnOffsetCommitRequest_v0_1, _dec_TxnOffsetCommitRequest_v2, _dec_TxnOffsetCommitRequest_v3_5, _dec_TxnOffsetCommitRequest_v3_5, _dec_TxnOffsetCommitRequest_v3_5,)
+TxnOffsetCommitResponse._ENCODERS = (_enc_TxnOffsetCommitResponse_v0_2, _enc_TxnOffsetCommitResponse_v0_2, _enc_TxnOffsetCommitResponse_v0_2, _enc_TxnOffsetCommitResponse_v3_5, _enc_TxnOffsetCommitResponse_v3_5, _enc_TxnOffsetCommitResponse_v3_5,)
+TxnOffsetCommitResponse._DECODERS = (_dec_TxnOffsetCommitResponse_v0_2, _dec_TxnOffsetCommitResponse_v0_2, _dec_TxnOffsetCommitResponse_v0_2, _dec_TxnOffsetCommitResponse_v3_5, _dec_TxnOffsetCommitResponse_v3_5, _dec_TxnOffsetCommitResponse_v3_5,)

@@ -22,14 +22,15 @@ from sdk.protocol.primitives import (
 
 _S_ih = struct.Struct(">ih")
 _S_iiiq = struct.Struct(">iiiq")
+_S_iiiqi = struct.Struct(">iiiqi")
 _S_qqbh = struct.Struct(">qqbh")
 
 
 class WriteShareGroupStateRequest(Message):
     API_KEY: ClassVar[int] = 85
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = -1
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class StateBatch(Struct):
@@ -55,11 +56,12 @@ class WriteShareGroupStateRequest(Message):
             self.unknown_tags = unknown_tags
 
     class PartitionData(Struct):
-        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches', 'unknown_tags',)
+        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches', 'unknown_tags',)
         partition: int
         state_epoch: int
         leader_epoch: int
         start_offset: int
+        delivery_complete_count: int
         state_batches: list[WriteShareGroupStateRequest.StateBatch]
         unknown_tags: list[tuple[int, bytes]] | None
 
@@ -69,6 +71,7 @@ class WriteShareGroupStateRequest(Message):
             state_epoch: int = 0,
             leader_epoch: int = 0,
             start_offset: int = 0,
+            delivery_complete_count: int = -1,
             state_batches: list[WriteShareGroupStateRequest.StateBatch] = _FRESH,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
@@ -76,6 +79,7 @@ class WriteShareGroupStateRequest(Message):
             self.state_epoch = state_epoch
             self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
             self.state_batches = [] if state_batches is _FRESH else state_batches
             self.unknown_tags = unknown_tags
 
@@ -114,8 +118,8 @@ class WriteShareGroupStateRequest(Message):
 class WriteShareGroupStateResponse(Message):
     API_KEY: ClassVar[int] = 85
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    MAX_STABLE_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    MAX_STABLE_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class PartitionResult(Struct):
@@ -168,7 +172,7 @@ class WriteShareGroupStateResponse(Message):
 
 
 
-def _enc_WriteShareGroupStateRequest_StateBatch_v0(w: bytearray, o: WriteShareGroupStateRequest.StateBatch) -> None:
+def _enc_WriteShareGroupStateRequest_StateBatch_v0_1(w: bytearray, o: WriteShareGroupStateRequest.StateBatch) -> None:
     w += _S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -176,7 +180,7 @@ def _enc_WriteShareGroupStateRequest_StateBatch_v0(w: bytearray, o: WriteShareGr
         w.append(0)
 
 
-def _dec_WriteShareGroupStateRequest_StateBatch_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.StateBatch, int]:
+def _dec_WriteShareGroupStateRequest_StateBatch_v0_1(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.StateBatch, int]:
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S_qqbh.unpack_from(buf, pos)
     pos += 19
     unknown: list[tuple[int, bytes]] | None = None
@@ -195,7 +199,7 @@ def _enc_WriteShareGroupStateRequest_PartitionData_v0(w: bytearray, o: WriteShar
     write_required_compact_array_length(w, v_state_batches)
     if v_state_batches:
         for it_state_batches in v_state_batches:
-            _enc_WriteShareGroupStateRequest_StateBatch_v0(w, it_state_batches)
+            _enc_WriteShareGroupStateRequest_StateBatch_v0_1(w, it_state_batches)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -208,7 +212,7 @@ def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tup
     n, pos = read_required_compact_array_length(buf, pos)
     f_state_batches = []
     for _ in range(n):
-        it_state_batches, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
+        it_state_batches, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0_1(buf, pos)
         f_state_batches.append(it_state_batches)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -218,6 +222,37 @@ def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf: Any, pos: int) -> tup
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return WriteShareGroupStateRequest.PartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, state_batches=f_state_batches, unknown_tags=unknown), pos
+
+
+def _enc_WriteShareGroupStateRequest_PartitionData_v1(w: bytearray, o: WriteShareGroupStateRequest.PartitionData) -> None:
+    w += _S_iiiqi.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
+    v_state_batches = o.state_batches
+    write_required_compact_array_length(w, v_state_batches)
+    if v_state_batches:
+        for it_state_batches in v_state_batches:
+            _enc_WriteShareGroupStateRequest_StateBatch_v0_1(w, it_state_batches)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_WriteShareGroupStateRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.PartitionData, int]:
+    f_partition, f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count = _S_iiiqi.unpack_from(buf, pos)
+    pos += 24
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_state_batches = []
+    for _ in range(n):
+        it_state_batches, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0_1(buf, pos)
+        f_state_batches.append(it_state_batches)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return WriteShareGroupStateRequest.PartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, delivery_complete_count=f_delivery_complete_count, state_batches=f_state_batches, unknown_tags=unknown), pos
 
 
 def _enc_WriteShareGroupStateRequest_WriteStateData_v0(w: bytearray, o: WriteShareGroupStateRequest.WriteStateData) -> None:
@@ -239,6 +274,36 @@ def _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf: Any, pos: int) -> tu
     f_partitions = []
     for _ in range(n):
         it_partitions, pos = _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return WriteShareGroupStateRequest.WriteStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_WriteShareGroupStateRequest_WriteStateData_v1(w: bytearray, o: WriteShareGroupStateRequest.WriteStateData) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_WriteShareGroupStateRequest_PartitionData_v1(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_WriteShareGroupStateRequest_WriteStateData_v1(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.WriteStateData, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_WriteShareGroupStateRequest_PartitionData_v1(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -280,7 +345,37 @@ def _dec_WriteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[WriteShareG
     return WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: WriteShareGroupStateResponse.PartitionResult) -> None:
+def _enc_WriteShareGroupStateRequest_v1(w: bytearray, o: WriteShareGroupStateRequest) -> None:
+    write_required_compact_string(w, o.group_id)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteShareGroupStateRequest_WriteStateData_v1(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_WriteShareGroupStateRequest_v1(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
+    f_group_id, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v1(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tags=unknown), pos
+
+
+def _enc_WriteShareGroupStateResponse_PartitionResult_v0_1(w: bytearray, o: WriteShareGroupStateResponse.PartitionResult) -> None:
     w += _S_ih.pack(o.partition, o.error_code)
     write_compact_string(w, o.error_message)
     if o.unknown_tags:
@@ -289,7 +384,7 @@ def _enc_WriteShareGroupStateResponse_PartitionResult_v0(w: bytearray, o: WriteS
         w.append(0)
 
 
-def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.PartitionResult, int]:
+def _dec_WriteShareGroupStateResponse_PartitionResult_v0_1(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.PartitionResult, int]:
     f_partition, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -303,25 +398,25 @@ def _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf: Any, pos: int) -> 
     return WriteShareGroupStateResponse.PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w: bytearray, o: WriteShareGroupStateResponse.WriteStateResult) -> None:
+def _enc_WriteShareGroupStateResponse_WriteStateResult_v0_1(w: bytearray, o: WriteShareGroupStateResponse.WriteStateResult) -> None:
     w += o.topic_id.bytes
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_WriteShareGroupStateResponse_PartitionResult_v0(w, it_partitions)
+            _enc_WriteShareGroupStateResponse_PartitionResult_v0_1(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.WriteStateResult, int]:
+def _dec_WriteShareGroupStateResponse_WriteStateResult_v0_1(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.WriteStateResult, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos)
+        it_partitions, pos = _dec_WriteShareGroupStateResponse_PartitionResult_v0_1(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -333,23 +428,23 @@ def _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf: Any, pos: int) ->
     return WriteShareGroupStateResponse.WriteStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
 
 
-def _enc_WriteShareGroupStateResponse_v0(w: bytearray, o: WriteShareGroupStateResponse) -> None:
+def _enc_WriteShareGroupStateResponse_v0_1(w: bytearray, o: WriteShareGroupStateResponse) -> None:
     v_results = o.results
     write_required_compact_array_length(w, v_results)
     if v_results:
         for it_results in v_results:
-            _enc_WriteShareGroupStateResponse_WriteStateResult_v0(w, it_results)
+            _enc_WriteShareGroupStateResponse_WriteStateResult_v0_1(w, it_results)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
+def _dec_WriteShareGroupStateResponse_v0_1(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_results = []
     for _ in range(n):
-        it_results, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos)
+        it_results, pos = _dec_WriteShareGroupStateResponse_WriteStateResult_v0_1(buf, pos)
         f_results.append(it_results)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -361,7 +456,7 @@ def _dec_WriteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[WriteShare
     return WriteShareGroupStateResponse(results=f_results, unknown_tags=unknown), pos
 
 
-WriteShareGroupStateRequest._ENCODERS = (_enc_WriteShareGroupStateRequest_v0,)
-WriteShareGroupStateRequest._DECODERS = (_dec_WriteShareGroupStateRequest_v0,)
-WriteShareGroupStateResponse._ENCODERS = (_enc_WriteShareGroupStateResponse_v0,)
-WriteShareGroupStateResponse._DECODERS = (_dec_WriteShareGroupStateResponse_v0,)
+WriteShareGroupStateRequest._ENCODERS = (_enc_WriteShareGroupStateRequest_v0, _enc_WriteShareGroupStateRequest_v1,)
+WriteShareGroupStateRequest._DECODERS = (_dec_WriteShareGroupStateRequest_v0, _dec_WriteShareGroupStateRequest_v1,)
+WriteShareGroupStateResponse._ENCODERS = (_enc_WriteShareGroupStateResponse_v0_1, _enc_WriteShareGroupStateResponse_v0_1,)
+WriteShareGroupStateResponse._DECODERS = (_dec_WriteShareGroupStateResponse_v0_1, _dec_WriteShareGroupStateResponse_v0_1,)

@@ -21,6 +21,7 @@ from sdk.protocol.primitives import (
 )
 
 _S_i = struct.Struct(">i")
+_S_ib = struct.Struct(">ib")
 _S_ih = struct.Struct(">ih")
 _S_q = struct.Struct(">q")
 _S_qho = struct.Struct(">qh?")
@@ -29,8 +30,8 @@ _S_qho = struct.Struct(">qh?")
 class WriteTxnMarkersRequest(Message):
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
     class WritableTxnMarkerTopic(Struct):
@@ -50,12 +51,13 @@ class WriteTxnMarkersRequest(Message):
             self.unknown_tags = unknown_tags
 
     class WritableTxnMarker(Struct):
-        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'unknown_tags',)
+        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version', 'unknown_tags',)
         producer_id: int
         producer_epoch: int
         transaction_result: bool
         topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
         coordinator_epoch: int
+        transaction_version: int
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -65,6 +67,7 @@ class WriteTxnMarkersRequest(Message):
             transaction_result: bool = False,
             topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = _FRESH,
             coordinator_epoch: int = 0,
+            transaction_version: int = 0,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.producer_id = producer_id
@@ -72,6 +75,7 @@ class WriteTxnMarkersRequest(Message):
             self.transaction_result = transaction_result
             self.topics = [] if topics is _FRESH else topics
             self.coordinator_epoch = coordinator_epoch
+            self.transaction_version = transaction_version
             self.unknown_tags = unknown_tags
 
     __slots__ = ('markers', 'unknown_tags',)
@@ -90,8 +94,8 @@ class WriteTxnMarkersRequest(Message):
 class WriteTxnMarkersResponse(Message):
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 1
 
     class WritableTxnMarkerPartitionResult(Struct):
@@ -173,7 +177,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf: Any, pos: int) ->
     return WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes), pos
 
 
-def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
+def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1_2(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
     write_required_compact_string(w, o.name)
     v_partition_indexes = o.partition_indexes
     write_required_compact_array_length(w, v_partition_indexes)
@@ -185,7 +189,7 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w: bytearray, o: Write
         w.append(0)
 
 
-def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
+def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
@@ -229,7 +233,7 @@ def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v1(w: bytearray, o: WriteTxnMa
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w, it_topics)
+            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1_2(w, it_topics)
     w += _S_i.pack(o.coordinator_epoch)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -243,7 +247,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tupl
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos)
+        it_topics, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1_2(buf, pos)
         f_topics.append(it_topics)
     f_coordinator_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -255,6 +259,40 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: Any, pos: int) -> tupl
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return WriteTxnMarkersRequest.WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch, unknown_tags=unknown), pos
+
+
+def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v2(w: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
+    w += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1_2(w, it_topics)
+    w += _S_ib.pack(o.coordinator_epoch, o.transaction_version)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarker, int]:
+    f_producer_id, f_producer_epoch, f_transaction_result = _S_qho.unpack_from(buf, pos)
+    pos += 11
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1_2(buf, pos)
+        f_topics.append(it_topics)
+    f_coordinator_epoch, f_transaction_version = _S_ib.unpack_from(buf, pos)
+    pos += 5
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return WriteTxnMarkersRequest.WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch, transaction_version=f_transaction_version, unknown_tags=unknown), pos
 
 
 def _enc_WriteTxnMarkersRequest_v0(w: bytearray, o: WriteTxnMarkersRequest) -> None:
@@ -302,6 +340,34 @@ def _dec_WriteTxnMarkersRequest_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersR
     return WriteTxnMarkersRequest(markers=f_markers, unknown_tags=unknown), pos
 
 
+def _enc_WriteTxnMarkersRequest_v2(w: bytearray, o: WriteTxnMarkersRequest) -> None:
+    v_markers = o.markers
+    write_required_compact_array_length(w, v_markers)
+    if v_markers:
+        for it_markers in v_markers:
+            _enc_WriteTxnMarkersRequest_WritableTxnMarker_v2(w, it_markers)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_WriteTxnMarkersRequest_v2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_markers = []
+    for _ in range(n):
+        it_markers, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf, pos)
+        f_markers.append(it_markers)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return WriteTxnMarkersRequest(markers=f_markers, unknown_tags=unknown), pos
+
+
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
 
@@ -312,7 +378,7 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(buf: Any, p
     return WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1_2(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -320,7 +386,7 @@ def _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w: bytearra
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     unknown: list[tuple[int, bytes]] | None = None
@@ -352,25 +418,25 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf: Any, pos: 
     return WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1_2(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
     write_required_compact_string(w, o.name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, it_partitions)
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos)
+        it_partitions, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1_2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -402,26 +468,26 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(buf: Any, pos: int) 
     return WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics), pos
 
 
-def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
+def _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1_2(w: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
     w += _S_q.pack(o.producer_id)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, it_topics)
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1_2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
+def _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
     f_producer_id, = _S_q.unpack_from(buf, pos)
     pos += 8
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos)
+        it_topics, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1_2(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -450,23 +516,23 @@ def _dec_WriteTxnMarkersResponse_v0(buf: Any, pos: int) -> tuple[WriteTxnMarkers
     return WriteTxnMarkersResponse(markers=f_markers), pos
 
 
-def _enc_WriteTxnMarkersResponse_v1(w: bytearray, o: WriteTxnMarkersResponse) -> None:
+def _enc_WriteTxnMarkersResponse_v1_2(w: bytearray, o: WriteTxnMarkersResponse) -> None:
     v_markers = o.markers
     write_required_compact_array_length(w, v_markers)
     if v_markers:
         for it_markers in v_markers:
-            _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, it_markers)
+            _enc_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1_2(w, it_markers)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_WriteTxnMarkersResponse_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
+def _dec_WriteTxnMarkersResponse_v1_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_markers = []
     for _ in range(n):
-        it_markers, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos)
+        it_markers, pos = _dec_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1_2(buf, pos)
         f_markers.append(it_markers)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -478,7 +544,7 @@ def _dec_WriteTxnMarkersResponse_v1(buf: Any, pos: int) -> tuple[WriteTxnMarkers
     return WriteTxnMarkersResponse(markers=f_markers, unknown_tags=unknown), pos
 
 
-WriteTxnMarkersRequest._ENCODERS = (_enc_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v1,)
-WriteTxnMarkersRequest._DECODERS = (_dec_WriteTxnMarkersRequest_v0, _dec_WriteTxnMarkersRequest_v1,)
-WriteTxnMarkersResponse._ENCODERS = (_enc_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v1,)
-WriteTxnMarkersResponse._DECODERS = (_dec_WriteTxnMarkersResponse_v0, _dec_WriteTxnMarkersResponse_v1,)
+WriteTxnMarkersRequest._ENCODERS = (_enc_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v1, _enc_WriteTxnMarkersRequest_v2,)
+WriteTxnMarkersRequest._DECODERS = (_dec_WriteTxnMarkersRequest_v0, _dec_WriteTxnMarkersRequest_v1, _dec_WriteTxnMarkersRequest_v2,)
+WriteTxnMarkersResponse._ENCODERS = (_enc_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v1_2, _enc_WriteTxnMarkersResponse_v1_2,)
+WriteTxnMarkersResponse._DECODERS = (_dec_WriteTxnMarkersResponse_v0, _dec_WriteTxnMarkersResponse_v1_2, _dec_WriteTxnMarkersResponse_v1_2,)

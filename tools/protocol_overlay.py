@@ -1,0 +1,411 @@
+"""Protocol versions Apache Kafka 4.3 serves beyond the schemas in ``../shared``.
+
+``../shared/kafka-protocol/messages/`` stops at an older Kafka (Produce 0-11, EndTxn v5 still
+unstable, the share-group APIs at an early-access v0, ...). This module is our own table of
+what changed since, written in our terms: which message gains which versions, which field
+appears (or stops) at which version, with what type, default and tag. ``apply`` edits the
+parsed schemas before ``tools/generate_protocol.py`` reads them, so every later step (layout
+grouping, code emission, ``--check``) is unchanged.
+
+The facts come from Apache Kafka 4.3.1's own message definitions, checked field by field
+against the schemas compiled into its client jar.
+
+Table entries:
+
+- ``Message(name, versions, stable=..., edits=...)`` for a message we already have:
+  ``versions`` is the new valid range; ``stable=True`` drops the "top version is unstable"
+  mark the old schema carried.
+- ``until(path, versions)`` narrows an existing field's versions (a field retired at v13).
+- ``add(path, after, field)`` inserts a new field into the struct at ``path`` (dot-separated
+  field names from the top, ``""`` for the message itself) after the field named ``after``
+  (``None``: first).
+- ``NewApi(...)`` is a whole API the old schemas lack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+Spec = dict[str, Any]  # one field in the generator's parsed-schema form
+
+
+def fld(name: str, type_: str, versions: str, *, nullable: str | None = None,
+        default: object = None, tagged: str | None = None, tag: int | None = None,
+        ignorable: bool = False, fields: tuple[Spec, ...] = ()) -> Spec:
+    """A field in the form ``generate_protocol.parse_schema`` reads."""
+    spec: Spec = {"name": name, "type": type_, "versions": versions}
+    if nullable is not None:
+        spec["nullableVersions"] = nullable
+    if default is not None:
+        spec["default"] = default
+    if tagged is not None:
+        spec["taggedVersions"] = tagged
+        spec["tag"] = tag
+    if ignorable:
+        spec["ignorable"] = True
+    if fields:
+        spec["fields"] = [dict(f) for f in fields]
+    return spec
+
+
+@dataclass(frozen=True)
+class Until:
+    path: str
+    versions: str
+
+
+@dataclass(frozen=True)
+class Add:
+    path: str
+    after: str | None
+    spec: Spec
+
+
+def until(path: str, versions: str) -> Until:
+    return Until(path, versions)
+
+
+def add(path: str, after: str | None, spec: Spec) -> Add:
+    return Add(path, after, spec)
+
+
+@dataclass(frozen=True)
+class Message:
+    name: str
+    versions: str
+    stable: bool = True
+    edits: tuple[Until | Add, ...] = ()
+
+
+@dataclass(frozen=True)
+class NewApi:
+    name: str  # without the Request/Response suffix
+    api_key: int
+    versions: str
+    flexible: str
+    request: tuple[Spec, ...]
+    response: tuple[Spec, ...]
+    listeners: tuple[str, ...] = ("broker",)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- the table
+
+_NODE_ID = fld("NodeId", "int32", "0+")
+
+MESSAGES: tuple[Message, ...] = (
+    # Produce v12: same layout; a transactional producer may rely on the broker adding the
+    # partition to its transaction (KIP-890 part 2). v13 names topics by id only.
+    Message("ProduceRequest", "0-13", edits=(
+        until("TopicData.Name", "0-12"),
+        add("TopicData", "Name", fld("TopicId", "uuid", "13+")),
+    )),
+    Message("ProduceResponse", "0-13", edits=(
+        until("Responses.Name", "0-12"),
+        add("Responses", "Name", fld("TopicId", "uuid", "13+")),
+    )),
+    # Fetch v18: a follower may report its high watermark (tagged, KIP-1166).
+    Message("FetchRequest", "0-18", edits=(
+        add("Topics.Partitions", "ReplicaDirectoryId",
+            fld("HighWatermark", "int64", "18+", default="9223372036854775807",
+                tagged="18+", tag=1, ignorable=True)),
+    )),
+    Message("FetchResponse", "0-18"),
+    # ListOffsets v11: same layout (earliest pending upload offset, KIP-1023).
+    Message("ListOffsetsRequest", "0-11"),
+    Message("ListOffsetsResponse", "0-11"),
+    # Metadata v13: a top-level error code (e.g. REBOOTSTRAP_REQUIRED, KIP-1102).
+    Message("MetadataRequest", "0-13"),
+    Message("MetadataResponse", "0-13", edits=(
+        add("", "ClusterAuthorizedOperations", fld("ErrorCode", "int16", "13+", default=0,
+                                                   ignorable=True)),
+    )),
+    # OffsetCommit / OffsetFetch v10: topics by id (KIP-848 follow-up).
+    Message("OffsetCommitRequest", "0-10", edits=(
+        until("Topics.Name", "0-9"),
+        add("Topics", "Name", fld("TopicId", "uuid", "10+")),
+    )),
+    Message("OffsetCommitResponse", "0-10", edits=(
+        until("Topics.Name", "0-9"),
+        add("Topics", "Name", fld("TopicId", "uuid", "10+")),
+    )),
+    Message("OffsetFetchRequest", "0-10", edits=(
+        until("Groups.Topics.Name", "8-9"),
+        add("Groups.Topics", "Name", fld("TopicId", "uuid", "10+")),
+    )),
+    Message("OffsetFetchResponse", "0-10", edits=(
+        until("Groups.Topics.Name", "8-9"),
+        add("Groups.Topics", "Name", fld("TopicId", "uuid", "10+")),
+    )),
+    # DescribeGroups v6: a per-group error message.
+    Message("DescribeGroupsRequest", "0-6"),
+    Message("DescribeGroupsResponse", "0-6", edits=(
+        add("Groups", "ErrorCode", fld("ErrorMessage", "string", "6+", nullable="6+",
+                                       default="null", ignorable=True)),
+    )),
+    # EndTxn v5 is stable in 4.x: its response carries the producer id and epoch to use for
+    # the next transaction (transactions v2 bump the epoch at every commit or abort).
+    Message("EndTxnRequest", "0-5"),
+    Message("EndTxnResponse", "0-5"),
+    # WriteTxnMarkers v2: each marker says which transaction version wrote it.
+    Message("WriteTxnMarkersRequest", "0-2", edits=(
+        add("Markers", "CoordinatorEpoch", fld("TransactionVersion", "int8", "2+", default=0,
+                                               ignorable=True)),
+    )),
+    Message("WriteTxnMarkersResponse", "0-2"),
+    # TxnOffsetCommit v5: same layout; the group is added to the transaction implicitly.
+    Message("TxnOffsetCommitRequest", "0-5"),
+    Message("TxnOffsetCommitResponse", "0-5"),
+    # DescribeLogDirs v5: whether a log dir is cordoned.
+    Message("DescribeLogDirsRequest", "0-5"),
+    Message("DescribeLogDirsResponse", "0-5", edits=(
+        add("Results", "UsableBytes", fld("IsCordoned", "bool", "5+", default="false",
+                                          ignorable=True)),
+    )),
+    # AlterPartitionReassignments v1: may refuse a change of replication factor.
+    Message("AlterPartitionReassignmentsRequest", "0-1", edits=(
+        add("", "TimeoutMs", fld("AllowReplicationFactorChange", "bool", "1+",
+                                 default="true", ignorable=True)),
+    )),
+    Message("AlterPartitionReassignmentsResponse", "0-1", edits=(
+        add("", "ThrottleTimeMs", fld("AllowReplicationFactorChange", "bool", "1+",
+                                      default="true", ignorable=True)),
+    )),
+    # DescribeCluster v2: fenced brokers on request.
+    Message("DescribeClusterRequest", "0-2", edits=(
+        add("", "EndpointType", fld("IncludeFencedBrokers", "bool", "2+", default="false",
+                                    ignorable=True)),
+    )),
+    Message("DescribeClusterResponse", "0-2", edits=(
+        add("Brokers", "Rack", fld("IsFenced", "bool", "2+", default="false",
+                                   ignorable=True)),
+    )),
+    # ListTransactions v2: a regular-expression filter on transactional ids.
+    Message("ListTransactionsRequest", "0-2", edits=(
+        add("", "DurationFilter", fld("TransactionalIdPattern", "string", "2+",
+                                      nullable="2+", default="null", ignorable=True)),
+    )),
+    Message("ListTransactionsResponse", "0-2"),
+    # KIP-848: ConsumerGroupHeartbeat v1 (regex subscriptions) is stable; ConsumerGroupDescribe
+    # v1 tells classic members from consumer-protocol ones.
+    Message("ConsumerGroupHeartbeatRequest", "0-1"),
+    Message("ConsumerGroupHeartbeatResponse", "0-1"),
+    Message("ConsumerGroupDescribeRequest", "0-1"),
+    Message("ConsumerGroupDescribeResponse", "0-1", edits=(
+        add("Groups.Members", "TargetAssignment", fld("MemberType", "int8", "1+", default=-1,
+                                                      ignorable=True)),
+    )),
+    # API key 74 (ListConfigResources in 4.x; the name here stays ours): v1 filters by type.
+    Message("ListClientMetricsResourcesRequest", "0-1", edits=(
+        add("", None, fld("ResourceTypes", "[]int8", "1+", ignorable=True)),
+    )),
+    Message("ListClientMetricsResourcesResponse", "0-1", edits=(
+        add("ClientMetricsResources", "Name", fld("ResourceType", "int8", "1+", default=16,
+                                                  ignorable=True)),
+    )),
+    # AddRaftVoter v1: answer once the new voter set is committed, or at once.
+    Message("AddRaftVoterRequest", "0-1", edits=(
+        add("", "Listeners", fld("AckWhenCommitted", "bool", "1+", default="true",
+                                 ignorable=True)),
+    )),
+    Message("AddRaftVoterResponse", "0-1"),
+)
+
+# Share groups (KIP-932) went from early access (v0, unstable) to v1 in Kafka 4.1; our v0
+# layouts stay as they were, v1 is what 4.x brokers serve.
+SHARE_MESSAGES: tuple[Message, ...] = (
+    Message("ShareGroupHeartbeatRequest", "0-1"),
+    Message("ShareGroupHeartbeatResponse", "0-1"),
+    Message("ShareGroupDescribeRequest", "0-1"),
+    Message("ShareGroupDescribeResponse", "0-1"),
+    # ShareFetch v1: a record limit and batch size per request instead of per-partition byte
+    # limits, and the acquisition lock timeout in the response; v2: acquire mode and
+    # renew acknowledgements (KIP-1206 / KIP-1222).
+    Message("ShareFetchRequest", "0-2", edits=(
+        add("", "MaxBytes", fld("MaxRecords", "int32", "1+")),
+        add("", "MaxRecords", fld("BatchSize", "int32", "1+")),
+        add("", "BatchSize", fld("ShareAcquireMode", "int8", "2+", default=0, ignorable=True)),
+        add("", "ShareAcquireMode", fld("IsRenewAck", "bool", "2+", default="false",
+                                        ignorable=True)),
+        until("Topics.Partitions.PartitionMaxBytes", "0"),
+    )),
+    Message("ShareFetchResponse", "0-2", edits=(
+        add("", "ErrorMessage", fld("AcquisitionLockTimeoutMs", "int32", "1+", default=0,
+                                    ignorable=True)),
+    )),
+    Message("ShareAcknowledgeRequest", "0-2", edits=(
+        add("", "ShareSessionEpoch", fld("IsRenewAck", "bool", "2+", default="false",
+                                         ignorable=True)),
+    )),
+    Message("ShareAcknowledgeResponse", "0-2", edits=(
+        add("", "ErrorMessage", fld("AcquisitionLockTimeoutMs", "int32", "2+", default=0,
+                                    ignorable=True)),
+    )),
+    # Share-group state (broker to share coordinator): stable; v1 counts completed deliveries.
+    Message("InitializeShareGroupStateRequest", "0"),
+    Message("InitializeShareGroupStateResponse", "0"),
+    Message("ReadShareGroupStateRequest", "0"),
+    Message("ReadShareGroupStateResponse", "0"),
+    Message("DeleteShareGroupStateRequest", "0"),
+    Message("DeleteShareGroupStateResponse", "0"),
+    Message("WriteShareGroupStateRequest", "0-1", edits=(
+        add("Topics.Partitions", "StartOffset", fld("DeliveryCompleteCount", "int32", "1+",
+                                                    default=-1, ignorable=True)),
+    )),
+    Message("WriteShareGroupStateResponse", "0-1"),
+    Message("ReadShareGroupStateSummaryRequest", "0-1"),
+    Message("ReadShareGroupStateSummaryResponse", "0-1", edits=(
+        # v0 was still changing when the old schemas were taken; 4.x's v0 has the epoch.
+        add("Results.Partitions", "StateEpoch", fld("LeaderEpoch", "int32", "0+")),
+        add("Results.Partitions", "StartOffset", fld("DeliveryCompleteCount", "int32", "1+",
+                                                     default=-1, ignorable=True)),
+    )),
+)
+
+_NULLABLE_MESSAGE = {"nullable": "0+", "default": "null", "ignorable": True}
+
+NEW_APIS: tuple[NewApi, ...] = (
+    # KIP-932 admin: share-group start offsets, by group and topic name.
+    NewApi("DescribeShareGroupOffsets", 90, "0-1", "0+", request=(
+        fld("Groups", "[]DescribeShareGroupOffsetsRequestGroup", "0+", fields=(
+            fld("GroupId", "string", "0+"),
+            fld("Topics", "[]DescribeShareGroupOffsetsRequestTopic", "0+", nullable="0+",
+                fields=(fld("TopicName", "string", "0+"),
+                        fld("Partitions", "[]int32", "0+"))),
+        )),
+    ), response=(
+        fld("ThrottleTimeMs", "int32", "0+"),
+        fld("Groups", "[]DescribeShareGroupOffsetsResponseGroup", "0+", fields=(
+            fld("GroupId", "string", "0+"),
+            fld("Topics", "[]DescribeShareGroupOffsetsResponseTopic", "0+", fields=(
+                fld("TopicName", "string", "0+"),
+                fld("TopicId", "uuid", "0+"),
+                fld("Partitions", "[]DescribeShareGroupOffsetsResponsePartition", "0+", fields=(
+                    fld("PartitionIndex", "int32", "0+"),
+                    fld("StartOffset", "int64", "0+"),
+                    fld("LeaderEpoch", "int32", "0+"),
+                    fld("Lag", "int64", "1+", default=-1, ignorable=True),
+                    fld("ErrorCode", "int16", "0+"),
+                    fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+                )),
+            )),
+            fld("ErrorCode", "int16", "0+"),
+            fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+        )),
+    )),
+    NewApi("AlterShareGroupOffsets", 91, "0", "0+", request=(
+        fld("GroupId", "string", "0+"),
+        fld("Topics", "[]AlterShareGroupOffsetsRequestTopic", "0+", fields=(
+            fld("TopicName", "string", "0+"),
+            fld("Partitions", "[]AlterShareGroupOffsetsRequestPartition", "0+", fields=(
+                fld("PartitionIndex", "int32", "0+"),
+                fld("StartOffset", "int64", "0+"),
+            )),
+        )),
+    ), response=(
+        fld("ThrottleTimeMs", "int32", "0+"),
+        fld("ErrorCode", "int16", "0+"),
+        fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+        fld("Responses", "[]AlterShareGroupOffsetsResponseTopic", "0+", fields=(
+            fld("TopicName", "string", "0+"),
+            fld("TopicId", "uuid", "0+"),
+            fld("Partitions", "[]AlterShareGroupOffsetsResponsePartition", "0+", fields=(
+                fld("PartitionIndex", "int32", "0+"),
+                fld("ErrorCode", "int16", "0+"),
+                fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+            )),
+        )),
+    )),
+    NewApi("DeleteShareGroupOffsets", 92, "0", "0+", request=(
+        fld("GroupId", "string", "0+"),
+        fld("Topics", "[]DeleteShareGroupOffsetsRequestTopic", "0+", fields=(
+            fld("TopicName", "string", "0+"),
+        )),
+    ), response=(
+        fld("ThrottleTimeMs", "int32", "0+"),
+        fld("ErrorCode", "int16", "0+"),
+        fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+        fld("Responses", "[]DeleteShareGroupOffsetsResponseTopic", "0+", fields=(
+            fld("TopicName", "string", "0+"),
+            fld("TopicId", "uuid", "0+"),
+            fld("ErrorCode", "int16", "0+"),
+            fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+        )),
+    )),
+)
+
+
+# ----------------------------------------------------------------------------- applying
+
+
+def _struct_fields(raw: dict, path: str, message: str) -> list[Spec]:
+    fields: list[Spec] = raw["fields"]
+    for part in filter(None, path.split(".")):
+        match = [f for f in fields if f["name"] == part]
+        if not match or "fields" not in match[0]:
+            raise KeyError(f"overlay: {message} has no struct field {path!r}")
+        fields = match[0]["fields"]
+    return fields
+
+
+def _apply_message(raw: dict, msg: Message) -> None:
+    raw["validVersions"] = msg.versions
+    if msg.stable:
+        raw.pop("latestVersionUnstable", None)
+    for edit in msg.edits:
+        if isinstance(edit, Until):
+            parent, _, name = edit.path.rpartition(".")
+            fields = _struct_fields(raw, parent, msg.name)
+            target = [f for f in fields if f["name"] == name]
+            if not target:
+                raise KeyError(f"overlay: {msg.name} has no field {edit.path!r}")
+            target[0]["versions"] = edit.versions
+            continue
+        fields = _struct_fields(raw, edit.path, msg.name)
+        if any(f["name"] == edit.spec["name"] for f in fields):
+            raise KeyError(f"overlay: {msg.name}.{edit.path} already has {edit.spec['name']}")
+        at = 0
+        if edit.after is not None:
+            names = [f["name"] for f in fields]
+            if edit.after not in names:
+                raise KeyError(f"overlay: {msg.name}.{edit.path} has no field {edit.after!r}")
+            at = names.index(edit.after) + 1
+        fields.insert(at, dict(edit.spec))
+
+
+def apply(raws: dict[str, dict]) -> None:
+    """Bring the parsed schemas (file stem -> JSON object) up to Kafka 4.3's versions."""
+    for msg in MESSAGES + SHARE_MESSAGES:
+        if msg.name not in raws:
+            raise KeyError(f"overlay: no schema {msg.name} to extend")
+        _apply_message(raws[msg.name], msg)
+    for api in NEW_APIS:
+        for kind, fields in (("request", api.request), ("response", api.response)):
+            name = f"{api.name}{kind.capitalize()}"
+            if name in raws:
+                raise KeyError(f"overlay: {name} exists already; move it to MESSAGES")
+            raws[name] = {"apiKey": api.api_key, "type": kind, "name": name,
+                          "validVersions": api.versions, "flexibleVersions": api.flexible,
+                          "fields": [dict(f) for f in fields]}
+            if kind == "request":
+                raws[name]["listeners"] = list(api.listeners)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--list", action="store_true", help="print what the overlay adds")
+    args = ap.parse_args(argv)
+    if args.list:
+        for msg in MESSAGES + SHARE_MESSAGES:
+            if msg.name.endswith("Request"):
+                print(f"{msg.name[:-len('Request')]}: versions {msg.versions}")
+        for api in NEW_APIS:
+            print(f"{api.name} (new, key {api.api_key}): versions {api.versions}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
