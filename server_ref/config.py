@@ -245,7 +245,29 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("super.users", _S, "", "Principals allowed everything (User:a;User:b)"),
     ConfigDef("allow.everyone.if.no.acl.found", _B, False,
               "Allow a request on a resource no ACL names"),
+    # Tiered storage (server_ref.tiered): Kafka's names, plus where the remote tier is.
+    ConfigDef("remote.log.storage.system.enable", _B, False,
+              "Tiered storage on this broker (topics opt in with remote.storage.enable)"),
+    ConfigDef("remote.log.manager.task.interval.ms", _L, 30000,
+              "How often closed segments are copied to the remote tier and remote "
+              "retention applied", minimum=1),
+    ConfigDef("log.local.retention.ms", _L, -2, "Default local.retention.ms", minimum=-2,
+              dynamic=True),
+    ConfigDef("log.local.retention.bytes", _L, -2, "Default local.retention.bytes",
+              minimum=-2, dynamic=True),
+    ConfigDef("remote.log.storage.uri", _S, "",
+              "Where the remote tier is: file:///path or s3://bucket/prefix (empty: "
+              "<data dir>/remote-storage)"),
+    ConfigDef("remote.log.storage.s3.endpoint", _S, "",
+              "S3 API endpoint URL (empty: AWS's for the region)"),
+    ConfigDef("remote.log.storage.s3.region", _S, "us-east-1", "S3 region"),
+    ConfigDef("remote.log.storage.cache.bytes", _L, 64 * 1024 * 1024,
+              "Memory for remote segment data and indexes read back (LRU)", minimum=0),
 )
+# Credentials of the remote tier: kept as text beside the security settings (never in
+# repr, described as sensitive, never logged); without them the library's own chain is used.
+SECRET_CONFIGS = frozenset({"remote.log.storage.s3.access.key.id",
+                            "remote.log.storage.s3.secret.access.key"})
 
 # Topic configs: what CreateTopics and AlterConfigs accept for a topic.
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
@@ -292,6 +314,16 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("unclean.leader.election.enable", _B, False,
               "Allow an out-of-sync replica to lead (no effect with one replica)",
               broker_default="unclean.leader.election.enable"),
+    ConfigDef("remote.storage.enable", _B, False,
+              "Copy closed segments to the remote tier (needs remote.log.storage.system.enable)"),
+    ConfigDef("local.retention.ms", _L, -2, "How long copied segments stay local (-2: "
+              "retention.ms)", minimum=-2, broker_default="log.local.retention.ms"),
+    ConfigDef("local.retention.bytes", _L, -2, "Local bytes kept of copied segments (-2: "
+              "retention.bytes)", minimum=-2, broker_default="log.local.retention.bytes"),
+    ConfigDef("remote.log.copy.disable", _B, False,
+              "Stop copying to the remote tier; remote data stays readable"),
+    ConfigDef("remote.log.delete.on.disable", _B, False,
+              "Delete the remote data when remote.storage.enable turns false"),
 )
 
 # Kafka's older spellings of the retention default, accepted on the command line.
@@ -358,7 +390,8 @@ class BrokerConfig:
             number = parse_config_value(BROKER_CONFIGS["log.retention.ms"], str(value))
             value, name = str(number * _RETENTION_ALIASES[name]), "log.retention.ms"
         definition = BROKER_CONFIGS.get(name)
-        if definition is None and static and is_security_config(name):
+        if definition is None and static and (is_security_config(name)
+                                              or name in SECRET_CONFIGS):
             self.security[name] = (",".join(map(str, value))
                                    if isinstance(value, (list, tuple)) else str(value))
             return

@@ -45,6 +45,7 @@ from server_ref.config import (
     parse_config_value,
 )
 from server_ref.handlers import RequestContext, handles
+from server_ref.tiered.settings import validate_topic
 from server_ref.topics import Topic, parse_topic_configs
 
 TOPIC_RESOURCE = 2
@@ -236,8 +237,11 @@ def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest
 
 def _apply_topic(ctx: RequestContext, name: str, overrides: dict[str, Any],
                  validate_only: bool) -> None:
+    topic = ctx.broker.topics.require(name)
+    validate_topic(topic.overrides, overrides, ctx.broker.config)  # tiered storage's rules
     if not validate_only:
         ctx.broker.topics.replace_overrides(name, overrides)
+        ctx.broker.remote.wake()  # turned on: copies start; off: remote data goes
 
 
 def _apply_broker(ctx: RequestContext, values: dict[str, str | None], per_broker: bool,

@@ -30,6 +30,7 @@ from sdk.errors import (
     InvalidFetchSessionEpochError,
     OffsetOutOfRangeError,
     UnknownLeaderEpochError,
+    UnknownServerError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -38,6 +39,7 @@ from sdk.protocol.primitives import ZERO_UUID
 from server_ref.handlers import RequestContext, handles
 from server_ref.handlers.fetch_encoding import FileRecords, zero_copy_available
 from server_ref.handlers.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
+from server_ref.tiered import RemoteRead, RemoteStorageError
 
 __all__ = ["ZERO_COPY_MIN_BYTES", "fetch"]
 
@@ -67,6 +69,9 @@ def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse | Awaitable[F
         plan = _plan(ctx, req)
     except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
         return FetchResponse(error_code=exc.errno, session_id=0)
+    remote = [sp for sp in plan.partitions if _reads_remotely(ctx, sp, plan.uses_topic_ids)]
+    if remote:
+        return _fetch_remote(ctx, req, plan, remote)
     if req.max_wait_ms <= 0 or req.min_bytes <= 0:
         return _respond(ctx, req, plan)
     available, has_error = _available(ctx, req, plan)
@@ -201,6 +206,40 @@ def _available(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> tuple[int
     return total, False
 
 
+def _reads_remotely(ctx: RequestContext, sp: SessionPartition, by_id: bool) -> bool:
+    """Below the local log start of a tiered partition: the remote tier has the data."""
+    if _error_for(ctx, sp, by_id):
+        return False
+    partition = _resolve(ctx, sp)[1]
+    return ctx.broker.remote.reads_remotely(partition, sp.fetch_offset)
+
+
+async def _fetch_remote(ctx: RequestContext, req: FetchRequest, plan: _Plan,
+                        wanted: list[SessionPartition]) -> FetchResponse:
+    """Read the remote parts first (worker threads), then answer at once with them and
+    whatever the local logs hold, as Kafka's delayed remote fetch does. A store that fails
+    answers UNKNOWN_SERVER_ERROR for those partitions, as Kafka's (its RemoteStorageException
+    has no error code of its own); clients retry it, and local reads go on meanwhile."""
+    budget = _budget(ctx, req)
+    read_committed = req.isolation_level == READ_COMMITTED
+    reads: dict[int, RemoteRead | int] = {}
+    for sp in wanted:
+        partition = _resolve(ctx, sp)[1]
+        try:
+            result = await ctx.broker.remote.read(partition, sp.fetch_offset,
+                                                  min(sp.max_bytes, budget), read_committed)
+        except RemoteStorageError as exc:
+            log.warning("fetch %s-%d at %d from the remote tier: %s", sp.topic, sp.partition,
+                        sp.fetch_offset, exc)
+            reads[id(sp)] = UnknownServerError.errno
+        except OffsetOutOfRangeError:
+            reads[id(sp)] = OffsetOutOfRangeError.errno
+        else:
+            reads[id(sp)] = result
+            budget = max(0, budget - len(result.records))
+    return _respond(ctx, req, plan, reads)
+
+
 def _budget(ctx: RequestContext, req: FetchRequest) -> int:
     cap = int(ctx.broker.config.get("fetch.max.bytes"))
     if ctx.api_version < 3:
@@ -208,7 +247,8 @@ def _budget(ctx: RequestContext, req: FetchRequest) -> int:
     return max(0, min(req.max_bytes, cap))
 
 
-def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchResponse:
+def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan,
+             remote: dict[int, RemoteRead | int] | None = None) -> FetchResponse:
     by_id = plan.uses_topic_ids
     budget = _budget(ctx, req)
     total = 0
@@ -232,10 +272,21 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
             # open transaction), as Kafka's; read_committed stops there and lists the
             # aborted transactions in what it reads.
             lso = data.last_stable_offset = plog.last_stable_offset
-            data.log_start_offset = plog.log_start_offset
+            log_start = data.log_start_offset = ctx.broker.remote.log_start_offset(partition)
             end = lso if read_committed else hw
             remaining = budget - total
-            if sp.fetch_offset < end and (remaining > 0 or total == 0):
+            found = remote.get(id(sp)) if remote else None
+            if isinstance(found, int):
+                data.error_code = found
+            elif found is not None:
+                data.records = found.records
+                total += len(found.records)
+                if found.aborted is not None:
+                    data.aborted_transactions = [
+                        FetchResponse.AbortedTransaction(producer_id=a.producer_id,
+                                                         first_offset=a.first_offset)
+                        for a in found.aborted]
+            elif sp.fetch_offset < end and (remaining > 0 or total == 0):
                 limit = min(sp.max_bytes, remaining)
                 try:
                     chunk = plog.read(sp.fetch_offset, limit,
@@ -254,7 +305,7 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> FetchRespon
                                 FetchResponse.AbortedTransaction(
                                     producer_id=a.producer_id, first_offset=a.first_offset)
                                 for a in plog.aborted_transactions(sp.fetch_offset, end)]
-            elif not plog.log_start_offset <= sp.fetch_offset <= hw:
+            elif not log_start <= sp.fetch_offset <= hw:
                 data.error_code = OffsetOutOfRangeError.errno  # (past the LSO is no error)
         if plan.incremental and not _changed(sp, data):
             continue

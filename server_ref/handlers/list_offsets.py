@@ -1,5 +1,9 @@
 """ListOffsets and OffsetForLeaderEpoch: offsets by position, by time, and by leader epoch.
 
+EARLIEST is the log start across both tiers of a tiered partition, EARLIEST_LOCAL its local
+log start, LATEST_TIERED the last offset copied to the remote tier (-1: none); a timestamp
+lookup searches the remote tier first.
+
 Every partition has leader epoch 0 on this single broker (every stored batch carries it), so
 OffsetForLeaderEpoch answers epoch 0 with the log end offset and a newer epoch with
 "undefined", and a current leader epoch above 0 is UNKNOWN_LEADER_EPOCH.
@@ -7,9 +11,13 @@ OffsetForLeaderEpoch answers epoch 0 with the log end offset and a newer epoch w
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable
+
 from sdk.errors import (
     OffsetNotAvailableError,
     UnknownLeaderEpochError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from sdk.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -18,6 +26,9 @@ from sdk.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from server_ref.handlers import RequestContext, handles
+from server_ref.tiered import RemoteStorageError
+
+log = logging.getLogger(__name__)
 
 LATEST = -1
 EARLIEST = -2
@@ -30,7 +41,42 @@ PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 @handles(2, 1, 10)
-def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
+def list_offsets(ctx: RequestContext, req: ListOffsetsRequest
+                 ) -> ListOffsetsResponse | Awaitable[ListOffsetsResponse]:
+    remote = ctx.broker.remote
+    for topic in req.topics:
+        for p in topic.partitions:
+            partition = ctx.broker.topics.partition(topic.name, p.partition_index)
+            if p.timestamp >= 0 and partition is not None and remote.remote_bytes(partition):
+                return _with_remote_lookups(ctx, req)
+    return _answer(ctx, req)
+
+
+async def _with_remote_lookups(ctx: RequestContext, req: ListOffsetsRequest
+                               ) -> ListOffsetsResponse:
+    """Timestamp lookups on tiered partitions search the remote tier first (its data is
+    older than the local log's), in worker threads."""
+    response = _answer(ctx, req)
+    remote = ctx.broker.remote
+    for asked, answered in zip(req.topics, response.topics, strict=True):
+        for p, result in zip(asked.partitions, answered.partitions, strict=True):
+            partition = ctx.broker.topics.partition(asked.name, p.partition_index)
+            if p.timestamp < 0 or result.error_code or partition is None:
+                continue
+            try:
+                found = await remote.offset_for_timestamp(partition, p.timestamp)
+            except RemoteStorageError as exc:
+                log.warning("ListOffsets %s-%d by time in the remote tier: %s", asked.name,
+                            p.partition_index, exc)
+                result.error_code = UnknownServerError.errno
+                continue
+            if found is not None:
+                result.offset, result.timestamp = found
+                result.leader_epoch = LEADER_EPOCH
+    return response
+
+
+def _answer(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
     topics = []
     for topic in req.topics:
         results = [_one(ctx, topic.name, p, req.isolation_level == 1)
@@ -55,7 +101,9 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
     result.leader_epoch = LEADER_EPOCH
     if ts == LATEST:  # read_committed (isolation level 1): the last stable offset
         result.offset = plog.last_stable_offset if read_committed else plog.log_end_offset
-    elif ts in (EARLIEST, EARLIEST_LOCAL):
+    elif ts == EARLIEST:  # across both tiers
+        result.offset = ctx.broker.remote.log_start_offset(partition)
+    elif ts == EARLIEST_LOCAL:
         result.offset = plog.log_start_offset
     elif ts == MAX_TIMESTAMP:
         found = plog.max_timestamp()
@@ -63,8 +111,10 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
             result.offset, result.timestamp = found
         else:
             result.leader_epoch = -1
-    elif ts == LATEST_TIERED:
-        result.leader_epoch = -1  # no tiered storage: nothing was ever uploaded
+    elif ts == LATEST_TIERED:  # -1 when nothing was copied (with epoch -1, as Kafka)
+        result.offset = ctx.broker.remote.highest_tiered_offset(partition)
+        if result.offset < 0:
+            result.leader_epoch = -1
     elif ts >= 0:
         found = plog.offset_for_timestamp(ts)
         if found is not None:

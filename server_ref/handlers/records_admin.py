@@ -30,7 +30,9 @@ def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteReco
                 result.error_code = OffsetOutOfRangeError.errno
             else:
                 try:
-                    result.low_watermark = partition.log.delete_records(p.offset)
+                    # across both tiers for a tiered partition
+                    result.low_watermark = ctx.broker.remote.delete_records(partition,
+                                                                            p.offset)
                 except KafkaError as exc:
                     result.error_code = getattr(exc, "errno", OffsetOutOfRangeError.errno)
                 else:
@@ -62,6 +64,26 @@ def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest
             for i in chosen if 0 <= i < len(topic.partitions)]
         topics.append(DescribeLogDirsResponse.DescribeLogDirsTopic(name=name, partitions=parts))
     usage = shutil.disk_usage(broker.data_dir)
-    return DescribeLogDirsResponse(results=[DescribeLogDirsResponse.DescribeLogDirsResult(
+    results = [DescribeLogDirsResponse.DescribeLogDirsResult(
         log_dir=str(broker.data_dir.resolve()), topics=topics, total_bytes=usage.total,
-        usable_bytes=usage.free)])
+        usable_bytes=usage.free)]
+    store = broker.remote.describe_store()
+    if store is not None:
+        # Not in Kafka's answer: the remote tier as one more directory named "remote:<uri>"
+        # (no credentials), with each tiered partition's bytes there.
+        remote_topics = []
+        for entry in topics:
+            topic = broker.topics.get(entry.name)
+            assert topic is not None
+            parts = [DescribeLogDirsResponse.DescribeLogDirsPartition(
+                partition_index=p.partition_index,
+                partition_size=broker.remote.remote_bytes(topic.partitions[p.partition_index]))
+                for p in entry.partitions
+                if broker.remote.state_of(topic.partitions[p.partition_index]) is not None]
+            if parts:
+                remote_topics.append(DescribeLogDirsResponse.DescribeLogDirsTopic(
+                    name=entry.name, partitions=parts))
+        results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
+            log_dir=f"remote:{store}", topics=remote_topics, total_bytes=-1,
+            usable_bytes=-1))
+    return DescribeLogDirsResponse(results=results)
