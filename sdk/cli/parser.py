@@ -93,7 +93,32 @@ def build_parser() -> argparse.ArgumentParser:
     _users(command, commands)
     _transactions(command, commands)
     command(commands, "cluster", "show the cluster id, controller and brokers")
+    _top(command(commands, "top", "live view: topics' produce/consume rates and consumer "
+                 "groups' lag, refreshed every second"))
     return parser
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+def _top(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interval", type=_non_negative_float, default=1.0, metavar="SECONDS",
+                   help="seconds between samples (default 1; with --once, 0 takes one "
+                        "sample and leaves rates empty)")
+    p.add_argument("--once", action="store_true",
+                   help="print one frame (two samples --interval apart) and exit; with "
+                        "--json, one document")
+    p.add_argument("--topic", action="append", metavar="PATTERN",
+                   help="only topics matching this shell-style pattern (repeatable)")
+    p.add_argument("--group", action="append", metavar="PATTERN",
+                   help="only groups matching this shell-style pattern (repeatable)")
 
 
 def _topics(command, commands) -> None:  # type: ignore[no-untyped-def]
