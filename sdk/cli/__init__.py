@@ -3,13 +3,14 @@
 Subcommands: ``topics list|describe|create|delete|alter-config``, ``produce TOPIC``,
 ``consume TOPIC``, ``groups list|describe|lag|reset-offsets|delete``,
 ``partitions elect|reassign|reassignments``, ``acls create|list|delete``,
-``users describe|set-password|delete`` and ``cluster``; run
+``users describe|set-password|delete``, ``cluster`` and ``top`` (a live view of rates and
+lag); run
 ``kafka-sdk COMMAND --help`` for each. Tables for people, ``--json`` for scripts; errors are
 one line on stderr, and the exit code says what happened (see :mod:`sdk.cli.common`).
 
 Modules: ``parser.py`` (argparse), ``common.py`` (settings, output, exit codes),
 ``admin_cmds.py`` (topics, groups, cluster), ``partition_cmds.py`` (elections,
-reassignments), ``security_cmds.py`` (ACLs, SCRAM users), ``produce.py``, ``consume.py``.
+reassignments), ``security_cmds.py`` (ACLs, SCRAM users), ``produce.py``, ``consume.py``, ``top.py``.
 """
 
 from __future__ import annotations
