@@ -17,6 +17,10 @@ _EXPORTS: dict[str, str] = {
     "Consumer": "sdk.consumer",
     "AsyncConsumer": "sdk.consumer",
     "ConsumerGroupMetadata": "sdk.consumer",
+    "ShareConsumer": "sdk.share",
+    "AsyncShareConsumer": "sdk.share",
+    "AcknowledgeType": "sdk.share",
+    "ShareConsumerRecord": "sdk.types",
     "AdminClient": "sdk.admin",
     "AsyncAdminClient": "sdk.admin",
     "ConfigResource": "sdk.admin",
@@ -45,6 +49,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AcknowledgeType",
+    "AsyncShareConsumer",
+    "ShareConsumer",
+    "ShareConsumerRecord",
     "AclBinding",
     "AclBindingFilter",
     "AclOperation",
@@ -102,12 +110,14 @@ if TYPE_CHECKING:
     from sdk.consumer import AsyncConsumer, Consumer, ConsumerGroupMetadata
     from sdk.net.security import OAuthBearerToken
     from sdk.producer import AsyncProducer, Producer
+    from sdk.share import AcknowledgeType, AsyncShareConsumer, ShareConsumer
     from sdk.types import (
         ConsumerRecord,
         NewTopic,
         OffsetAndMetadata,
         OffsetAndTimestamp,
         RecordMetadata,
+        ShareConsumerRecord,
         TimestampType,
         TopicPartition,
     )

@@ -94,6 +94,17 @@ class ConsumerRecord(Generic[K, V]):
         return TopicPartition(self.topic, self.partition)
 
 
+# A subclass, not a field of ConsumerRecord: the classic decoder stores every slot itself
+# (object.__new__ + one store per slot), so a new slot there would cost every record.
+@dataclass(slots=True)
+class ShareConsumerRecord(ConsumerRecord[K, V]):
+    """A record a share consumer acquired: ``delivery_count`` says how many times the
+    share group has handed it out (1 the first time; more after a release, a lock that
+    timed out or a consumer that died holding it)."""
+
+    delivery_count: int = 1
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
     """A committed position: the offset of the *next* record to read, plus free-form metadata."""

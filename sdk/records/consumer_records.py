@@ -40,47 +40,52 @@ _CREATE_TIME = TimestampType.CREATE_TIME
 _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 
 
-def decode_consumer_records(batch: RecordBatch, topic: str, partition: int) -> list[ConsumerRecord]:
+def decode_consumer_records(batch: RecordBatch, topic: str, partition: int,
+                            record_class: type[ConsumerRecord] = ConsumerRecord
+                            ) -> list[ConsumerRecord]:
     """Every record of ``batch`` as a ``ConsumerRecord`` of ``topic``/``partition``.
 
     Offsets and timestamps are absolute; a LogAppendTime batch gives every record the
     batch's max timestamp; ``leader_epoch`` is the batch's partition leader epoch (None when
-    negative). Same records, in the same order, as ``batch.records()``.
+    negative). Same records, in the same order, as ``batch.records()``. ``record_class``
+    is a ``ConsumerRecord`` subclass to build instead (the share consumer's); its own
+    extra slots are left for the caller to set.
     """
     if _gc_isenabled():
         _gc_disable()
         try:
-            return _decode_batch(batch, topic, partition)
+            return _decode_batch(batch, topic, partition, record_class)
         finally:
             _gc_enable()
-    return _decode_batch(batch, topic, partition)
+    return _decode_batch(batch, topic, partition, record_class)
 
 
-def _decode_batch(batch: RecordBatch, topic: str, partition: int) -> list[ConsumerRecord]:
+def _decode_batch(batch: RecordBatch, topic: str, partition: int,
+                  cls: type[ConsumerRecord]) -> list[ConsumerRecord]:
     data, start, end = batch.record_bytes()
     epoch = batch.partition_leader_epoch
     if batch.attributes & TIMESTAMP_TYPE_MASK:
         out = _decode(data, start, end, batch.record_count, batch.base_offset,
                       batch.base_timestamp, topic, partition, _LOG_APPEND_TIME,
-                      epoch if epoch >= 0 else None)
+                      epoch if epoch >= 0 else None, cls)
         ts = batch.max_timestamp
         for rec in out:
             rec.timestamp = ts
         return out
     return _decode(data, start, end, batch.record_count, batch.base_offset,
                    batch.base_timestamp, topic, partition, _CREATE_TIME,
-                   epoch if epoch >= 0 else None)
+                   epoch if epoch >= 0 else None, cls)
 
 
 def _decode(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
             topic: str, partition: int, ts_type: TimestampType,
-            epoch: int | None) -> list[ConsumerRecord]:
+            epoch: int | None, cls: type[ConsumerRecord] = ConsumerRecord
+            ) -> list[ConsumerRecord]:
     """The hot loop: ``reader._decode_records`` with the record built in place. Varints of
     one and two bytes are decoded inline; longer ones take ``decode_varint``."""
     out: list[ConsumerRecord] = []
     append = out.append
     new = object.__new__
-    cls = ConsumerRecord
     dec1 = DEC1
     lo2 = LOW2
     slow = decode_varint
