@@ -1,9 +1,14 @@
-"""``python -m server_ref``: run one reference broker until SIGTERM or SIGINT.
+"""``python -m server_ref``: run one reference broker (or a cluster) until SIGTERM or SIGINT.
 
 Prints one line once it serves, ``server_ref ready bootstrap_servers=HOST:PORT
 data_dir=DIR``, which scripts and tests wait for (``--port 0`` picks a free port), followed by
 one ``listener NAME protocol=PROTOCOL port=PORT`` line per listener (``--config
 listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``; the bootstrap is the first).
+
+``--brokers N [--controllers 1|3] --data-dir DIR`` runs a cluster instead (one process per
+node, ``server_ref.cluster``) and prints ``server_ref ready bootstrap_servers=...`` then one
+``node ID role=broker|controller pid=PID port=PORT`` line per node, as
+``tools/apache_kafka.py start`` does.
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-zero-copy", action="store_true",
                         help="copy fetch data instead of using sendfile")
     parser.add_argument("--brokers", type=int, default=1,
-                        help="number of brokers (only 1 is implemented)")
+                        help="number of brokers; more than 1 (or --controllers) runs a "
+                             "cluster, one process per node")
+    parser.add_argument("--controllers", type=int, default=None, choices=(1, 3),
+                        help="controller quorum size in cluster mode (default 1)")
     parser.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
                         help="serve Prometheus metrics at http://HOST:PORT/metrics "
                              "(0: any free port; needs prometheus_client)")
@@ -74,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.brokers != 1:
-        print("error: only --brokers 1 is implemented", file=sys.stderr)
-        return 2
+    if args.brokers != 1 or args.controllers is not None:
+        from server_ref.cluster.launcher import run_cluster
+
+        return run_cluster(args.brokers, args.controllers or 1, args.data_dir, args.config,
+                           fsync=args.fsync, log_level=args.log_level)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="server_ref-"))
     try:
         config = BrokerConfig.from_properties(

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 try:
     import fcntl
@@ -86,6 +86,9 @@ class Broker:
         # ACL bindings (acls.json) and, with authorizer.class.name set, the authorizer every
         # request passes (None: everything allowed, at the cost of one None check).
         self.acls = AclStore(self.data_dir)
+        # Cluster mode (server_ref.cluster.agent.ClusterAgent): metadata replay, registration,
+        # replication. None on a single node, the default.
+        self.cluster: Any = None
         self.authorizer: Authorizer | None = None
         # Tiered storage: remote segment metadata (__remote_log_metadata), copies, reads.
         self.remote = RemoteLogManager(self)
@@ -147,6 +150,8 @@ class Broker:
     async def start(self) -> None:
         if not self.opened:
             self.open()
+        if self.cluster is not None:  # learn the metadata before serving anything
+            await self.cluster.start()
         if self.groups is not None:
             await self.groups.start()
         if self.transactions is not None:  # after the groups: recovery may decide offsets
@@ -162,6 +167,8 @@ class Broker:
             except asyncio.CancelledError:
                 pass  # the cancellation asked for just above
             self._maintenance = None
+        if self.cluster is not None:
+            await self.cluster.stop()
         await self.remote.stop()
         if self.transactions is not None:
             await self.transactions.stop()

@@ -207,6 +207,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Default unclean.leader.election.enable", dynamic=True),
     ConfigDef("offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets",
               minimum=1),
+    # Cluster mode (server_ref.cluster, server_ref.replication); unused by a single node.
+    ConfigDef("offsets.topic.replication.factor", _I, 3,
+              "Replication factor of __consumer_offsets (capped by the live brokers)",
+              minimum=1),
+    ConfigDef("transaction.state.log.replication.factor", _I, 3,
+              "Replication factor of __transaction_state (capped by the live brokers)",
+              minimum=1),
+    ConfigDef("transaction.state.log.min.isr", _I, 2, "min.insync.replicas of "
+              "__transaction_state", minimum=1),
+    ConfigDef("replica.lag.time.max.ms", _L, 30000,
+              "A follower not caught up for this long leaves the ISR", minimum=1),
+    ConfigDef("replica.fetch.wait.max.ms", _I, 500, "How long a follower's fetch waits "
+              "at the leader for new data", minimum=0),
+    ConfigDef("broker.session.timeout.ms", _I, 9000,
+              "A broker without a heartbeat for this long is fenced", minimum=1),
+    ConfigDef("broker.heartbeat.interval.ms", _I, 2000, "Between a broker's heartbeats",
+              minimum=1),
     ConfigDef("offsets.topic.segment.bytes", _I, 100 * 1024 * 1024,
               "segment.bytes of __consumer_offsets", minimum=14),
     ConfigDef("offsets.retention.minutes", _I, 10080, "How long committed offsets of an "

@@ -75,6 +75,9 @@ class Partition:
     log: PartitionLog
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
     producers: PartitionProducers = field(default_factory=PartitionProducers)
+    # Cluster mode: this broker's role for the partition (server_ref.replication.state
+    # ReplicaState: leader or follower, ISR, high watermark). None on a single node.
+    replica: Any = None
 
     @property
     def name(self) -> str:
@@ -291,6 +294,37 @@ class TopicRegistry:
                 partition.log.delete()
             raise
         log.info("created topic %s with %d partition(s)", name, num_partitions)
+        return topic
+
+    def ensure(self, name: str, topic_id: uuid.UUID, partitions: int,
+               configs: Mapping[str, str | None]) -> Topic:
+        """Cluster mode: make the local topic what the metadata log says (its id, at
+        least ``partitions`` partitions, its config overrides); a local topic of the same
+        name with another id is an older, deleted incarnation and goes first."""
+        topic = self._topics.get(name)
+        if topic is not None and topic.topic_id != topic_id:
+            self.delete(name)
+            topic = None
+        overrides = parse_topic_configs(configs)
+        if topic is None:
+            topic = Topic(name, topic_id, overrides)
+            try:
+                for index in range(partitions):
+                    topic.partitions.append(self._open_partition(topic, index, fresh=True))
+                self._register(topic)
+                self._save()
+            except BaseException:
+                self._forget(topic)
+                for partition in topic.partitions:
+                    partition.log.delete()
+                raise
+            return topic
+        if len(topic.partitions) < partitions:
+            for index in range(len(topic.partitions), partitions):
+                topic.partitions.append(self._open_partition(topic, index, fresh=True))
+            self._save()
+        if topic.overrides != overrides:
+            self.replace_overrides(name, overrides)
         return topic
 
     def _forget(self, topic: Topic) -> None:

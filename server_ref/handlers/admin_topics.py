@@ -52,7 +52,11 @@ def _num_partitions(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic) 
 
 
 @handles(19, 0, 7)
-def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
+    if ctx.broker.cluster is not None:  # the active controller decides
+        from server_ref.cluster import forwarding
+
+        return forwarding.create_topics(ctx, req)
     topics = ctx.broker.topics
     counts = Counter(t.name for t in req.topics)
     results = []
@@ -88,7 +92,11 @@ def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopics
 
 
 @handles(20, 0, 6)
-def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Any:
+    if ctx.broker.cluster is not None:
+        from server_ref.cluster import forwarding
+
+        return forwarding.delete_topics(ctx, req)
     broker = ctx.broker
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
@@ -130,8 +138,11 @@ def _delete_one(ctx: RequestContext, name: str | None, topic_id: Any) -> tuple[s
 
 
 @handles(37, 0, 3)
-def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest
-                      ) -> CreatePartitionsResponse:
+def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> Any:
+    if ctx.broker.cluster is not None:
+        from server_ref.cluster import forwarding
+
+        return forwarding.create_partitions(ctx, req)
     counts = Counter(t.name for t in req.topics)
     results = []
     for t in req.topics:

@@ -22,6 +22,10 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
                      ) -> DescribeClusterResponse:
     b = ctx.broker
     host, port = b.endpoint(ctx.listener)
+    if b.cluster is not None and req.endpoint_type == BROKER_ENDPOINT:
+        from server_ref.cluster.views import describe_cluster as cluster_view
+
+        return cluster_view(ctx, req)
     if ctx.api_version >= 1 and req.endpoint_type != BROKER_ENDPOINT:
         return DescribeClusterResponse(
             error_code=InvalidRequestError.errno, endpoint_type=req.endpoint_type,

@@ -61,6 +61,7 @@ class _Plan:
     session_id: int = 0
     incremental: bool = False
     session_partitions: dict[tuple[object, int], SessionPartition] = field(default_factory=dict)
+    replica_id: int = -1  # cluster mode: the follower fetching (it reads past the HW)
 
 
 @handles(1, 4, 17)
@@ -69,6 +70,8 @@ def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse | Awaitable[F
         plan = _plan(ctx, req)
     except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
         return FetchResponse(error_code=exc.errno, session_id=0)
+    if ctx.broker.cluster is not None:
+        _cluster_fetch(ctx, req, plan)
     remote = [sp for sp in plan.partitions if _reads_remotely(ctx, sp, plan.uses_topic_ids)]
     if remote:
         return _fetch_remote(ctx, req, plan, remote)
@@ -173,12 +176,30 @@ def _resolve(ctx: RequestContext, sp: SessionPartition) -> tuple[str | None, obj
     return topic.name, topic.partitions[sp.partition]
 
 
+def _cluster_fetch(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> None:
+    """Cluster mode: note a follower's fetch offsets at the leader before reading."""
+    from server_ref.replication.reads import follower_fetch, leader_error, replica_id_of
+
+    plan.replica_id = replica_id_of(req, ctx.api_version)
+    if plan.replica_id >= 0:
+        fetched = []
+        for sp in plan.partitions:
+            partition = _resolve(ctx, sp)[1]
+            if partition is not None and not leader_error(partition, sp.current_leader_epoch):
+                fetched.append((partition, sp.fetch_offset))
+        follower_fetch(ctx.broker, fetched, plan.replica_id)
+
+
 def _error_for(ctx: RequestContext, sp: SessionPartition, by_id: bool) -> int:
     name, partition = _resolve(ctx, sp)
     if name is None and by_id:
         return UnknownTopicIdError.errno
     if partition is None:
         return UnknownTopicOrPartitionError.errno
+    if ctx.broker.cluster is not None:  # only the leader serves, at its epoch
+        from server_ref.replication.reads import leader_error
+
+        return leader_error(partition, sp.current_leader_epoch)
     if sp.current_leader_epoch > LEADER_EPOCH:
         return UnknownLeaderEpochError.errno
     return 0
@@ -198,9 +219,12 @@ def _available(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> tuple[int
             return total, True
         # read_committed waits for what is stable: open transactions do not count.
         end = plog.last_stable_offset if read_committed else plog.log_end_offset
+        if partition.replica is not None and plan.replica_id < 0:  # consumers: to the HW
+            end = min(end, partition.replica.high_watermark)
         if sp.fetch_offset < end:
             total += plog.read(sp.fetch_offset, min(sp.max_bytes, budget),
-                               max_offset=end if read_committed else None).size
+                               max_offset=end if read_committed or end < plog.log_end_offset
+                               else None).size
             if total >= req.min_bytes:
                 return total, False
     return total, False
@@ -266,14 +290,17 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan,
         else:
             partition = _resolve(ctx, sp)[1]
             plog = partition.log  # type: ignore[attr-defined]
-            hw = plog.log_end_offset
+            hw = leo = plog.log_end_offset
+            if partition.replica is not None:  # cluster mode: what the whole ISR has
+                hw = partition.replica.high_watermark
             data.high_watermark = hw
             # Every answer carries the last stable offset (the first offset of the oldest
             # open transaction), as Kafka's; read_committed stops there and lists the
             # aborted transactions in what it reads.
-            lso = data.last_stable_offset = plog.last_stable_offset
+            lso = data.last_stable_offset = min(plog.last_stable_offset, hw)
             log_start = data.log_start_offset = ctx.broker.remote.log_start_offset(partition)
-            end = lso if read_committed else hw
+            end = lso if read_committed else hw if plan.replica_id < 0 else leo
+            bounded = read_committed or end < leo
             remaining = budget - total
             found = remote.get(id(sp)) if remote else None
             if isinstance(found, int):
@@ -290,7 +317,7 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan,
                 limit = min(sp.max_bytes, remaining)
                 try:
                     chunk = plog.read(sp.fetch_offset, limit,
-                                      max_offset=end if read_committed else None)
+                                      max_offset=end if bounded else None)
                 except OffsetOutOfRangeError as exc:
                     log.info("fetch %s-%d from %s: %s", sp.topic, sp.partition, ctx.peer, exc)
                     data.error_code = OffsetOutOfRangeError.errno
@@ -305,7 +332,7 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan,
                                 FetchResponse.AbortedTransaction(
                                     producer_id=a.producer_id, first_offset=a.first_offset)
                                 for a in plog.aborted_transactions(sp.fetch_offset, end)]
-            elif not log_start <= sp.fetch_offset <= hw:
+            elif not log_start <= sp.fetch_offset <= leo:
                 data.error_code = OffsetOutOfRangeError.errno  # (past the LSO is no error)
         if plan.incremental and not _changed(sp, data):
             continue

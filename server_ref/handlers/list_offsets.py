@@ -93,12 +93,24 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
     if partition is None:
         result.error_code = UnknownTopicOrPartitionError.errno
         return result
-    if p.current_leader_epoch > LEADER_EPOCH:
+    if ctx.broker.cluster is None and p.current_leader_epoch > LEADER_EPOCH:
         result.error_code = UnknownLeaderEpochError.errno
         return result
     plog = partition.log
     ts = p.timestamp
     result.leader_epoch = LEADER_EPOCH
+    if ctx.broker.cluster is not None:  # cluster mode: the leader answers, LATEST is the HW
+        from server_ref.replication.reads import leader_error
+
+        result.error_code = leader_error(partition, p.current_leader_epoch)
+        if result.error_code:
+            return result
+        replica = partition.replica
+        result.leader_epoch = replica.leader_epoch
+        if ts == LATEST:
+            result.offset = min(plog.last_stable_offset if read_committed
+                                else plog.log_end_offset, replica.high_watermark)
+            return result
     if ts == LATEST:  # read_committed (isolation level 1): the last stable offset
         result.offset = plog.last_stable_offset if read_committed else plog.log_end_offset
     elif ts == EARLIEST:  # across both tiers
@@ -138,6 +150,13 @@ def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochReques
             partition = ctx.broker.topics.partition(topic.topic, p.partition)
             if partition is None:
                 r.error_code = UnknownTopicOrPartitionError.errno
+            elif ctx.broker.cluster is not None:  # real epochs: followers truncate by them
+                from server_ref.replication.reads import leader_error
+
+                r.error_code = leader_error(partition, p.current_leader_epoch)
+                if not r.error_code:
+                    r.leader_epoch, r.end_offset = partition.log.end_offset_for_epoch(
+                        p.leader_epoch)
             elif p.current_leader_epoch > LEADER_EPOCH:
                 r.error_code = UnknownLeaderEpochError.errno
             elif 0 <= p.leader_epoch <= LEADER_EPOCH:

@@ -59,6 +59,10 @@ def _error_entry(name: str | None, topic_id: uuid.UUID, exc: KafkaError
 @handles(3, 0, 12)
 def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
+    if broker.cluster is not None:  # the metadata image's view of the cluster
+        from server_ref.cluster.views import cluster_metadata
+
+        return cluster_metadata(ctx, req)
     include_ops = bool(req.include_topic_authorized_operations)
     requested = req.topics
     if ctx.api_version == 0 and not requested:

@@ -97,6 +97,10 @@ def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     failure: KafkaError | None = None
     if req.acks not in (0, 1, -1):
         failure = InvalidRequiredAcksError(f"acks must be 0, 1 or -1, not {req.acks}")
+    elif broker.cluster is not None:  # leaders only, acks=all waits for the ISR
+        from server_ref.replication.produce_path import cluster_produce
+
+        return cluster_produce(ctx, req, _produce_partition, _error)  # type: ignore[no-any-return]
     now = broker.now_ms()
     responses = []
     for topic_data in req.topic_data:
@@ -143,7 +147,9 @@ def _find_partition(topic: Topic | None, name: str, index: int) -> Partition:
 
 def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
                        data: ProduceRequest.PartitionProduceData, acks: int,
-                       now: int, transactional_id: str | None = None) -> PartitionResponse:
+                       now: int, transactional_id: str | None = None, *,
+                       leader_epoch: int = LEADER_EPOCH, isr_size: int = 1
+                       ) -> PartitionResponse:
     broker = ctx.broker
     try:
         partition = _find_partition(topic, name, data.index)
@@ -154,14 +160,15 @@ def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
         _check_records(topic, partition, buf, header, now, ctx)
         if header[5] & TRANSACTIONAL_MASK:
             _check_transaction(ctx, transactional_id, name, data.index, header)
-        if acks == -1 and int(topic.config_value("min.insync.replicas", cfg)) > 1:
+        if acks == -1 and int(topic.config_value("min.insync.replicas", cfg)) > isr_size:
             raise NotEnoughReplicasError(
                 f"min.insync.replicas of {name} is "
-                f"{topic.config_value('min.insync.replicas', cfg)}; this broker has 1 replica")
+                f"{topic.config_value('min.insync.replicas', cfg)}; the in-sync replicas "
+                f"are {isr_size}")
         target = topic.config_value("compression.type", cfg)
         if target != "producer" and (header[5] & COMPRESSION_MASK) != _CODECS[target]:
             buf = _recompress(buf, _CODECS[target])
-        return _append(partition, buf, header, now)
+        return _append(partition, buf, header, now, leader_epoch)
     except KafkaError as exc:
         return _error(data.index, exc)
 
@@ -370,7 +377,7 @@ def _recompress(buf: bytearray, codec: Compression) -> bytearray:
 
 
 def _append(partition: Partition, buf: bytearray, header: tuple[Any, ...],
-            now: int) -> PartitionResponse:
+            now: int, leader_epoch: int = LEADER_EPOCH) -> PartitionResponse:
     producer_id, epoch, base_seq, last_delta = header[9], header[10], header[11], header[6]
     plog = partition.log
     last_seq = -1
@@ -382,7 +389,7 @@ def _append(partition: Partition, buf: bytearray, header: tuple[Any, ...],
                                      log_append_time_ms=duplicate.log_append_time_ms,
                                      log_start_offset=plog.log_start_offset)
     try:
-        info = plog.append(buf, now_ms=now, leader_epoch=LEADER_EPOCH)
+        info = plog.append(buf, now_ms=now, leader_epoch=leader_epoch)
     except OSError as exc:
         raise KafkaStorageError(f"writing to {partition.name} failed: {exc}") from exc
     if producer_id >= 0:

@@ -18,6 +18,8 @@ are the ones a single-node Apache Kafka (KRaft) gives, messages included:
 
 from __future__ import annotations
 
+from typing import Any
+
 from sdk.errors import (
     ElectionNotNeededError,
     InvalidReplicaAssignmentError,
@@ -56,7 +58,11 @@ def _election(ctx: RequestContext, topic: str, index: int) -> PartitionResult:
 
 
 @handles(43, 0, 2)
-def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
+def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> Any:
+    if ctx.broker.cluster is not None:  # the active controller elects
+        from server_ref.cluster import forwarding
+
+        return forwarding.elect_leaders(ctx, req)
     results = []
     if req.topic_partitions is None:
         # Every partition: all "not needed", and Kafka leaves those out of the answer.

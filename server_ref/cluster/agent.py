@@ -1,0 +1,269 @@
+"""A broker's part in a cluster: metadata replay, registration, heartbeats, forwarding.
+
+The broker runs a Raft *observer* of ``__cluster_metadata`` and applies every committed
+record to its ``MetadataImage``; after each change ``_reconcile`` makes the local state
+match: topics created or deleted (their logs), partitions added, config overrides, and each
+partition's role handed to the ``ReplicaManager``. It registers with the active controller
+(BrokerRegistration: fenced until its metadata has caught up with its registration) and
+heartbeats every ``broker.heartbeat.interval.ms``; a stale epoch makes it register again.
+Admin requests clients send to a broker are forwarded to the active controller
+(``controller_request``, retried on NOT_CONTROLLER), as Kafka 4 brokers forward them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sdk.errors import (
+    BrokerIdNotRegisteredError,
+    NotControllerError,
+    RequestTimedOutError,
+    StaleBrokerEpochError,
+)
+from sdk.protocol.message import Message
+from sdk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from sdk.protocol.messages.broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+)
+from server_ref.cluster.peer import PeerConnection
+from server_ref.controller import records
+from server_ref.controller.image import MetadataImage
+from server_ref.raft.api import CommittedBatch, LeaderAndEpoch, RaftConfig
+from server_ref.replication.manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+    from server_ref.topics import Partition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ClusterAgent"]
+
+NOT_CONTROLLER = NotControllerError.errno
+STALE_OR_UNKNOWN = (StaleBrokerEpochError.errno, BrokerIdNotRegisteredError.errno)
+CONTROLLER_RETRY_S = 0.05
+_ITEM_LISTS = ("topics", "responses", "results", "replica_election_results", "partitions",
+               "partition_result")
+
+
+def _not_controller(message: Any, depth: int = 0) -> bool:
+    """Whether a controller's answer says NOT_CONTROLLER anywhere (top level or items)."""
+    if getattr(message, "error_code", 0) == NOT_CONTROLLER:
+        return True
+    if depth >= 2:
+        return False
+    for name in _ITEM_LISTS:
+        for item in getattr(message, name, None) or ():
+            if _not_controller(item, depth + 1):
+                return True
+    return False
+
+
+class ClusterAgent:
+    def __init__(self, broker: Broker, voters: dict[int, tuple[str, int]],
+                 raft_config: RaftConfig) -> None:
+        from server_ref.raft.node import RaftNode  # the node module is heavier: load here
+
+        self.broker = broker
+        self.node_id = broker.node_id
+        cfg = broker.config
+        self.heartbeat_s = int(cfg.get("broker.heartbeat.interval.ms")) / 1000
+        self.raft = RaftNode(self.node_id, voters, Path(broker.data_dir) / "__cluster_metadata",
+                             raft_config, is_voter=False)
+        self.image = MetadataImage()
+        self.replicas = ReplicaManager(self, self.node_id,
+                                       lag_time_ms=int(cfg.get("replica.lag.time.max.ms")),
+                                       fetch_wait_ms=int(cfg.get("replica.fetch.wait.max.ms")))
+        self.broker_epoch = -1
+        self.fenced = True
+        self.incarnation = uuid.uuid4()
+        self._controller: PeerConnection | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._reconcile_scheduled = False
+        self._changed = asyncio.Event()
+        self._stopping = False
+        self.raft.register_listener(self._on_commit, self._on_snapshot, self._on_leader_change)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        await self.raft.start()
+        self.replicas.start()
+        self._reconcile()
+        self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeats())
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self.broker_epoch >= 0:
+            try:  # a controlled shutdown: the controller moves leaderships away first
+                await asyncio.wait_for(self._heartbeat_once(shut_down=True), 2.0)
+            except Exception as exc:
+                log.info("controlled shutdown not acknowledged: %s", exc)
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            self._heartbeat_task = None
+        await self.replicas.close()
+        if self._controller is not None:
+            await self._controller.close()
+        await self.raft.close()
+
+    # ------------------------------------------------------------------ metadata replay
+
+    def _on_commit(self, batch: CommittedBatch) -> None:
+        for value in batch.records:
+            try:
+                self.image.apply(records.decode(value))
+            except (ValueError, KeyError) as exc:
+                log.error("metadata record at %d skipped: %s", batch.last_offset, exc)
+        self.image.offset = batch.last_offset
+        self._schedule_reconcile()
+
+    def _on_snapshot(self, payload: bytes, offset: int) -> None:
+        self.image = MetadataImage.from_snapshot(payload, offset)
+        self._schedule_reconcile()
+
+    def _on_leader_change(self, leader: LeaderAndEpoch) -> None:
+        if self._controller is not None:
+            endpoint = self.raft.leader_endpoint()
+            if endpoint is not None:
+                self._controller.retarget(*endpoint)
+
+    def _schedule_reconcile(self) -> None:
+        if not self._reconcile_scheduled:
+            self._reconcile_scheduled = True
+            asyncio.get_running_loop().call_soon(self._reconcile)
+
+    def _reconcile(self) -> None:
+        self._reconcile_scheduled = False
+        if not self.broker.opened:
+            return
+        topics = self.broker.topics
+        image = self.image
+        for local in list(topics):
+            wanted = image.topics.get(local.name)
+            if wanted is None or str(local.topic_id) != wanted.topic_id:
+                for partition in local.partitions:
+                    self.replicas.forget(partition)
+                self.broker.delete_topic(local.name)
+        for t in image.topics.values():
+            try:
+                topic = topics.ensure(t.name, uuid.UUID(t.topic_id), len(t.partitions),
+                                      t.configs)
+            except Exception:
+                log.exception("cannot create the local logs of %s", t.name)
+                continue
+            for index, p in t.partitions.items():
+                if index < len(topic.partitions):
+                    self.replicas.apply(topic.partitions[index], p)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_for(self, predicate: Any, timeout_s: float) -> bool:
+        """Wait until ``predicate(image)`` holds (after a forwarded change)."""
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self.image):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ for the others
+
+    def endpoint_of(self, broker: int) -> tuple[str, int] | None:
+        found = self.image.brokers.get(broker)
+        return None if found is None else (found.host, found.port)
+
+    def became_leader(self, partition: Partition) -> None:
+        coordinator_hook = getattr(self.broker, "on_became_leader", None)
+        if coordinator_hook is not None:
+            coordinator_hook(partition)
+
+    def resigned(self, partition: Partition) -> None:
+        coordinator_hook = getattr(self.broker, "on_resigned", None)
+        if coordinator_hook is not None:
+            coordinator_hook(partition)
+
+    @property
+    def controller_id(self) -> int:
+        leader = self.raft.leader().leader_id
+        return -1 if leader is None else leader
+
+    async def controller_request(self, message: Message, version: int,
+                                 timeout_s: float = 10.0) -> Message:
+        """Send to the active controller, retrying while there is none or it moved."""
+        deadline = time.monotonic() + timeout_s
+        last: BaseException | None = None
+        while time.monotonic() < deadline:
+            endpoint = self.raft.leader_endpoint()
+            if endpoint is not None:
+                if self._controller is None:
+                    self._controller = PeerConnection(endpoint[0], endpoint[1],
+                                                      f"broker-{self.node_id}")
+                else:
+                    self._controller.retarget(*endpoint)
+                try:
+                    response = await self._controller.request(
+                        message, version, max(0.1, deadline - time.monotonic()))
+                    if not _not_controller(response):
+                        return response
+                    last = NotControllerError("the controller moved")
+                except (ConnectionError, OSError, TimeoutError) as exc:
+                    last = exc
+            await asyncio.sleep(CONTROLLER_RETRY_S)
+        raise RequestTimedOutError(f"no active controller answered in {timeout_s} s: {last}")
+
+    # ------------------------------------------------------------------ heartbeats
+
+    async def _heartbeats(self) -> None:
+        while not self._stopping:
+            try:
+                await self._heartbeat_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("heartbeat failed: %s", exc)
+            await asyncio.sleep(self.heartbeat_s if not self.fenced else
+                                min(self.heartbeat_s, 0.1))
+
+    async def _heartbeat_once(self, shut_down: bool = False) -> None:
+        if self.broker_epoch < 0:
+            await self._register()
+            return
+        request = BrokerHeartbeatRequest(
+            broker_id=self.node_id, broker_epoch=self.broker_epoch,
+            current_metadata_offset=self.image.offset, want_fence=False,
+            want_shut_down=shut_down)
+        response = await self.controller_request(request, 1, timeout_s=self.heartbeat_s * 2)
+        assert isinstance(response, BrokerHeartbeatResponse)
+        if response.error_code in STALE_OR_UNKNOWN:
+            self.broker_epoch = -1
+            return
+        if response.error_code == 0:
+            self.fenced = response.is_fenced
+
+    async def _register(self) -> None:
+        host, port = self.broker.host, self.broker.port
+        request = BrokerRegistrationRequest(
+            broker_id=self.node_id, cluster_id=self.broker.cluster_id,
+            incarnation_id=self.incarnation,
+            listeners=[BrokerRegistrationRequest.Listener(name="PLAINTEXT", host=host,
+                                                          port=port, security_protocol=0)],
+            rack=None)
+        response = await self.controller_request(request, 0, timeout_s=self.heartbeat_s * 2)
+        assert isinstance(response, BrokerRegistrationResponse)
+        if response.error_code == 0:
+            self.broker_epoch = response.broker_epoch
+            self.fenced = True
+            log.info("broker %d registered with epoch %d", self.node_id, self.broker_epoch)
+        else:
+            log.warning("registration refused with error %d", response.error_code)
