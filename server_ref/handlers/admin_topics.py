@@ -24,6 +24,7 @@ from sdk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopic
 from sdk.protocol.primitives import ZERO_UUID
 from server_ref.handlers import RequestContext, handles
 from server_ref.handlers.configs import topic_config_entries
+from server_ref.tiered.settings import validate_topic
 
 TopicResult = CreateTopicsResponse.CreatableTopicResult
 
@@ -72,6 +73,7 @@ def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
                 raise InvalidRequestError(f"duplicate config keys for topic {t.name}")
             partitions, replication = _num_partitions(ctx, t)
             count, overrides = topics.check_new_topic(t.name, partitions, replication, configs)
+            validate_topic({}, overrides, ctx.broker.config)  # remote.storage.enable's rules
             if not req.validate_only:
                 created = topics.create(t.name, count, 1, configs)
                 result.topic_id = created.topic_id
