@@ -52,6 +52,10 @@ def _to_strategies(value: Any) -> Any:
     return tuple(out)
 
 
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value  # Java: CLASSIC, CONSUMER
+
+
 def _to_reset(value: Any) -> Any:
     return _RESET_ALIASES.get(value, value) if isinstance(value, str) else value
 
@@ -65,7 +69,10 @@ class ConsumerConfig(CommonConfig):
     # --- group membership ----------------------------------------------------------------
     group_id: str | None = None
     group_instance_id: str | None = None
-    group_protocol: Literal["classic"] = "classic"
+    group_protocol: Annotated[
+        Literal["classic", "consumer"], BeforeValidator(_lower)
+    ] = "classic"
+    group_remote_assignor: str | None = None  # KIP-848: the broker's assignor (uniform, range)
     session_timeout_ms: PositiveInt = 45_000
     heartbeat_interval_ms: PositiveInt = 3_000
     max_poll_interval_ms: PositiveInt = 300_000
@@ -119,6 +126,7 @@ class ConsumerConfig(CommonConfig):
         if self.group_id is not None and not self.group_id.strip():
             raise ConfigError("empty group id", key="group.id", value=self.group_id,
                               allowed="a non-empty string, or unset for no group")
+        _check_group_protocol(self)
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 "heartbeats must come more often than the session times out",
@@ -150,10 +158,50 @@ class ConsumerConfig(CommonConfig):
         return [ASSIGNORS[s]() if isinstance(s, str) else s for s in self.partition_assignment_strategy]
 
 
+# Settings of the classic protocol the KIP-848 one replaces (Java refuses them too), and
+# what decides the same thing there.
+_NOT_WITH_CONSUMER_PROTOCOL = {
+    "partition_assignment_strategy": (
+        "partitions are assigned by the broker under group.protocol=consumer: choose its "
+        "assignor with group.remote.assignor (uniform or range)"),
+    "session_timeout_ms": (
+        "the broker decides the session timeout under group.protocol=consumer: set "
+        "group.consumer.session.timeout.ms on the broker, or the group config "
+        "consumer.session.timeout.ms"),
+    "heartbeat_interval_ms": (
+        "the broker decides the heartbeat interval under group.protocol=consumer: set "
+        "group.consumer.heartbeat.interval.ms on the broker, or the group config "
+        "consumer.heartbeat.interval.ms"),
+}
+
+
+def _check_group_protocol(config: ConsumerConfig) -> None:
+    """Java's rules: classic-only settings are refused under the consumer protocol, and the
+    remote assignor under the classic one (explicitly given settings only)."""
+    given = config.model_fields_set
+    if config.group_protocol == "consumer":
+        for name, instead in _NOT_WITH_CONSUMER_PROTOCOL.items():
+            if name in given:
+                raise ConfigError(f"not supported with group.protocol=consumer: {instead}",
+                                  key=name.replace("_", "."), value=getattr(config, name),
+                                  allowed="unset")
+        if config.group_remote_assignor is not None and not config.group_remote_assignor.strip():
+            raise ConfigError("empty assignor name", key="group.remote.assignor",
+                              value=config.group_remote_assignor,
+                              allowed="uniform, range, or unset for the broker's default")
+    elif config.group_remote_assignor is not None:
+        raise ConfigError(
+            "group.remote.assignor is used only by group.protocol=consumer (KIP-848); the "
+            "classic protocol assigns on the client: use partition.assignment.strategy, or "
+            "set group.protocol=consumer", key="group.remote.assignor",
+            value=config.group_remote_assignor, allowed="unset with group.protocol=classic")
+
+
 _ALLOWED: dict[str, str | list[object]] = {
     "partition_assignment_strategy": [*ASSIGNORS, *JAVA_CLASS_NAMES, "an Assignor instance"],
     "key_deserializer": "a callable taking bytes or None, or a built-in deserializer's name",
     "value_deserializer": "a callable taking bytes or None, or a built-in deserializer's name",
     "group_id": "a non-empty string, or unset for no group",
     "group_instance_id": "a string (needs group.id)",
+    "group_protocol": ["classic", "consumer"],
 }

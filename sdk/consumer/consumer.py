@@ -146,7 +146,10 @@ class AsyncConsumer(Generic[K, V]):
         await self._client.start()
         if self._group_client is not None:
             await self._group_client.start()
-            self._coordinator = ConsumerCoordinator(
+            kind = ConsumerCoordinator
+            if self.config.group_protocol == "consumer":  # KIP-848: the broker assigns
+                from sdk.consumer.reconciliation import ConsumerProtocolCoordinator as kind
+            self._coordinator = kind(
                 self._group_client, self._client, self._subs, self._fetcher, self.config)
             self._coordinator.listener = self._initial_listener
             self._coordinator.offsets_provider = self._commit_view

@@ -33,8 +33,8 @@ LATEST_TIMESTAMP = -1
 _LIST_OFFSETS_MIN_VERSION = 1  # v0 answers with a list of "old style" offsets
 _OFFSET_FETCH_GROUPS_VERSION = 8  # v8+ asks per group
 # Commit errors meaning "this member's generation is over": the partitions may have moved.
-_GENERATION_ERRORS = (22, 25, 27, 82)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-#                                        REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
+_GENERATION_ERRORS = (22, 25, 27, 82, 110, 113)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+#   REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID; KIP-848: FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH
 _UNSTABLE_OFFSET_COMMIT = 88
 
 

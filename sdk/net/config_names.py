@@ -316,8 +316,6 @@ NAMES: dict[str, tuple[Entry, ...]] = {
         roles="C"),),
     "group.protocol.type": (Ignored("the consumer protocol type is 'consumer'", roles="C",
                                     quiet=("consumer",), otherwise="refuse"),),
-    "group.remote.assignor": (Ignored("used only by group.protocol=consumer (KIP-848), not "
-                                      "supported yet", roles="C", quiet=("",)),),
     "offset.store.method": (Ignored("offsets are committed to the broker", roles="C",
                                     quiet=("broker",), otherwise="refuse"),),
     "offset.store.path": (Ignored(_DEPRECATED, roles="C"),),

@@ -19,6 +19,9 @@ _PROPERTIES: dict[str, tuple[str, int]] = {
     "offsets.retention.minutes": ("offsets_retention_ms", 60_000),
     "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", 1),
     "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 1),
+    "group.consumer.session.timeout.ms": ("consumer_session_timeout_ms", 1),
+    "group.consumer.heartbeat.interval.ms": ("consumer_heartbeat_interval_ms", 1),
+    "group.consumer.max.size": ("consumer_max_size", 1),
 }
 
 
@@ -37,6 +40,10 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 consumer groups: the broker decides session and heartbeat timing.
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_max_size: int = INT32_MAX
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -12,9 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from sdk import errors
 from server_ref.groups.config import GroupConfig
+from server_ref.groups.consumer_coordinator import ConsumerGroupCoordinator, TopicLookup
 from server_ref.groups.group import Group, GroupState
 from server_ref.groups.journal import GroupJournal
 from server_ref.groups.membership import Membership
@@ -23,6 +25,7 @@ from server_ref.groups.results import (
     NO_ERROR,
     GroupDescription,
     GroupListing,
+    JoinResult,
     MemberDescription,
     OffsetFetchResult,
     OffsetToCommit,
@@ -49,7 +52,8 @@ class GroupCoordinator:
     """
 
     def __init__(self, journal: GroupJournal, config: GroupConfig | None = None, *,
-                 now_ms: Callable[[], int] | None = None) -> None:
+                 now_ms: Callable[[], int] | None = None,
+                 topics: TopicLookup | None = None) -> None:
         self.config = config or GroupConfig()
         self._now_ms = now_ms or _wall_clock_ms
         self._store = GroupStore(journal, self.config, self._now_ms)
@@ -62,10 +66,33 @@ class GroupCoordinator:
         # The rebalance protocol: JoinGroup (returns when the rebalance it takes part in
         # completes), SyncGroup, Heartbeat (returns the error code) and LeaveGroup are
         # Membership's own methods; their documentation is there.
-        self.join_group = self._membership.join_group
+        self._classic_join_group = self._membership.join_group
+        # KIP-848 consumer groups (their committed offsets are kept here like any group's).
+        self.consumer = ConsumerGroupCoordinator(
+            topics or (lambda: ()), self._timers,
+            session_timeout_ms=self.config.consumer_session_timeout_ms,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            max_size=self.config.consumer_max_size,
+            is_classic_group=self._has_classic_members)
         self.sync_group = self._membership.sync_group
         self.heartbeat = self._membership.heartbeat
         self.leave_group = self._membership.leave_group
+
+    def _has_classic_members(self, group_id: str) -> bool:
+        group = self._store.get(group_id)
+        return group is not None and bool(group.members)
+
+    async def join_group(self, group_id: str, member_id: str, **kwargs: Any) -> JoinResult:
+        """JoinGroup (Membership.join_group). A consumer-protocol group with members
+        refuses classic members (INCONSISTENT_GROUP_PROTOCOL: this coordinator does not
+        run mixed groups); an empty one gives way to the classic group, as Kafka's does."""
+        consumer_group = self.consumer.group(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return JoinResult(error=errors.InconsistentGroupProtocolError.errno,
+                                  member_id=member_id)
+            self.consumer.delete(group_id)
+        return await self._classic_join_group(group_id, member_id, **kwargs)
 
     # ================================================================== lifecycle
 
@@ -119,14 +146,22 @@ class GroupCoordinator:
             return exc.errno, []
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return NO_ERROR, []
-        listed = [
-            GroupListing(g.group_id, g.protocol_type or "", g.state.value)
-            for g in self._store.all_groups()
-            if g.state is not GroupState.DEAD
-            and (not wanted_states or g.state.value.lower() in wanted_states)
-        ]
+        consumer_groups = self.consumer.listed()
+        consumer_ids = {g.group_id for g in consumer_groups}
+        listed = []
+        if not wanted_types or "classic" in wanted_types:
+            listed = [
+                GroupListing(g.group_id, g.protocol_type or "", g.state.value)
+                for g in self._store.all_groups()
+                if g.state is not GroupState.DEAD and g.group_id not in consumer_ids
+                and (not wanted_states or g.state.value.lower() in wanted_states)
+            ]
+        if not wanted_types or "consumer" in wanted_types:
+            listed += [
+                GroupListing(g.group_id, "consumer", g.state.value, "consumer")
+                for g in consumer_groups
+                if not wanted_states or g.state.value.lower() in wanted_states
+            ]
         return NO_ERROR, listed
 
     def describe_group(self, group_id: str) -> GroupDescription:
@@ -138,7 +173,8 @@ class GroupCoordinator:
         except errors.BrokerResponseError as exc:
             return GroupDescription(group_id, GroupState.DEAD.value, error=exc.errno)
         group = self._store.get(group_id)
-        if group is None:
+        if group is None or self.consumer.group(group_id) is not None:
+            # Kafka describes a consumer-protocol group here as Dead (not a classic group).
             return GroupDescription(group_id, GroupState.DEAD.value)
         stable = group.state is GroupState.STABLE and group.protocol_name is not None
         members = tuple(
@@ -160,6 +196,13 @@ class GroupCoordinator:
                 self._check_available()
                 if not group_id:
                     raise errors.InvalidGroupIdError("the group id is empty")
+                if self.consumer.group(group_id) is not None:
+                    self.consumer.delete(group_id)  # NON_EMPTY_GROUP while it has members
+                    holder = self._store.get(group_id)
+                    if holder is not None:
+                        self._store.delete_group(holder)
+                    results[group_id] = NO_ERROR
+                    continue
                 group = self._store.get(group_id)
                 if group is None or group.state is GroupState.DEAD:
                     raise errors.GroupIdNotFoundError(f"group {group_id} does not exist")
@@ -186,6 +229,13 @@ class GroupCoordinator:
             self._check_available()
         except errors.BrokerResponseError as exc:
             return dict.fromkeys(offsets, exc.errno)
+        if self.consumer.group(group_id) is not None:
+            # KIP-848: the generation field carries the member epoch.
+            try:
+                self.consumer.validate_commit(group_id, member_id, generation_id)
+            except errors.BrokerResponseError as exc:
+                return dict.fromkeys(offsets, exc.errno)
+            return self.offsets.commit(group_id, offsets, retention_ms=retention_ms)
         return self.offsets.commit(group_id, offsets, generation_id=generation_id,
                                    member_id=member_id, group_instance_id=group_instance_id,
                                    retention_ms=retention_ms)
@@ -218,6 +268,14 @@ class GroupCoordinator:
             self._check_available()
         except errors.BrokerResponseError as exc:
             return dict.fromkeys(offsets, exc.errno)
+        if self.consumer.group(group_id) is not None:
+            if generation_id >= 0 or member_id:
+                try:
+                    self.consumer.validate_commit(group_id, member_id, generation_id)
+                except errors.BrokerResponseError as exc:
+                    return dict.fromkeys(offsets, exc.errno)
+            return self.offsets.stage_transactional(group_id, producer_id, offsets,
+                                                    producer_epoch=producer_epoch)
         return self.offsets.stage_transactional(
             group_id, producer_id, offsets, generation_id=generation_id, member_id=member_id,
             group_instance_id=group_instance_id, producer_epoch=producer_epoch)

@@ -79,6 +79,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"  # or "consumer" (KIP-848)
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,7 +177,7 @@ def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsRespon
         error_code=error,
         groups=[
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
-                                           group_state=g.state, group_type="classic")
+                                           group_state=g.state, group_type=g.group_type)
             for g in listed
         ],
     )

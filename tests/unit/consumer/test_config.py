@@ -87,7 +87,7 @@ def test_auto_commit_follows_group() -> None:
         ({"partition.assignment.strategy": []}, "partition.assignment.strategy", "range"),
         ({"key.deserializer": 5}, "key.deserializer", "callable"),
         ({"bootstrap.servers": "host:notaport"}, "bootstrap.servers", "host:port"),
-        ({"group.protocol": "consumer"}, "group.protocol", "classic"),
+        ({"group.protocol": "streams"}, "group.protocol", "consumer"),
         ({"heartbeat.interval.ms": 9000, "session.timeout.ms": 6000}, "heartbeat.interval.ms", "session.timeout.ms"),
         ({"group.instance.id": "x"}, "group.instance.id", "group.id"),
         ({"group.id": " "}, "group.id", "non-empty"),
