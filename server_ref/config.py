@@ -284,6 +284,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("remote.log.storage.s3.endpoint", _S, "",
               "S3 API endpoint URL (empty: AWS's for the region)"),
     ConfigDef("remote.log.storage.s3.region", _S, "us-east-1", "S3 region"),
+    ConfigDef("remote.log.storage.s3.request.timeout.ms", _I, 10000,
+              "Longest wait for an S3 answer (two attempts per call)", minimum=1),
     ConfigDef("remote.log.storage.cache.bytes", _L, 64 * 1024 * 1024,
               "Memory for remote segment data and indexes read back (LRU)", minimum=0),
 )

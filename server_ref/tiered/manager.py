@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 import struct
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,7 @@ class RemoteLogManager:
         self._task: asyncio.Task[None] | None = None
         self._in_flight: set[str] = set()  # segment ids being uploaded
         self._wake = asyncio.Event()
+        self._closing = threading.Event()  # tells upload threads of a stopped broker to quit
         self.copied_bytes = 0  # since start, for the benchmark and logs
 
     # ------------------------------------------------------------------ lifecycle
@@ -102,6 +104,7 @@ class RemoteLogManager:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        self._closing.set()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -349,7 +352,11 @@ class RemoteLogManager:
         try:
             def upload() -> None:
                 for suffix, data in extras.items():
+                    if self._closing.is_set():
+                        raise RemoteStorageError("the broker is stopping")
                     store.put_bytes(remote.key(suffix), data)
+                if self._closing.is_set():
+                    raise RemoteStorageError("the broker is stopping")
                 store.put_file(remote.key(LOG), source, remote.size)  # the log last
 
             await asyncio.to_thread(upload)

@@ -132,7 +132,8 @@ class S3Store(RemoteStore):
     """Objects in a bucket under a prefix, through boto3 (imported on first use)."""
 
     def __init__(self, bucket: str, prefix: str, *, endpoint: str | None, region: str,
-                 access_key: str | None, secret_key: str | None) -> None:
+                 access_key: str | None, secret_key: str | None,
+                 timeout_s: float = 10.0) -> None:
         try:
             import boto3
             from boto3.s3.transfer import TransferConfig
@@ -145,8 +146,8 @@ class S3Store(RemoteStore):
         self.endpoint = endpoint
         # Short timeouts and two attempts: a store that is down fails the copy (retried by
         # the next task run) or the fetch (a retriable answer) quickly, not after minutes.
-        config = Config(connect_timeout=3, read_timeout=10, retries={"max_attempts": 2,
-                                                                      "mode": "standard"},
+        config = Config(connect_timeout=min(timeout_s, 3.0), read_timeout=timeout_s,
+                        retries={"max_attempts": 2, "mode": "standard"},
                         max_pool_connections=16)
         self._client = boto3.session.Session().client(
             "s3", endpoint_url=endpoint or None, region_name=region,
@@ -159,11 +160,12 @@ class S3Store(RemoteStore):
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             return fn(*args, **kwargs)
-        except (BotoCoreError, ClientError) as exc:
+        except (BotoCoreError, ClientError, Boto3Error, OSError) as exc:
             raise RemoteStorageError(f"{what}: {exc}") from exc
 
     def put_file(self, key: str, f: BinaryIO, size: int) -> None:
@@ -241,4 +243,5 @@ def open_store(uri: str, broker: Any) -> RemoteStore:
                    endpoint=str(broker.get("remote.log.storage.s3.endpoint") or "") or None,
                    region=str(broker.get("remote.log.storage.s3.region")),
                    access_key=secrets.get("remote.log.storage.s3.access.key.id"),
-                   secret_key=secrets.get("remote.log.storage.s3.secret.access.key"))
+                   secret_key=secrets.get("remote.log.storage.s3.secret.access.key"),
+                   timeout_s=int(broker.get("remote.log.storage.s3.request.timeout.ms")) / 1000)

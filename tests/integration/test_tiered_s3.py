@@ -1,0 +1,180 @@
+"""Tiered storage with the S3 backend, against a real S3 API server process: moto's server
+mode, started by the tests, SIGSTOPped, killed and started again to take the store away
+while the broker copies and serves."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sdk import AdminClient, ConfigResource
+from sdk.errors import UnknownServerError
+from sdk.types import NewTopic
+from tests.integration.tiered_kit import (
+    EARLIEST,
+    MotoServer,
+    fetch_once,
+    list_offset,
+    make_records,
+    produce,
+    read_confluent,
+    read_kafka_python,
+    read_sdk,
+    s3_broker_config,
+    tiered_broker,
+    tiered_topic_configs,
+    wait_until,
+)
+
+pytest.importorskip("boto3", reason="the tiered-s3 extra (boto3) is in the dev extra")
+
+BUCKET = "kafka-tier"
+COUNT = 2000
+SECRET = "s3cr3t-never-logged"
+
+
+@pytest.fixture
+def moto() -> Iterator[MotoServer]:
+    server = MotoServer().start()
+    server.client().create_bucket(Bucket=BUCKET)
+    yield server
+    server.kill()
+
+
+def _config(moto: MotoServer) -> dict[str, str]:
+    config = s3_broker_config(moto, BUCKET)
+    config["remote.log.storage.s3.secret.access.key"] = SECRET
+    config["remote.log.storage.s3.request.timeout.ms"] = "1500"
+    return config
+
+
+def _partition(broker, topic: str):  # type: ignore[no-untyped-def]
+    return broker.broker.topics.get(topic).partitions[0]
+
+
+def _all_closed_copied(broker, topic: str):  # type: ignore[no-untyped-def]
+    def check() -> bool:
+        part = _partition(broker, topic)
+        remote = broker.broker.remote
+        state = remote.state_of(part)
+        return (remote.highest_tiered_offset(part) == part.log.active_segment.base_offset - 1
+                and part.log.log_start_offset > 0 and state is not None
+                and all(s.state.value == "COPY_SEGMENT_FINISHED"
+                        for s in state.segments.values()))
+    return check
+
+
+def _expected_keys(broker, topic: str) -> list[str]:  # type: ignore[no-untyped-def]
+    state = broker.broker.remote.state_of(_partition(broker, topic))
+    return sorted(f"tiered/{k}" for s in state.finished() for k in s.keys())
+
+
+def test_s3_tier_serves_every_client_and_keeps_credentials_secret(
+        moto: MotoServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="server_ref")
+    broker = tiered_broker(tmp_path / "data", **_config(moto))
+    try:
+        topic = "s3-read"
+        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
+            records = make_records(COUNT)
+            produce(broker.bootstrap_servers, topic, records)
+            wait_until(_all_closed_copied(broker, topic), "segments copied to S3")
+            # every object of every finished segment, nothing else
+            assert moto.keys(BUCKET) == _expected_keys(broker, topic)
+            assert {k.rsplit(".", 1)[1] for k in moto.keys(BUCKET)} == {
+                "log", "index", "timeindex", "snapshot", "leader_epoch_checkpoint"}
+            for read in (read_sdk, read_confluent, read_kafka_python):
+                assert read(broker.bootstrap_servers, topic, COUNT) == records, read.__name__
+            described = admin.describe_configs([ConfigResource.broker(0)])
+            entries = described[ConfigResource.broker(0)].entries
+            secret = entries["remote.log.storage.s3.secret.access.key"]
+            assert secret.value is None and secret.is_sensitive
+        broker.restart()
+        assert read_sdk(broker.bootstrap_servers, topic, COUNT) == records
+    finally:
+        broker.close()
+    assert "copied segment" in caplog.text
+    assert SECRET not in caplog.text and SECRET not in repr(broker.config)
+
+
+def test_s3_store_paused_mid_run_copies_retry_and_nothing_is_lost(
+        moto: MotoServer, tmp_path: Path) -> None:
+    broker = tiered_broker(tmp_path / "data", **_config(moto))
+    try:
+        topic = "s3-outage"
+        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
+        first = make_records(COUNT, "a")
+        produce(broker.bootstrap_servers, topic, first)
+        wait_until(_all_closed_copied(broker, topic), "the first records tiered")
+        part = _partition(broker, topic)
+        remote = broker.broker.remote
+        tiered_before = remote.highest_tiered_offset(part)
+
+        moto.pause()  # the store stops answering (SIGSTOP)
+        second = make_records(COUNT, "b")
+        produce(broker.bootstrap_servers, topic, second)
+        # a fetch from the remote tier fails with Kafka's answer, a retriable one for clients
+        code, _, _ = fetch_once(broker.bootstrap_servers, topic, 0)
+        assert code == UnknownServerError.errno
+        # local reads go on
+        local_start = part.log.log_start_offset
+        everything = first + second
+        assert read_sdk(broker.bootstrap_servers, topic, 2 * COUNT - local_start,
+                        local_start) == everything[local_start:]
+        # copies fail and are retried; nothing uncopied leaves the local log
+        wait_until(lambda: any(s.state.value == "COPY_SEGMENT_STARTED"
+                               for s in remote.state_of(part).segments.values()),
+                   "a copy in flight against the paused store")
+        assert remote.highest_tiered_offset(part) == tiered_before
+        assert part.log.log_start_offset <= tiered_before + 1
+
+        # the broker stops mid-copy; the store comes back; the broker starts again
+        broker.stop()
+        moto.resume()
+        broker.start()
+        wait_until(_all_closed_copied(broker, topic), "the copies retried after the outage")
+        part = _partition(broker, topic)
+        assert broker.broker.remote.highest_tiered_offset(part) > tiered_before
+        # the interrupted copy's objects were deleted: only finished segments' objects remain
+        wait_until(lambda: moto.keys(BUCKET) == _expected_keys(broker, topic),
+                   "no objects of the interrupted copy left")
+        assert read_sdk(broker.bootstrap_servers, topic, 2 * COUNT) == everything
+        assert read_confluent(broker.bootstrap_servers, topic, 2 * COUNT) == everything
+    finally:
+        broker.close()
+
+
+def test_s3_store_killed_then_restarted_copies_catch_up(moto: MotoServer,
+                                                          tmp_path: Path) -> None:
+    broker = tiered_broker(tmp_path / "data", **_config(moto))
+    try:
+        topic = "s3-killed"
+        port = moto.port
+        moto.kill()  # down before anything was copied: connections refused
+        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
+        records = make_records(COUNT)
+        produce(broker.bootstrap_servers, topic, records)
+        part = _partition(broker, topic)
+        remote = broker.broker.remote
+        wait_until(lambda: remote.state_of(part) is not None and any(
+            s.state.value == "COPY_SEGMENT_STARTED" for s in remote.state_of(part).segments.values()),
+            "a failed copy attempt")
+        assert remote.highest_tiered_offset(part) == -1
+        assert part.log.log_start_offset == 0  # nothing copied: nothing deleted locally
+        assert list_offset(broker.bootstrap_servers, topic, EARLIEST) == (0, 0)
+
+        moto.port = port  # the same endpoint, a fresh (empty) store
+        moto.start()
+        moto.client().create_bucket(Bucket=BUCKET)
+        wait_until(_all_closed_copied(broker, topic), "copies after the store came back")
+        wait_until(lambda: moto.keys(BUCKET) == _expected_keys(broker, topic),
+                   "only finished segments' objects")
+        assert read_sdk(broker.bootstrap_servers, topic, COUNT) == records
+    finally:
+        broker.close()
