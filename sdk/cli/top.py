@@ -12,8 +12,9 @@ Kafka-protocol cluster (ours, Apache Kafka, tansu).
 On a terminal the screen is redrawn in place with ANSI escapes and ``q`` or Ctrl-C quits;
 piped, frames follow one another. ``--once`` prints one frame (``--json``: one document)
 made of two samples ``--interval`` apart, so rates are filled (``--interval 0``: one
-sample, rates null). ``--topic`` and ``--group`` (repeatable, shell-style patterns) narrow
-the view.
+sample, rates null); ``--json`` without ``--once`` prints one such document per line per
+sample. ``--topic`` and ``--group`` (repeatable, shell-style patterns) narrow the view;
+topics whose name starts with ``__`` (Kafka's internal ones) are left out.
 """
 
 from __future__ import annotations

@@ -249,3 +249,38 @@ def test_usage_errors(ref: Target) -> None:
                          capture_output=True, text=True, cwd=ROOT, env=env(), timeout=60)
     assert run.returncode == 2
     assert "--interval" in run.stderr and "must be a finite number >= 0" in run.stderr
+
+
+# ---------------------------------------------------------------------------- the view alone
+
+
+def test_view_rates_trends_and_unknowns() -> None:
+    from sdk.cli.top import Sample, build_view, render
+
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    first = Sample(10.0, ends={a: 100, b: 50}, groups={"g": "Stable"},
+                   committed={"g": {a: 90, b: 50}})
+    second = Sample(12.0, ends={a: 140, b: 50, TopicPartition("t", 2): 0},
+                    groups={"g": "Stable"},
+                    committed={"g": {a: 100, b: 50, TopicPartition("gone", 0): 7}})
+    doc = build_view("host:1", second, first).document
+    [topic] = doc["topics"]
+    # A partition appeared between the samples: no produce rate this time.
+    assert topic["partitions"] == 3 and topic["produce_rate"] is None
+    assert topic["consume_rate"] == 5.0  # 10 committed offsets in 2 s
+    [group] = doc["groups"]
+    assert group["consume_rate"] == 5.0
+    lags = {(p["topic"], p["partition"]): (p["lag"], p["trend"]) for p in group["partitions"]}
+    assert lags == {("t", 0): (40, "up"), ("t", 1): (0, "steady"),
+                    ("gone", 0): (None, None)}  # a topic no longer listed: lag unknown
+    assert group["total_lag"] is None and group["trend"] is None
+    third = Sample(13.0, ends={a: 140, b: 50}, groups={"g": "Stable"},
+                   committed={"g": {a: 130, b: 50}})
+    doc = build_view("host:1", third, Sample(12.0, ends={a: 140, b: 50},
+                                             committed={"g": {a: 100, b: 50}}))
+    assert doc.document["topics"][0]["produce_rate"] == 0.0
+    assert doc.document["groups"][0]["total_lag"] == 10
+    assert doc.document["groups"][0]["trend"] == "down"
+    frame = "\n".join(render(doc, 1.0))
+    assert re.search(r"^g\s+Stable\s+10\s+↓\s+30\.0$", frame, re.MULTILINE)
+    assert re.search(r"^  t-0\s+10\s+↓$", frame, re.MULTILINE)
