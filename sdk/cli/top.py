@@ -33,7 +33,14 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from sdk.admin import AdminClient, OffsetSpec
-from sdk.cli.common import EXIT_OK, Output, client_settings, describe_error
+from sdk.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    Output,
+    client_settings,
+    describe_error,
+)
 from sdk.errors import KafkaError
 from sdk.types import TopicPartition
 
@@ -262,6 +269,9 @@ class _Keys:
 
 
 def top(args: argparse.Namespace, admin: AdminClient, out: Output) -> int:
+    if not args.once and args.interval <= 0:
+        raise CliError("--interval must be > 0 for the live view (0 only with --once)",
+                       EXIT_USAGE)
     bootstrap = str(client_settings(args).get("bootstrap.servers", ""))  # for the header
 
     def sample() -> Sample:

@@ -249,6 +249,11 @@ def test_usage_errors(ref: Target) -> None:
                          capture_output=True, text=True, cwd=ROOT, env=env(), timeout=60)
     assert run.returncode == 2
     assert "--interval" in run.stderr and "must be a finite number >= 0" in run.stderr
+    run = subprocess.run(command(ref.bootstrap_servers, "--interval", "0"),
+                         capture_output=True, text=True, cwd=ROOT, env=env(), timeout=60)
+    assert run.returncode == 2
+    assert run.stderr.strip() == ("kafka-sdk: error: --interval must be > 0 for the live "
+                                  "view (0 only with --once)")
 
 
 # ---------------------------------------------------------------------------- the view alone
