@@ -61,6 +61,7 @@ _MAX_BUFFERED_PER_PARTITION = 2
 # other is already queued behind it, so a round trip never leaves the buffer empty.
 _MAX_IN_FLIGHT_PER_NODE = 2
 _OFFSET_OUT_OF_RANGE = 1
+_UNKNOWN_SERVER_ERROR = -1
 # Errors after which the partition's leader is looked up again.
 _STALE_LEADER_ERRORS = frozenset({3, 5, 6, 9, 56, 74, 76, 100})
 
@@ -341,6 +342,11 @@ class Fetcher:
         error = for_code(code)(f"fetching {tp} at offset {offset}")
         if error.retriable:
             log.info("fetch of %s: %s; retrying", tp, error)
+            return False
+        if code == _UNKNOWN_SERVER_ERROR:
+            # What Kafka answers when its remote tier (tiered storage) fails a read; Java's
+            # consumer warns and fetches again, and so do we.
+            log.warning("fetch of %s at offset %d: unknown server error; retrying", tp, offset)
             return False
         self._errors.append(error)
         return True

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,13 @@ def test_s3_store_paused_mid_run_copies_retry_and_nothing_is_lost(
         # a fetch from the remote tier fails with Kafka's answer, a retriable one for clients
         code, _, _ = fetch_once(broker.bootstrap_servers, topic, 0)
         assert code == UnknownServerError.errno
+        everything = first + second
+        # readers from offset 0 meanwhile: they retry until the store is back
+        pool = ThreadPoolExecutor(2)
+        waiting = [pool.submit(read, broker.bootstrap_servers, topic, 2 * COUNT)
+                   for read in (read_sdk, read_confluent)]
         # local reads go on
         local_start = part.log.log_start_offset
-        everything = first + second
         assert read_sdk(broker.bootstrap_servers, topic, 2 * COUNT - local_start,
                         local_start) == everything[local_start:]
         # copies fail and are retried; nothing uncopied leaves the local log
@@ -143,8 +148,9 @@ def test_s3_store_paused_mid_run_copies_retry_and_nothing_is_lost(
         # the interrupted copy's objects were deleted: only finished segments' objects remain
         wait_until(lambda: moto.keys(BUCKET) == _expected_keys(broker, topic),
                    "no objects of the interrupted copy left")
+        assert [f.result() for f in waiting] == [everything, everything]
+        pool.shutdown()
         assert read_sdk(broker.bootstrap_servers, topic, 2 * COUNT) == everything
-        assert read_confluent(broker.bootstrap_servers, topic, 2 * COUNT) == everything
     finally:
         broker.close()
 
