@@ -211,13 +211,17 @@ class ProducerIdAllocator:
 
     FILE = "producer_ids.json"
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, first: int = 0) -> None:
+        """``first``: the lowest id to hand out (a cluster's brokers each allocate from a
+        range of their own, so two brokers never give two producers the same id)."""
         self._path = data_dir / self.FILE
-        self._next = 0
-        self._block_end = 0
+        self._next = first
+        self._block_end = first
         if self._path.exists():
             with open(self._path, encoding="utf-8") as fh:
-                self._next = self._block_end = int(json.load(fh)["block_end"])
+                stored = int(json.load(fh)["block_end"])
+            if stored > first:
+                self._next = self._block_end = stored
 
     def allocate(self) -> int:
         if self._next >= self._block_end:

@@ -34,6 +34,7 @@ from sdk.protocol.messages.broker_registration import (
 from server_ref.cluster.peer import PeerConnection
 from server_ref.controller import records
 from server_ref.controller.image import MetadataImage
+from server_ref.producer_state import ProducerIdAllocator
 from server_ref.raft.api import CommittedBatch, LeaderAndEpoch, RaftConfig
 from server_ref.replication.manager import ReplicaManager
 
@@ -48,6 +49,7 @@ __all__ = ["ClusterAgent"]
 NOT_CONTROLLER = NotControllerError.errno
 STALE_OR_UNKNOWN = (StaleBrokerEpochError.errno, BrokerIdNotRegisteredError.errno)
 CONTROLLER_RETRY_S = 0.05
+PRODUCER_ID_BITS = 40  # broker N allocates producer ids from N * 2**40 on
 _ITEM_LISTS = ("topics", "responses", "results", "replica_election_results", "partitions",
                "partition_result")
 
@@ -93,6 +95,10 @@ class ClusterAgent:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        # Producer ids must be unique in the cluster: each broker hands out its own range
+        # (Kafka's controller hands out blocks; a static split needs no round trip).
+        self.broker.producer_ids = ProducerIdAllocator(Path(self.broker.data_dir),
+                                                       first=self.node_id << PRODUCER_ID_BITS)
         await self.raft.start()
         self.replicas.start()
         self._reconcile()
