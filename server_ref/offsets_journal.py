@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sdk.errors import MalformedDataError
+from sdk.errors import CoordinatorNotAvailableError, MalformedDataError, NotCoordinatorError
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.control import decode_control_record
 from sdk.records.reader import RecordBatch, iter_batches
@@ -85,6 +85,9 @@ class OffsetsJournal:
     def _topic(self, create: bool) -> Topic | None:
         topics = self.broker.topics
         topic = topics.get(OFFSETS_TOPIC)
+        if topic is None and create and self.broker.cluster is not None:
+            # Cluster mode: the controller creates it (FindCoordinator asks for it).
+            raise CoordinatorNotAvailableError("the offsets topic does not exist yet")
         if topic is None and create:
             config = self.broker.config
             topic = topics.create(
@@ -105,8 +108,22 @@ class OffsetsJournal:
         partition = self.partition_for(group_of_key(key))
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), key, value)
-        partition.log.append(bytearray(builder.build()), leader_epoch=0)
+        self._append(partition, builder)
+
+    def _append(self, partition: Partition, builder: RecordBatchBuilder) -> None:
+        cluster = self.broker.cluster
+        if cluster is None:
+            partition.log.append(bytearray(builder.build()), leader_epoch=0)
+            partition.notify_appended()
+            return
+        # Cluster mode: only the partition's leader journals, stamped with its epoch; the
+        # followers copy it like any record.
+        replica = partition.replica
+        if replica is None or not replica.is_leader:
+            raise NotCoordinatorError(f"this broker does not lead {partition.name}")
+        partition.log.append(bytearray(builder.build()), leader_epoch=replica.leader_epoch)
         partition.notify_appended()
+        cluster.replicas.appended(partition)
 
     def append_transactional(self, key: bytes, value: bytes | None, producer_id: int,
                              producer_epoch: int) -> None:
@@ -116,8 +133,7 @@ class OffsetsJournal:
         builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch,
                                      is_transactional=True)
         builder.append(None, self.broker.now_ms(), key, value)
-        partition.log.append(bytearray(builder.build()), leader_epoch=0)
-        partition.notify_appended()
+        self._append(partition, builder)
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
         """Records in log order; transactional ones at their COMMIT marker (dropped at an

@@ -31,6 +31,7 @@ from sdk.protocol.messages.broker_registration import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
+from server_ref.cluster.coordinators import CoordinatorPlacement
 from server_ref.cluster.peer import PeerConnection
 from server_ref.controller import records
 from server_ref.controller.image import MetadataImage
@@ -82,6 +83,7 @@ class ClusterAgent:
         self.replicas = ReplicaManager(self, self.node_id,
                                        lag_time_ms=int(cfg.get("replica.lag.time.max.ms")),
                                        fetch_wait_ms=int(cfg.get("replica.fetch.wait.max.ms")))
+        self.placement = CoordinatorPlacement(broker)
         self.broker_epoch = -1
         self.fenced = True
         self.incarnation = uuid.uuid4()
@@ -190,14 +192,10 @@ class ClusterAgent:
         return None if found is None else (found.host, found.port)
 
     def became_leader(self, partition: Partition) -> None:
-        coordinator_hook = getattr(self.broker, "on_became_leader", None)
-        if coordinator_hook is not None:
-            coordinator_hook(partition)
+        self.placement.leadership_changed(partition)
 
     def resigned(self, partition: Partition) -> None:
-        coordinator_hook = getattr(self.broker, "on_resigned", None)
-        if coordinator_hook is not None:
-            coordinator_hook(partition)
+        self.placement.leadership_changed(partition)
 
     @property
     def controller_id(self) -> int:

@@ -52,6 +52,10 @@ def client_host(peer: str) -> str:
 def find_coordinator(ctx: RequestContext,
                      req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     broker = ctx.broker
+    if broker.cluster is not None:  # the leader of the key's __consumer_offsets partition
+        from server_ref.cluster.coordinators import find_coordinator as placed
+
+        return placed(ctx, req)
     host, port = broker.endpoint(ctx.listener)
     key_type = req.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
 

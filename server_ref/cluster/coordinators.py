@@ -1,0 +1,117 @@
+"""Group coordinators in cluster mode: on the leaders of ``__consumer_offsets`` partitions.
+
+A group's coordinator is the leader of partition ``hash(group) % partitions`` of
+``__consumer_offsets`` (Kafka's placement), found with FindCoordinator on any broker; the
+topic is created through the controller on first use (replication factor
+``offsets.topic.replication.factor``, capped by the live brokers, as Kafka caps it).
+The journal is replicated like any partition; when this broker gains or loses the
+leadership of one of its partitions, the group coordinator is rebuilt from the local log
+(what the replicas have), so a new leader serves the groups the old one journaled.
+
+Transaction coordinators are not placed yet: in cluster mode FindCoordinator for a
+transactional id answers COORDINATOR_NOT_AVAILABLE (the transaction markers would have to
+travel to partition leaders on other brokers, WriteTxnMarkers, which is not built).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from sdk.errors import CoordinatorNotAvailableError, InvalidRequestError
+from sdk.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from server_ref.cluster.views import create_topic
+from server_ref.controller.image import NO_LEADER
+from server_ref.offsets_journal import OFFSETS_TOPIC, partition_for_group
+
+if TYPE_CHECKING:
+    from server_ref.broker import Broker
+    from server_ref.handlers import RequestContext
+    from server_ref.topics import Partition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CoordinatorPlacement", "find_coordinator"]
+
+GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
+NOT_AVAILABLE = CoordinatorNotAvailableError.errno
+
+
+def _locate(ctx: RequestContext, key: str, key_type: int
+            ) -> tuple[int, str | None, int, str, int]:
+    """(error, message, node id, host, port) of the coordinator of ``key``."""
+    agent = ctx.broker.cluster
+    if key_type == TRANSACTION_KEY_TYPE:
+        return (NOT_AVAILABLE, "transaction coordinators are not available in cluster mode "
+                "yet", -1, "", -1)
+    if key_type != GROUP_KEY_TYPE:
+        return InvalidRequestError.errno, f"coordinator key type {key_type} unknown", -1, "", -1
+    topic = agent.image.topics.get(OFFSETS_TOPIC)
+    if topic is None or not topic.partitions:
+        agent.placement.create_offsets_topic()
+        return NOT_AVAILABLE, "the offsets topic is being created", -1, "", -1
+    p = topic.partitions.get(partition_for_group(key, len(topic.partitions)))
+    if p is None or p.leader == NO_LEADER:
+        return NOT_AVAILABLE, "the group's offsets partition has no leader", -1, "", -1
+    endpoint = agent.endpoint_of(p.leader)
+    if endpoint is None:
+        return NOT_AVAILABLE, f"broker {p.leader} is not registered", -1, "", -1
+    return 0, None, p.leader, endpoint[0], endpoint[1]
+
+
+def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest
+                     ) -> FindCoordinatorResponse:
+    key_type = req.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
+    if ctx.api_version >= 4:
+        out = []
+        for key in req.coordinator_keys:
+            error, message, node, host, port = _locate(ctx, key, key_type)
+            out.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node, host=host, port=port, error_code=error,
+                error_message=message))
+        return FindCoordinatorResponse(coordinators=out)
+    error, message, node, host, port = _locate(ctx, req.key, key_type)
+    return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node,
+                                   host=host, port=port)
+
+
+class CoordinatorPlacement:
+    """Rebuilds the broker's group coordinator when its offsets leaderships change."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._reload_scheduled = False
+        self._creating: asyncio.Task[None] | None = None
+
+    def create_offsets_topic(self) -> None:
+        if self._creating is not None and not self._creating.done():
+            return
+        agent = self.broker.cluster
+        cfg = self.broker.config
+        live = len(agent.image.live_brokers())
+        replication = max(1, min(int(cfg.get("offsets.topic.replication.factor")), live))
+        self._creating = asyncio.get_running_loop().create_task(create_topic(
+            agent, OFFSETS_TOPIC, int(cfg.get("offsets.topic.num.partitions")), replication,
+            {"cleanup.policy": "compact",
+             "segment.bytes": str(cfg.get("offsets.topic.segment.bytes"))}))
+
+    def leadership_changed(self, partition: Partition) -> None:
+        if partition.topic.name == OFFSETS_TOPIC and not self._reload_scheduled:
+            self._reload_scheduled = True
+            asyncio.get_running_loop().call_soon(self._reload_groups)
+
+    def _reload_groups(self) -> None:
+        self._reload_scheduled = False
+        broker: Any = self.broker
+        if not broker.opened:
+            return
+        old = broker.groups
+        if old is not None:
+            old.close()  # parked requests answer NOT_COORDINATOR: clients find it again
+        broker.groups = broker._make_group_coordinator()
+        broker.groups.load()
+        log.info("group coordinator rebuilt after an offsets leadership change")
