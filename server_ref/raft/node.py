@@ -155,12 +155,13 @@ class RaftNode:
             await self.server.start()
         q = self.quorum
         if q.role is Role.FOLLOWER and q.leader_id is not None:
-            self._leader_known.set()
             self._become(self._run_follower)
+            self._leader_changed()  # listeners learn what the quorum-state file knew
         elif self.is_voter and len(self.voters) == 1:
             self._start_election()
         else:
             self._become(self._run_unattached)
+            self._leader_changed()
 
     async def close(self) -> None:
         if self._closed:
@@ -682,6 +683,7 @@ class RaftNode:
         if epoch < q.epoch:
             return FencedLeaderEpochError.errno
         self.observe(epoch, leader_id)
+        log.info("node %d: leader %d ends epoch %d", self.node_id, leader_id, epoch)
         if self.is_voter and q.epoch == epoch and q.role is Role.FOLLOWER \
                 and q.leader_id == leader_id:
             rank = successors.index(self.node_id) if self.node_id in successors \

@@ -4,6 +4,7 @@ SIGSTOP/SIGCONT, truncation of an uncommitted suffix, catch-up through FetchSnap
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -83,11 +84,17 @@ def test_restarted_leader_truncates_its_uncommitted_divergent_suffix(quorum: Quo
     followers = [n for i, n in quorum.nodes.items() if i not in (leader, OBSERVER)]
     for f in followers:
         f.pause()
+    # A Fetch the leader parked before the pause would carry the suffix into a paused
+    # follower's socket buffer (Raft may then commit it: unacknowledged entries are
+    # allowed to survive). Let such fetches expire empty (max wait 200 ms) first.
+    time.sleep(1)
     old = quorum.nodes[leader]
     end_before = leader_log_end(old)
     old.send("append " + " ".join(v.encode().hex() for v in entries("lost", 3)))
     while leader_log_end(old) == end_before:
         pass  # until the leader has written the suffix to its log
+    # Check-quorum: hearing from no follower for 1.5 fetch timeouts, the leader resigns.
+    old.wait_for(lambda e: e == f"leader -1 {epoch}", since=old.life_start())
     old.kill()  # the suffix is on its disk only: never committed
     for f in followers:
         f.resume()
@@ -146,3 +153,18 @@ def test_voter_far_behind_catches_up_through_fetch_snapshot(quorum: Quorum) -> N
     quorum.wait_applied([behind], [f"<snapshot {len(expected)}>", *tail])
     others = [i for i in quorum.nodes if i != behind]
     quorum.wait_applied(others, expected + tail)
+
+
+def test_graceful_stop_of_the_leader_ends_its_epoch(quorum: Quorum) -> None:
+    leader, epoch = quorum.wait_leader()
+    quorum.append(leader, ["x"])
+    quorum.nodes[leader].stop()  # SIGTERM: the leader sends EndQuorumEpoch to the voters
+    others = [i for i in quorum.nodes if i != leader]
+    new_leader, _new_epoch = quorum.wait_leader(above_epoch=epoch, among=others)
+    quorum.append(new_leader, ["y"])
+    for i in others:
+        if i < 1000:
+            stderr = (quorum.nodes[i].data_dir.parent / f"node-{i}.stderr").read_text()
+            assert f"leader {leader} ends epoch {epoch}" in stderr
+    quorum.nodes[leader].start()
+    quorum.wait_applied(list(quorum.nodes), ["x", "y"])
