@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         UserScramResult,
     )
     from sdk.admin.configs import ConfigChanges
+    from sdk.admin.log_dirs import LogDirDescription
     from sdk.admin.results import (
         ClusterDescription,
         CommittedOffset,
@@ -327,6 +328,17 @@ class AsyncAdminClient:
         d, deadline = await self._ready(timeout_ms)
         return await offsets.list_offsets(d, specs, isolation_level=isolation_level,
                                           deadline=deadline)
+
+    async def describe_log_dirs(self, broker_ids: Sequence[int] | None = None, *,
+                                timeout_ms: int | None = None
+                                ) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log directories (None: every broker's) with the size of every
+        replica in them; the reference broker with tiered storage also lists its remote
+        tier (``LogDirDescription.is_remote``) with each partition's bytes there."""
+        from sdk.admin import log_dirs
+
+        d, deadline = await self._ready(timeout_ms)
+        return await log_dirs.describe_log_dirs(d, broker_ids, deadline=deadline)
 
     async def delete_records(self, before: Mapping[TopicPartition, int], *,
                              timeout_ms: int | None = None

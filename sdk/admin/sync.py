@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         UserScramResult,
     )
     from sdk.admin.configs import ConfigChanges
+    from sdk.admin.log_dirs import LogDirDescription
     from sdk.admin.results import (
         ClusterDescription,
         CommittedOffset,
@@ -280,6 +281,14 @@ class AdminClient:
         (ms), per partition."""
         return self._run(self._core.list_offsets(specs, isolation_level=isolation_level,
                                                  timeout_ms=timeout_ms), timeout_ms)
+
+    def describe_log_dirs(self, broker_ids: Sequence[int] | None = None, *,
+                          timeout_ms: int | None = None) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log directories (None: every broker's) with the size of every
+        replica in them; the reference broker with tiered storage also lists its remote
+        tier (``LogDirDescription.is_remote``) with each partition's bytes there."""
+        return self._run(self._core.describe_log_dirs(broker_ids, timeout_ms=timeout_ms),
+                         timeout_ms)
 
     def delete_records(self, before: Mapping[TopicPartition, int], *,
                        timeout_ms: int | None = None

@@ -83,6 +83,7 @@ def topics_describe(args: argparse.Namespace, admin: AdminClient, out: Output) -
     if args.configs:
         found = [ConfigResource.topic(n) for n, r in results.items() if r.error is None]
         configs = dict(admin.describe_configs(found, timeout_ms=args.timeout_ms)) if found else {}
+    sizes = _partition_sizes(args, admin, results) if args.sizes else {}
     documents: list[dict[str, Any]] = []
     rows: list[tuple[Any, ...]] = []
     config_rows: list[tuple[Any, ...]] = []
@@ -97,7 +98,15 @@ def topics_describe(args: argparse.Namespace, admin: AdminClient, out: Output) -
             "partitions": [{"partition": p.partition, "leader": p.leader,
                             "replicas": list(p.replicas), "isr": list(p.isr)}
                            for p in result.partitions]}
-        rows.extend((name, p.partition, p.leader, p.replicas, p.isr) for p in result.partitions)
+        rows.extend((name, p.partition, p.leader, p.replicas, p.isr)
+                    + (tuple("-" if v is None else v
+                             for v in sizes.get((name, p.partition), (None, None)))
+                       if args.sizes else ())
+                    for p in result.partitions)
+        if args.sizes:
+            for p in doc["partitions"]:
+                local, remote = sizes.get((name, p["partition"]), (None, None))
+                p["local_bytes"], p["remote_bytes"] = local, remote
         described = configs.get(ConfigResource.topic(name))
         if described is not None:
             if described.error is not None:
@@ -110,11 +119,34 @@ def topics_describe(args: argparse.Namespace, admin: AdminClient, out: Output) -
         out.json(documents)
         return out.exit_code
     if rows:
-        out.table(["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR"], rows)
+        out.table(["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR"]
+                  + (["LOCAL_BYTES", "REMOTE_BYTES"] if args.sizes else []), rows)
     if config_rows:
         out.line()
         out.table(["TOPIC", "CONFIG", "VALUE", "SOURCE"], config_rows)
     return out.exit_code
+
+
+def _partition_sizes(args: argparse.Namespace, admin: AdminClient, results: Any
+                     ) -> dict[tuple[str, int], tuple[Any, Any]]:
+    """(local bytes, remote-tier bytes) of each partition at its leader, from DescribeLogDirs;
+    a size the leader does not report is None (remote: no tiered storage there)."""
+    leaders = {(name, p.partition): p.leader for name, r in results.items() if r.error is None
+               for p in r.partitions if p.leader is not None and p.leader >= 0}
+    dirs = admin.describe_log_dirs(sorted(set(leaders.values())), timeout_ms=args.timeout_ms)
+    sizes: dict[tuple[str, int], tuple[Any, Any]] = {}
+    for (name, index), leader in leaders.items():
+        local = remote = None
+        for d in dirs.get(leader, []):
+            info = d.replicas.get(TopicPartition(name, index))
+            if info is None or info.is_future:
+                continue
+            if d.is_remote:
+                remote = (remote or 0) + info.size
+            else:
+                local = (local or 0) + info.size
+        sizes[(name, index)] = (local, remote)
+    return sizes
 
 
 def _report(out: Output, results: ResultSet[Any, Any], done: str, label: str,

@@ -131,6 +131,9 @@ def _topics(command, commands) -> None:  # type: ignore[no-untyped-def]
     p = command(actions, "describe", "partitions, leaders, replicas and ISR of topics")
     p.add_argument("topics", nargs="*", metavar="TOPIC", help="topics (default: all)")
     p.add_argument("--configs", action="store_true", help="also show each topic's configs")
+    p.add_argument("--sizes", action="store_true",
+                   help="also show each partition's bytes at its leader: local, and in the "
+                        "remote tier (tiered storage), from DescribeLogDirs")
     p = command(actions, "create", "create topics")
     p.add_argument("topics", nargs="+", metavar="TOPIC")
     p.add_argument("--partitions", type=_positive_int, default=-1,

@@ -227,3 +227,33 @@ def test_kafka_rules_for_turning_remote_storage_on_and_off(tmp_path: Path) -> No
                             local_start) == records[local_start:]
     finally:
         broker.close()
+
+
+def test_log_dirs_and_cli_show_local_and_remote_bytes(broker, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from sdk.cli import main
+
+    topic = "tiered-sizes"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
+        produce(broker.bootstrap_servers, topic, make_records(COUNT))
+        wait_until(_mostly_remote(broker, topic, COUNT), "the topic tiered")
+        part = _partition(broker, topic)
+        local, remote = part.log.size_in_bytes(), broker.broker.remote.remote_bytes(part)
+        dirs = admin.describe_log_dirs()[0]
+    tp = TopicPartition(topic, 0)
+    assert [d.is_remote for d in dirs] == [False, True]
+    assert dirs[0].replicas[tp].size == local and dirs[1].replicas[tp].size == remote
+    assert dirs[1].path == f"remote:file://{broker.data_dir.resolve()}/remote-storage"
+    capsys.readouterr()
+    assert main(["--bootstrap-server", broker.bootstrap_servers, "topics", "describe", topic,
+                 "--sizes", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc[0]["partitions"][0]["local_bytes"] == local
+    assert doc[0]["partitions"][0]["remote_bytes"] == remote
+    assert main(["--bootstrap-server", broker.bootstrap_servers, "topics", "describe", topic,
+                 "--sizes"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert header.split()[-2:] == ["LOCAL_BYTES", "REMOTE_BYTES"]
+    assert row.split()[-2:] == [str(local), str(remote)]
