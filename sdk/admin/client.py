@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         UserScramResult,
     )
     from sdk.admin.configs import ConfigChanges
+    from sdk.admin.groups import ConsumerProtocolGroup
     from sdk.admin.log_dirs import LogDirDescription
     from sdk.admin.results import (
         ClusterDescription,
@@ -230,6 +231,14 @@ class AsyncAdminClient:
         """State, protocol, members and their assigned partitions."""
         d, deadline = await self._ready(timeout_ms)
         return await groups.describe_groups(d, group_ids, deadline=deadline)
+
+    async def consumer_group_describe(self, group_ids: Sequence[str], *,
+                                      timeout_ms: int | None = None
+                                      ) -> ResultSet[str, ConsumerProtocolGroup]:
+        """KIP-848 groups (group.protocol=consumer): epochs, assignor, each member's
+        subscription, assignment and target assignment (ConsumerGroupDescribe)."""
+        d, deadline = await self._ready(timeout_ms)
+        return await groups.consumer_group_describe(d, group_ids, deadline=deadline)
 
     async def delete_consumer_groups(self, group_ids: Sequence[str], *,
                                      timeout_ms: int | None = None

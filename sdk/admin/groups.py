@@ -30,6 +30,10 @@ from sdk.admin.results import (
 from sdk.admin.topics import error_from, fetch_metadata
 from sdk.errors import KafkaError, MalformedDataError, NonEmptyGroupError
 from sdk.net import Coordinator
+from sdk.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
 from sdk.protocol.messages.consumer_protocol import ConsumerProtocolAssignment
 from sdk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from sdk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -39,7 +43,10 @@ from sdk.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRe
 from sdk.types import OffsetAndMetadata, TopicPartition
 
 __all__ = [
+    "ConsumerGroupMember",
+    "ConsumerProtocolGroup",
     "alter_group_offsets",
+    "consumer_group_describe",
     "delete_groups",
     "describe_groups",
     "group_lag",
@@ -50,6 +57,7 @@ __all__ = [
 
 _LIST_GROUPS = ListGroupsRequest.API_KEY
 _DESCRIBE_GROUPS = DescribeGroupsRequest.API_KEY
+_CONSUMER_GROUP_DESCRIBE = ConsumerGroupDescribeRequest.API_KEY
 _DELETE_GROUPS = DeleteGroupsRequest.API_KEY
 _OFFSET_FETCH = OffsetFetchRequest.API_KEY
 _OFFSET_COMMIT = OffsetCommitRequest.API_KEY
@@ -175,6 +183,82 @@ async def describe_groups(d: Dispatcher, group_ids: Sequence[str], *,
         fail=lambda g, exc: GroupDescription(g, exc), error_of=lambda r: r.error,
     )
     return ResultSet(results, "describe consumer groups")
+
+
+# ============================================================================ KIP-848 describe
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    """A member of a consumer-protocol (KIP-848) group, as its coordinator sees it."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[TopicPartition, ...]  # what it owns now
+    target_assignment: tuple[TopicPartition, ...]  # what it is moving to
+    member_type: int = -1  # v1+: 0 classic member of a mixed group, 1 consumer; -1 unknown
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProtocolGroup:
+    """ConsumerGroupDescribe of one group: its epochs, assignor and members."""
+
+    group_id: str
+    error: KafkaError | None = None
+    state: str = ""  # Empty, Assigning, Reconciling, Stable, Dead
+    group_epoch: int = -1
+    assignment_epoch: int = -1
+    assignor: str = ""
+    members: tuple[ConsumerGroupMember, ...] = ()
+    coordinator: BrokerNode | None = None
+
+
+def _partitions(a: ConsumerGroupDescribeResponse.Assignment | None) -> tuple[TopicPartition, ...]:
+    if a is None:
+        return ()
+    return tuple(sorted(TopicPartition(t.topic_name, p) for t in a.topic_partitions
+                        for p in t.partitions))
+
+
+async def consumer_group_describe(d: Dispatcher, group_ids: Sequence[str], *,
+                                  deadline: Deadline) -> ResultSet[str, ConsumerProtocolGroup]:
+    """ConsumerGroupDescribe at each group's coordinator. A classic group (or none) is
+    GroupIdNotFoundError, as Kafka answers it."""
+    groups = _check_groups(group_ids, "consumer_group_describe")
+
+    async def send(node: int, batch: list[str]) -> dict[str, ConsumerProtocolGroup]:
+        response: ConsumerGroupDescribeResponse = await d.request(
+            node, lambda _v: ConsumerGroupDescribeRequest(group_ids=batch),
+            _CONSUMER_GROUP_DESCRIBE, deadline)
+        coordinator = _node(d, node)
+        out: dict[str, ConsumerProtocolGroup] = {}
+        for g in response.groups:
+            members = tuple(
+                ConsumerGroupMember(
+                    m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
+                    m.client_host, tuple(m.subscribed_topic_names), m.subscribed_topic_regex,
+                    _partitions(m.assignment), _partitions(m.target_assignment),
+                    m.member_type)
+                for m in g.members)
+            out[g.group_id] = ConsumerProtocolGroup(
+                group_id=g.group_id, error=error_from(g.error_code, g.error_message),
+                state=g.group_state, group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch, assignor=g.assignor_name,
+                members=members, coordinator=coordinator)
+        return out
+
+    results = await d.run_items(
+        groups, what="describe consumer-protocol group", deadline=deadline,
+        route=Coordinator, send=send, fail=lambda g, exc: ConsumerProtocolGroup(g, exc),
+        error_of=lambda r: r.error,
+    )
+    return ResultSet(results, "describe consumer-protocol groups")
 
 
 # ============================================================================ delete

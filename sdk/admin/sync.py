@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         UserScramResult,
     )
     from sdk.admin.configs import ConfigChanges
+    from sdk.admin.groups import ConsumerProtocolGroup
     from sdk.admin.log_dirs import LogDirDescription
     from sdk.admin.results import (
         ClusterDescription,
@@ -191,6 +192,13 @@ class AdminClient:
                                  ) -> ResultSet[str, GroupDescription]:
         """State, protocol, members and their assigned partitions, per group."""
         return self._run(self._core.describe_consumer_groups(group_ids, timeout_ms=timeout_ms),
+                         timeout_ms)
+
+    def consumer_group_describe(self, group_ids: Sequence[str], *,
+                                timeout_ms: int | None = None
+                                ) -> ResultSet[str, ConsumerProtocolGroup]:
+        """KIP-848 groups (group.protocol=consumer): epochs, assignor and members."""
+        return self._run(self._core.consumer_group_describe(group_ids, timeout_ms=timeout_ms),
                          timeout_ms)
 
     def delete_consumer_groups(self, group_ids: Sequence[str], *,

@@ -146,6 +146,7 @@ class ConsumerGroupMember:
         self._fatal: KafkaError | None = None
         self._closed = False
         self._closing = False  # leaving for good: polls no longer rejoin
+        self._sent_regex = self._sent_names = False  # what the last heartbeat subscribed by
         self._fresh_epoch_wanted = False
         self.on_heartbeat: Callable[[], Awaitable[None] | None] | None = None
 
@@ -267,8 +268,11 @@ class ConsumerGroupMember:
             instance_id=self.group_instance_id,
             rack_id=self._rack_id,
             rebalance_timeout_ms=self._rebalance_timeout_ms,
-            subscribed_topic_names=None if sub.regex is not None else list(sub.topics),
-            subscribed_topic_regex=sub.regex,
+            # Switching between names and a regex clears the other ("" is no regex).
+            subscribed_topic_names=(list(sub.topics) if sub.regex is None
+                                    else [] if self._sent_names else None),
+            subscribed_topic_regex=(sub.regex if sub.regex is not None
+                                    else "" if self._sent_regex else None),
             server_assignor=self._server_assignor,
             topic_partitions=[
                 ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=sorted(p))
@@ -278,6 +282,8 @@ class ConsumerGroupMember:
 
     async def _heartbeat(self) -> None:
         request = self._request()
+        self._sent_regex = bool(request.subscribed_topic_regex)
+        self._sent_names = bool(request.subscribed_topic_names)
         if request.subscribed_topic_regex is not None:
             self._require_regex_version()
         if self.generation <= 0:

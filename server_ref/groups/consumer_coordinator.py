@@ -110,14 +110,16 @@ class ConsumerGroupCoordinator:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if server_assignor is not None and server_assignor != member.server_assignor:
             member.server_assignor, bump = server_assignor, True
+        # Names and regex are updated independently; an empty regex means none (what
+        # librdkafka sends along with names, and how a client drops its regex).
         if subscribed_topic_names is not None:
             names = tuple(sorted(set(subscribed_topic_names)))
-            if names != member.subscribed_topic_names or member.subscribed_topic_regex:
-                member.subscribed_topic_names, member.subscribed_topic_regex = names, None
-                bump = True
-        if subscribed_topic_regex is not None and subscribed_topic_regex != member.subscribed_topic_regex:
-            member.subscribed_topic_regex, member.subscribed_topic_names = subscribed_topic_regex, ()
-            bump = True
+            if names != member.subscribed_topic_names:
+                member.subscribed_topic_names, bump = names, True
+        if subscribed_topic_regex is not None:
+            regex = subscribed_topic_regex or None
+            if regex != member.subscribed_topic_regex:
+                member.subscribed_topic_regex, bump = regex, True
         member.client_id, member.client_host = client_id, client_host
         if member.member_id not in group.members:
             group.members[member.member_id] = member
@@ -157,7 +159,7 @@ class ConsumerGroupCoordinator:
                 raise errors.InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
             if owned:
                 raise errors.InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
-            if not names and regex is None:
+            if not names and not regex:
                 raise errors.InvalidRequestError(
                     "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         if member_epoch < LEAVE_STATIC_EPOCH:
@@ -168,7 +170,7 @@ class ConsumerGroupCoordinator:
             raise errors.UnsupportedAssignorError(
                 f"ServerAssignor {assignor} is not supported. Supported assignors: "
                 f"{', '.join(ASSIGNORS)}.")
-        if regex is not None:
+        if regex:
             try:
                 re.compile(regex)
             except re.error as exc:

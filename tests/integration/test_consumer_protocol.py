@@ -1,0 +1,338 @@
+"""KIP-848 consumer groups (group.protocol=consumer) on our broker and Apache Kafka 4.3.
+
+Both brokers run with a short heartbeat interval (500 ms) and session timeout (10 s), so a
+member learns of a new assignment within a heartbeat and a crashed member's partitions move
+after 10 s. tansu has no ConsumerGroupHeartbeat: asserted in its own test.
+
+The delivery test: members join one by one (1 -> 4), two leave, one is a separate process
+killed with SIGKILL. Each member commits in its revocation listener and after every poll.
+Every record is consumed, and a record consumed twice lies at or after the last offset the
+first reader committed for its partition (duplicates only after the last commit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sdk import AdminClient, Consumer, Producer
+from sdk.errors import UnsupportedVersionError
+from sdk.types import TopicPartition
+
+from .conftest import Target, new_topic, start_target
+
+ROOT = Path(__file__).resolve().parents[2]
+HEARTBEAT_MS = 500
+SESSION_MS = 10_000
+APACHE_CONFIG = {
+    "group.consumer.heartbeat.interval.ms": HEARTBEAT_MS,
+    "group.consumer.min.heartbeat.interval.ms": HEARTBEAT_MS,
+    "group.consumer.session.timeout.ms": SESSION_MS,
+    "group.consumer.min.session.timeout.ms": 6_000,
+}
+REF_CONFIG = {
+    "group.consumer.heartbeat.interval.ms": HEARTBEAT_MS,
+    "group.consumer.session.timeout.ms": SESSION_MS,
+}
+WAIT_S = 60.0
+
+
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    if request.param == "ref":
+        from server_ref import EmbeddedBroker
+
+        broker = EmbeddedBroker(data_dir=None, port=0, config=REF_CONFIG)
+        broker.start()
+        try:
+            yield Target("ref", broker.bootstrap_servers, embedded=broker)
+        finally:
+            broker.close()
+    else:
+        from apache_support import apache_cluster
+
+        with apache_cluster(brokers=1, config=APACHE_CONFIG) as cluster:
+            yield Target("kafka", cluster.bootstrap_servers, cluster=cluster)
+
+
+def member(target: Target, group: str, **settings: object) -> Consumer:
+    return Consumer(bootstrap_servers=target.bootstrap_servers, group_id=group,
+                    group_protocol="consumer", auto_offset_reset="earliest",
+                    enable_auto_commit=False, **settings)
+
+
+def produce(target: Target, topic: str, start: int, count: int) -> None:
+    with Producer(bootstrap_servers=target.bootstrap_servers) as producer:
+        for i in range(start, start + count):
+            producer.send(topic, f"r{i}".encode(), key=str(i).encode())
+
+
+class Member:
+    """One in-process member: polls, records what it read, commits after each poll and in
+    its revocation listener."""
+
+    def __init__(self, target: Target, group: str, topic: str) -> None:
+        self.read: list[tuple[int, int]] = []  # (partition, offset)
+        self.commits: dict[int, int] = {}  # partition -> last committed offset
+        self.consumer = member(target, group)
+        self.consumer.subscribe([topic], listener=self)
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.commit()
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        pass
+
+    def commit(self) -> None:
+        """Commit the position of every owned partition (what this member has read)."""
+        try:
+            offsets = {tp: self.consumer.position(tp) for tp in self.consumer.assignment()}
+            if offsets:
+                self.consumer.commit(offsets)
+                self.commits.update({tp.partition: o for tp, o in offsets.items()})
+        except Exception:  # a partition moved meanwhile: not committed, the rule still holds
+            pass
+
+    def poll(self) -> None:
+        for records in self.consumer.poll(timeout_ms=100).values():
+            self.read.extend((r.partition, r.offset) for r in records)
+        self.commit()
+
+
+CRASHER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from sdk import Consumer
+    c = Consumer({topic!r}, bootstrap_servers={bootstrap!r}, group_id={group!r},
+                 group_protocol="consumer", auto_offset_reset="earliest",
+                 enable_auto_commit=False)
+    while True:
+        batch = c.poll(timeout_ms=100)
+        for records in batch.values():
+            for r in records:
+                print("R", r.partition, r.offset, flush=True)
+        try:
+            offsets = {{tp: c.position(tp) for tp in c.assignment()}}
+            if offsets:
+                c.commit(offsets)
+                for tp, o in offsets.items():
+                    print("C", tp.partition, o, flush=True)
+        except Exception as exc:
+            print("E", exc, flush=True)
+""")
+
+
+def until(condition, what: str, members: list[Member], timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        for m in members:
+            m.poll()
+
+
+def test_members_join_leave_and_crash_without_losing_records(target: Target) -> None:
+    topic, group = new_topic("k848"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 4)
+    members: list[Member] = []
+    crasher: subprocess.Popen[str] | None = None
+    produced = 0
+    try:
+        def read_all() -> set[tuple[int, int]]:
+            out = {x for m in members for x in m.read}
+            return out | crash_read
+        crash_read: set[tuple[int, int]] = set()
+        # 1 -> 3 in-process members, a batch of records per step.
+        for _ in range(3):
+            members.append(Member(target, group, topic))
+            produce(target, topic, produced, 150)
+            produced += 150
+            until(lambda n=produced: len(read_all()) >= n, f"{produced} records", members)
+        # The fourth member is a process of its own; it will be SIGKILLed.
+        crasher = subprocess.Popen(
+            [sys.executable, "-c", CRASHER.format(root=str(ROOT), topic=topic,
+                                                  bootstrap=target.bootstrap_servers,
+                                                  group=group)],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        lines: list[str] = []
+        produce(target, topic, produced, 300)
+        produced += 300
+
+        def crasher_read_some() -> bool:
+            line = crasher.stdout.readline() if crasher.stdout else ""
+            if line:
+                lines.append(line)
+            return any(x.startswith("C ") for x in lines)
+        until(crasher_read_some, "the crashing member to commit", members)
+        crasher.send_signal(signal.SIGKILL)
+        crasher.wait(10)
+        rest = crasher.stdout.read() if crasher.stdout else ""
+        lines.extend(rest.splitlines())
+        crash_commits: dict[int, int] = {}
+        for line in lines:
+            kind, *fields = line.split()
+            if kind == "R":
+                crash_read.add((int(fields[0]), int(fields[1])))
+            elif kind == "C":
+                crash_commits[int(fields[0])] = int(fields[1])
+        # Its partitions move after the session timeout; two members leave meanwhile.
+        produce(target, topic, produced, 200)
+        produced += 200
+        for m in members[:2]:
+            m.consumer.close()
+        survivors = members[2:]
+        until(lambda: len(read_all()) >= produced, f"all {produced} records", survivors,
+              timeout_s=WAIT_S + SESSION_MS / 1000)
+        assert len(read_all()) == produced  # every record, nothing invented
+        # Duplicates: only at or after the last offset the first reader committed.
+        first_reader: dict[tuple[int, int], str] = {}
+        counts: dict[tuple[int, int], int] = defaultdict(int)
+        readers = [(f"m{i}", m.read, m.commits) for i, m in enumerate(members)]
+        readers.append(("crasher", sorted(crash_read), crash_commits))
+        for name, read, _commits in readers:
+            for x in read:
+                counts[x] += 1
+                first_reader.setdefault(x, name)
+        commits = {name: c for name, _r, c in readers}
+        for (partition, offset), n in counts.items():
+            if n > 1:
+                last = commits[first_reader[(partition, offset)]].get(partition, 0)
+                assert offset >= last, (partition, offset, last)
+    finally:
+        if crasher is not None and crasher.poll() is None:
+            crasher.kill()
+            crasher.wait(10)
+        for m in members:
+            with contextlib.suppress(Exception):
+                m.consumer.close()
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(target: Target) -> None:
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    first, later = f"{prefix}-a", f"{prefix}-b"
+    target.create_topic(first, 2)
+    produce(target, first, 0, 10)
+    with member(target, f"g-{prefix}") as consumer:
+        consumer.subscribe(pattern=f"{prefix}-.*")
+        seen: set[str] = set()
+        deadline = time.monotonic() + WAIT_S
+        created = False
+        while seen != {first, later}:
+            assert time.monotonic() < deadline, f"saw only {seen}"
+            for tp, records in consumer.poll(timeout_ms=200).items():
+                if records:
+                    seen.add(tp.topic)
+            if first in seen and not created:
+                target.create_topic(later, 1)
+                produce(target, later, 0, 5)
+                created = True
+        assert {tp.topic for tp in consumer.assignment()} == {first, later}
+
+
+def test_static_member_restart_keeps_its_partitions(target: Target) -> None:
+    topic, group = new_topic("static"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 4)
+    a = member(target, group, group_instance_id="a")
+    b = member(target, group, group_instance_id="b")
+    try:
+        a.subscribe([topic])
+        b.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while len(a.assignment()) + len(b.assignment()) < 4 or not a.assignment() or not b.assignment():
+            assert time.monotonic() < deadline
+            a.poll(timeout_ms=100)
+            b.poll(timeout_ms=100)
+        before = a.assignment()
+        a.close()  # leaves with epoch -2: keeps its place for the session timeout
+        a = member(target, group, group_instance_id="a")
+        a.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while a.assignment() != before:
+            assert time.monotonic() < deadline, (a.assignment(), before)
+            a.poll(timeout_ms=100)
+            b.poll(timeout_ms=100)
+        assert not before & b.assignment()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_admin_describes_the_group(target: Target) -> None:
+    topic, group = new_topic("desc"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 3)
+    with member(target, group, group_remote_assignor="range") as consumer, \
+            AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while len(consumer.assignment()) < 3:
+            assert time.monotonic() < deadline
+            consumer.poll(timeout_ms=100)
+        described = admin.consumer_group_describe([group])[group]
+        assert described.error is None
+        assert described.state == "Stable" and described.assignor == "range"
+        assert described.group_epoch == described.assignment_epoch >= 1
+        (m,) = described.members
+        assert m.subscribed_topic_names == (topic,)
+        assert set(m.assignment) == {TopicPartition(topic, p) for p in range(3)}
+        assert m.member_epoch == described.assignment_epoch
+        listed = admin.list_consumer_groups()
+        assert listed[group].group_type == "consumer"
+        # A classic describe of a consumer-protocol group: Dead (not a classic group).
+        classic = admin.describe_consumer_groups([group]).get(group)
+        assert classic is None or classic.state == "Dead" or classic.error is not None
+
+
+def test_tansu_has_no_consumer_protocol() -> None:
+    """tansu does not implement ConsumerGroupHeartbeat: the member's poll raises the
+    broker's UNSUPPORTED_VERSION instead of joining."""
+    with start_target("tansu") as tansu, member(tansu, "g-tansu") as consumer:
+        consumer.subscribe(["anything"])
+        with pytest.raises(UnsupportedVersionError):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                consumer.poll(timeout_ms=200)
+
+
+def test_confluent_kafka_members_share_the_group_with_ours(target: Target) -> None:
+    """librdkafka's KIP-848 member (confluent-kafka, group.protocol=consumer) and ours in
+    one group: the broker splits the partitions between them and every record is read."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    topic, group = new_topic("mixed"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 4)
+    produce(target, topic, 0, 200)
+    theirs = confluent_kafka.Consumer({
+        "bootstrap.servers": target.bootstrap_servers, "group.id": group,
+        "group.protocol": "consumer", "auto.offset.reset": "earliest",
+        "enable.auto.commit": False})
+    ours = member(target, group)
+    try:
+        theirs.subscribe([topic])
+        ours.subscribe([topic])
+        read: dict[str, set[tuple[int, int]]] = {"ours": set(), "theirs": set()}
+        split = False
+        deadline = time.monotonic() + WAIT_S
+        while len(read["ours"] | read["theirs"]) < 200 or not split:
+            assert time.monotonic() < deadline, {k: len(v) for k, v in read.items()}
+            for records in ours.poll(timeout_ms=100).values():
+                read["ours"].update((r.partition, r.offset) for r in records)
+            msg = theirs.poll(0.1)
+            if msg is not None and msg.error() is None:
+                read["theirs"].add((msg.partition(), msg.offset()))
+            mine = {tp.partition for tp in ours.assignment()}
+            other = {tp.partition for tp in theirs.assignment()}
+            split = bool(mine) and bool(other) and not mine & other and len(mine | other) == 4
+        assert len(read["ours"] | read["theirs"]) == 200
+    finally:
+        theirs.close()
+        ours.close()
