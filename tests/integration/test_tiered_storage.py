@@ -9,6 +9,7 @@ messages in Kafka's LogConfig instead.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -94,15 +95,71 @@ def test_most_of_a_topic_only_remote_is_read_from_zero_by_every_client(broker) -
 
 
 def test_timestamps_in_the_remote_tier_are_found(broker) -> None:  # type: ignore[no-untyped-def]
+    from sdk import Producer
+
     topic = "tiered-times"
+    base = int(time.time() * 1000) - 10 * COUNT  # one record per 10 ms, ending about now
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
-        records = make_records(COUNT)
-        produce(broker.bootstrap_servers, topic, records)
+        with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=2) as producer:
+            for i, (key, value, _) in enumerate(make_records(COUNT)):
+                producer.send(topic, value, key=key, partition=0, timestamp_ms=base + 10 * i)
         wait_until(_mostly_remote(broker, topic, COUNT), "the topic tiered")
+        local_start = _partition(broker, topic).log.log_start_offset
         tp = TopicPartition(topic, 0)
-        first = admin.list_offsets({tp: 0})[tp]
-        assert first.error is None and first.offset == 0
+        for offset in (0, 1, local_start // 3, local_start - 1, local_start, COUNT - 1):
+            found = admin.list_offsets({tp: base + 10 * offset - 5})[tp]
+            assert (found.error, found.offset, found.timestamp) == \
+                (None, offset, base + 10 * offset), offset
+        assert admin.list_offsets({tp: base + 10 * COUNT})[tp].offset == -1
+
+
+def test_read_committed_over_the_remote_tier_skips_aborted_transactions(broker) -> None:  # type: ignore[no-untyped-def]
+    from confluent_kafka import Producer as ConfluentProducer
+
+    topic = "tiered-txn"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
+    producer = ConfluentProducer({"bootstrap.servers": broker.bootstrap_servers,
+                                  "transactional.id": "tiered-txn", "linger.ms": 5})
+    producer.init_transactions(30)
+    committed: list[bytes] = []
+    for round_ in range(12):
+        producer.begin_transaction()
+        values = [f"{round_}-{i}".encode() * 30 for i in range(100)]
+        for value in values:
+            producer.produce(topic, value, partition=0)
+        if round_ % 3 == 1:
+            producer.flush(30)  # written, then aborted (librdkafka drops what is unsent)
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+            committed.extend(values)
+    producer.flush(30)
+    wait_until(_mostly_remote(broker, topic, 12 * 100), "the transactions tiered")
+    part = _partition(broker, topic)
+    remote_segments = broker.broker.remote.state_of(part).finished()
+    assert any(s.has_txn_index for s in remote_segments)  # aborted ones' index went along
+    assert any(p.suffix == ".txnindex" for p in _remote_files(broker, topic))
+    assert _read_values_committed(broker.bootstrap_servers, topic, len(committed)) == committed
+
+
+def _read_values_committed(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    from sdk import Consumer
+
+    out: list[bytes] = []
+    with Consumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                  isolation_level="read_committed") as consumer:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + 60
+        while len(out) < count and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                out.extend(r.value for r in records)
+        # nothing past the committed ones: the end is reached with no more records
+        out.extend(r.value for rs in consumer.poll(timeout_ms=500).values() for r in rs)
+    return out
 
 
 def test_retention_removes_remote_segments_and_their_objects(broker) -> None:  # type: ignore[no-untyped-def]
