@@ -100,7 +100,9 @@ class TransactionalMethods:
         transaction failed: call :meth:`abort_transaction`. ProducerFencedError and other
         fatal errors: close the producer."""
         txn = self._manager()
+        before = (txn._ids.producer_id, txn._ids.epoch)
         await txn.commit(self._flush_for, self._timeout(timeout))
+        self._restart_sequences_if_bumped(before)
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort: records not sent yet fail with TransactionAbortedError, those in flight
@@ -115,8 +117,14 @@ class TransactionalMethods:
         before = (txn._ids.producer_id, txn._ids.epoch)
         await txn.abort(sender.fail_unsent, self._flush_for,
                         max(0.0, deadline - time.monotonic()))
-        if (txn._ids.producer_id, txn._ids.epoch) != before:
-            sender.restart_sequences()
+        self._restart_sequences_if_bumped(before)
+
+    def _restart_sequences_if_bumped(self, before: tuple[int, int]) -> None:
+        """A new producer id or epoch (v1: the bump after an abort with sequence gaps; v2:
+        every EndTxn) starts every partition's sequences at 0 again."""
+        txn = self._manager()
+        if (txn._ids.producer_id, txn._ids.epoch) != before and self._sender is not None:
+            self._sender.restart_sequences()
 
     async def _flush_for(self, timeout_s: float) -> None:
         try:

@@ -12,7 +12,7 @@ offsets, atomically: ``read_committed`` consumers see all of a transaction or no
     any ─fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, ...)─► FATAL_ERROR (close the producer)
 
 The requests (Kafka's transaction protocol v1, KIP-98; the coordinator is found with
-FindCoordinator key_type=1):
+FindCoordinator key_type=1; what v2 changes follows):
 
 * ``init_transactions``: InitProducerId with the transactional id. The coordinator aborts or
   completes what a previous producer with this id left open and bumps the epoch, which
@@ -27,10 +27,22 @@ FindCoordinator key_type=1):
   acknowledged (commit) or failed (abort: batches not sent yet fail with
   TransactionAbortedError; those in flight are waited for).
 
-Why not transactions v2 (KIP-890, Produce v12 + EndTxn v5 with an epoch bump per
-transaction): the protocol schemas this SDK is generated from stop at Produce v11 and mark
-EndTxn v5 unstable, so v2 cannot be negotiated. Brokers with ``transaction.version=2``
-serve v1 clients (Produce <= v11) as v1 transactions, as they do Java clients before 4.0.
+Transactions v2 (KIP-890 part 2) are used when the transaction coordinator's ApiVersions
+answer (asked at ``init_transactions``) has the finalized feature ``transaction.version`` >= 2
+and serves EndTxn v5, Produce v12 and TxnOffsetCommit v5, as Java's client decides:
+
+* no AddPartitionsToTxn: a partition joins the transaction with its first Produce (v12+),
+  the partition leader adds it at the coordinator itself;
+* no AddOffsetsToTxn: TxnOffsetCommit v5 adds the group to the transaction;
+* every EndTxn (v5) bumps the epoch; its answer carries the producer id and epoch of the
+  next transaction (a new id once the epoch is exhausted), and every partition's sequences
+  restart at 0. A late request of the ended transaction then carries an old epoch and is
+  refused, which v1 cannot guarantee (KIP-890's "hanging transactions").
+* an abort needs no InitProducerId afterwards (v1's KIP-360 bump): EndTxn bumped already.
+
+Otherwise (older brokers, ``transaction.version`` 0 or 1, tansu) transactions are v1 and the
+versions stay below those that mean v2 to a broker (Produce <= v11, TxnOffsetCommit <= v4,
+EndTxn <= v4), as Java's client does.
 
 Errors, as Kafka's client classifies them: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH,
 TRANSACTION_COORDINATOR_FENCED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_TXN_STATE and
@@ -74,7 +86,8 @@ from sdk.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
-from sdk.protocol.messages.end_txn import EndTxnRequest
+from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from sdk.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from sdk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from sdk.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -102,6 +115,8 @@ _BUMPING_INIT_MIN = 3  # InitProducerId v3+ takes the current id and epoch (KIP-
 _V1_PRODUCE_MAX = 11
 _V1_TXN_OFFSET_COMMIT_MAX = 4
 _V1_END_TXN_MAX = 4
+_TRANSACTION_VERSION = "transaction.version"  # the finalized feature naming the protocol
+_V2_NEEDS = {0: 12, 26: 5, 28: 5}  # Produce, EndTxn, TxnOffsetCommit: the v2 versions
 
 
 class TxnState(enum.Enum):
@@ -151,6 +166,7 @@ class TransactionManager:
         self.bump_needed = False  # sequences may have gaps: bump the epoch at the abort
         self._target = Coordinator(transactional_id, CoordinatorType.TRANSACTION)
         self.produce_max_version: int | None = _V1_PRODUCE_MAX  # read by the sender
+        self.protocol = 1  # transactions v1 or v2 (KIP-890), decided at init
 
     # ================================================================== checks
 
@@ -218,6 +234,9 @@ class TransactionManager:
             return True
         if self.state is not TxnState.IN_TRANSACTION and self.state is not TxnState.COMMITTING:
             return False  # aborting or failed: nothing more joins
+        if self.protocol == 2:  # the leader adds it when the Produce (v12+) arrives
+            self.partitions.add(key)
+            return True
         self._pending.add(key)
         if self._adding is None or self._adding.done():
             self._adding = asyncio.get_running_loop().create_task(self._add_partitions())
@@ -296,8 +315,25 @@ class TransactionManager:
     async def init(self, timeout_s: float) -> None:
         """InitProducerId with the transactional id: fences older producers of the id."""
         self._require(TxnState.UNINITIALIZED, doing="init_transactions")
-        await self._init_producer_id(timeout_s, bump=False)
+        deadline = time.monotonic() + timeout_s
+        await self._choose_protocol(timeout_s)
+        await self._init_producer_id(max(0.0, deadline - time.monotonic()), bump=False)
         self.state = TxnState.READY
+
+    async def _choose_protocol(self, timeout_s: float) -> None:
+        """Transactions v2 when the coordinator's cluster finalized ``transaction.version``
+        >= 2 and it serves the v2 versions (see the module docstring), else v1."""
+        response: ApiVersionsResponse = await self._client.call(
+            ApiVersionsRequest(client_software_name="kafka-sdk", client_software_version="0"),
+            self._target, check=_check_code("ApiVersions"), timeout_s=timeout_s)
+        level = max((f.max_version_level for f in response.finalized_features
+                     if f.name == _TRANSACTION_VERSION), default=0)
+        served = {k.api_key: k.max_version for k in response.api_keys}
+        v2 = level >= 2 and all(served.get(key, -1) >= v for key, v in _V2_NEEDS.items())
+        self.protocol = 2 if v2 else 1
+        self.produce_max_version = None if v2 else _V1_PRODUCE_MAX
+        log.info("transactional id %r: transactions v%d (transaction.version %d)",
+                 self.transactional_id, self.protocol, level)
 
     async def _init_producer_id(self, timeout_s: float, *, bump: bool) -> None:
         ids = self._ids
@@ -364,13 +400,13 @@ class TransactionManager:
         deadline = time.monotonic() + timeout_s
         ids = self._ids
         try:
-            if not self._offsets_added:
+            if not self._offsets_added and self.protocol == 1:
                 await self._client.call(
                     AddOffsetsToTxnRequest(transactional_id=self.transactional_id,
                                            producer_id=ids.producer_id,
                                            producer_epoch=ids.epoch, group_id=group_id),
                     self._target, check=_check_code("AddOffsetsToTxn"), timeout_s=timeout_s)
-                self._offsets_added = True
+            self._offsets_added = True  # (v2: TxnOffsetCommit v5 adds the group itself)
             request = TxnOffsetCommitRequest(
                 transactional_id=self.transactional_id, group_id=group_id,
                 producer_id=ids.producer_id, producer_epoch=ids.epoch,
@@ -388,7 +424,7 @@ class TransactionManager:
 
             await self._client.call(request, Coordinator(group_id), check=check,
                                     timeout_s=max(0.0, deadline - time.monotonic()),
-                                    max_version=_V1_TXN_OFFSET_COMMIT_MAX)
+                                    max_version=self._txn_offset_commit_max())
         except KafkaTimeoutError:
             raise  # the transaction may go on: the call can be repeated
         except KafkaError as exc:
@@ -428,7 +464,8 @@ class TransactionManager:
         await flush(timeout_s)  # only batches in flight are left
         self._raise_if_fatal()
         await self._end(False, max(0.0, deadline - time.monotonic()), finish=False)
-        if self.bump_needed:  # a new epoch: every partition's sequences start at 0 again
+        if self.bump_needed and self.protocol == 1:
+            # A new epoch: every partition's sequences start at 0 again (v2's EndTxn did it).
             await self._init_producer_id(max(0.0, deadline - time.monotonic()), bump=True)
         self._finish()
 
@@ -442,16 +479,24 @@ class TransactionManager:
                                 producer_id=ids.producer_id, producer_epoch=ids.epoch,
                                 committed=committed)
         try:
-            await self._client.call(request, self._target, check=_check_code("EndTxn"),
-                                    timeout_s=timeout_s, max_version=_V1_END_TXN_MAX)
+            response: EndTxnResponse = await self._client.call(
+                request, self._target, check=_check_code("EndTxn"), timeout_s=timeout_s,
+                max_version=None if self.protocol == 2 else _V1_END_TXN_MAX)
         except KafkaTimeoutError:
             raise  # state kept (COMMITTING / ABORTING): the call may be repeated
         except KafkaError as exc:
             self.fail(exc)
             self._raise_if_fatal()
             raise
+        if self.protocol == 2 and response.producer_id >= 0:
+            # The coordinator bumped the epoch (v2): the next transaction uses the new pair.
+            ids.producer_id = response.producer_id
+            ids.epoch = response.producer_epoch
         if finish:
             self._finish()
+
+    def _txn_offset_commit_max(self) -> int | None:
+        return None if self.protocol == 2 else _V1_TXN_OFFSET_COMMIT_MAX
 
     def _finish(self) -> None:
         self.partitions.clear()
@@ -463,7 +508,8 @@ class TransactionManager:
 
     def describe(self) -> dict[str, Any]:
         return {"transactional_id": self.transactional_id, "state": self.state.value,
-                "producer_id": self._ids.producer_id, "epoch": self._ids.epoch}
+                "producer_id": self._ids.producer_id, "epoch": self._ids.epoch,
+                "protocol": self.protocol}
 
 
 def _check_code(what: str) -> Callable[[Any], None]:
