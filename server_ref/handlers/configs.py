@@ -51,6 +51,7 @@ from server_ref.topics import Topic, parse_topic_configs
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
+GROUP_RESOURCE = 32  # group configs (KIP-848, KIP-932): server_ref.share.group_configs
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 ResourceResult = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -222,6 +223,13 @@ def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest
                 result.configs = _broker_entries(ctx.broker.config, per_broker, keys,
                                                  req.include_synonyms,
                                                  req.include_documentation)
+            elif res.resource_type == GROUP_RESOURCE:
+                from server_ref.share import ShareCoordinator, group_configs
+
+                result.configs = group_configs.describe_entries(
+                    ShareCoordinator.of(ctx.broker).configs, res.resource_name, keys,
+                    DescribeConfigsResponse.DescribeConfigsResourceResult, Synonym,
+                    req.include_synonyms)
             else:
                 raise InvalidRequestError(
                     f"Unsupported resource type {res.resource_type} for DescribeConfigs")
@@ -398,6 +406,12 @@ def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsR
                 _apply_broker(ctx, _incremental_broker(ctx.broker.config, per_broker,
                                                        res.configs),
                               per_broker, req.validate_only)
+            elif res.resource_type == GROUP_RESOURCE:
+                from server_ref.share import ShareCoordinator, group_configs
+
+                group_configs.alter_incrementally(ShareCoordinator.of(ctx.broker).configs,
+                                                  res.resource_name, res.configs,
+                                                  req.validate_only)
             else:
                 raise InvalidRequestError(f"Unsupported resource type {res.resource_type}")
         except KafkaError as exc:

@@ -1,0 +1,358 @@
+"""Share groups (KIP-932) on our broker and on Apache Kafka 4.3.1: the SDK's share consumer,
+our broker's share coordinator, Kafka's Java share consumer in the same group.
+
+Both brokers run with a 2 s acquisition lock (``group.share.record.lock.duration.ms``; the
+minimum a group may set is lowered to 1 s) so lock timeouts are quick to wait for. Groups
+start reading at the earliest offset (group config ``share.auto.offset.reset``), set with
+the admin client before the first member joins, as an application would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sdk import (
+    AcknowledgeType,
+    AdminClient,
+    AsyncShareConsumer,
+    ConfigResource,
+    NewTopic,
+    Producer,
+)
+from sdk.admin import ConfigResourceType
+from sdk.errors import IllegalStateError, InvalidConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK_MS = 2000
+BROKER_CONFIG = {
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.record.lock.duration.ms": str(LOCK_MS),
+}
+
+
+@dataclass
+class ShareBroker:
+    name: str
+    bootstrap_servers: str
+    embedded: Any = None
+
+    def topic(self, partitions: int = 1) -> str:
+        name = f"share-{uuid.uuid4().hex[:8]}"
+        with AdminClient(bootstrap_servers=self.bootstrap_servers) as admin:
+            admin.create_topics([NewTopic(name, partitions, 1)]).raise_if_failed()
+        return name
+
+    def group(self, **configs: str) -> str:
+        """A new group id, reading from the earliest offset, with these group configs."""
+        group_id = f"g-{uuid.uuid4().hex[:8]}"
+        self.set_group_configs(group_id, {"share.auto.offset.reset": "earliest", **configs})
+        return group_id
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str | None]) -> None:
+        with AdminClient(bootstrap_servers=self.bootstrap_servers) as admin:
+            admin.alter_configs({ConfigResource(ConfigResourceType.GROUP, group_id): configs}
+                                ).raise_if_failed()
+
+    def produce(self, topic: str, count: int, prefix: str = "m") -> list[bytes]:
+        values = [f"{prefix}{i}".encode() for i in range(count)]
+        with Producer(bootstrap_servers=self.bootstrap_servers) as producer:
+            for value in values:
+                producer.send(topic, value)
+            producer.flush()
+        return values
+
+
+@pytest.fixture(scope="module", params=["ref", "kafka"])
+def share_broker(request: pytest.FixtureRequest) -> Iterator[ShareBroker]:
+    if request.param == "ref":
+        from server_ref import EmbeddedBroker
+
+        with EmbeddedBroker(config=BROKER_CONFIG) as embedded:
+            yield ShareBroker("ref", embedded.bootstrap_servers, embedded)
+    else:
+        from apache_support import apache_cluster
+
+        with apache_cluster(config=BROKER_CONFIG) as cluster:
+            yield ShareBroker("kafka", cluster.bootstrap_servers)
+
+
+def consumer(broker: ShareBroker, topic: str, group_id: str, **config: Any
+             ) -> AsyncShareConsumer[bytes, bytes]:
+    settings = {"share.acquire.mode": "record_limit", "max.poll.records": 10, **config}
+    return AsyncShareConsumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                              group_id=group_id, config=settings)
+
+
+async def drain(c: AsyncShareConsumer[bytes, bytes], want: int, timeout_s: float = 30,
+                accept: bool = True) -> list[Any]:
+    """Poll until ``want`` records came (or the timeout); explicit mode accepts them."""
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < want and time.monotonic() < deadline:
+        for record in await c.poll(500):
+            out.append(record)
+            if accept and c.config.share_acknowledgement_mode == "explicit":
+                c.acknowledge(record, AcknowledgeType.ACCEPT)
+    return out
+
+
+# ---------------------------------------------------------------------------- queue semantics
+
+
+async def test_three_consumers_share_one_partition_each_record_once(share_broker: ShareBroker
+                                                                    ) -> None:
+    topic, group = share_broker.topic(1), share_broker.group()
+    values = share_broker.produce(topic, 300)
+    got: dict[str, list[bytes]] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        members = [await stack.enter_async_context(consumer(share_broker, topic, group))
+                   for _ in range(3)]
+
+        async def work(i: int, c: AsyncShareConsumer[bytes, bytes]) -> None:
+            mine = got.setdefault(f"c{i}", [])
+            deadline = time.monotonic() + 40
+            while sum(len(v) for v in got.values()) < len(values) and \
+                    time.monotonic() < deadline:
+                for record in await c.poll(300):
+                    mine.append(record.value)
+                    await asyncio.sleep(0.002)  # "processing": lets the others take turns
+
+        await asyncio.gather(*(work(i, c) for i, c in enumerate(members)))
+        for c in members:
+            await c.commit_sync()
+    everything = [v for vs in got.values() for v in vs]
+    assert sorted(everything) == sorted(values)  # each record once: nothing lost, no repeat
+    busy = [name for name, vs in got.items() if vs]
+    assert len(busy) >= 2, f"one partition, three members: the work is shared ({got.keys()})"
+
+
+async def test_released_record_is_delivered_again(share_broker: ShareBroker) -> None:
+    topic, group = share_broker.topic(1), share_broker.group()
+    share_broker.produce(topic, 5)
+    async with consumer(share_broker, topic, group,
+                        **{"share.acknowledgement.mode": "explicit"}) as c:
+        first = await drain(c, 5, accept=False)
+        assert [r.delivery_count for r in first] == [1] * 5
+        for record in first:
+            c.acknowledge(record, AcknowledgeType.RELEASE if record.offset == first[2].offset
+                          else AcknowledgeType.ACCEPT)
+        results = await c.commit_sync()
+        assert all(error is None for error in results.values())
+        again = await drain(c, 1)
+        assert [(r.offset, r.delivery_count) for r in again] == [(first[2].offset, 2)]
+
+
+async def test_rejected_poison_record_is_archived(share_broker: ShareBroker) -> None:
+    topic, group = share_broker.topic(1), share_broker.group()
+    share_broker.produce(topic, 3, prefix="job")
+    async with consumer(share_broker, topic, group,
+                        **{"share.acknowledgement.mode": "explicit"}) as c:
+        records = await drain(c, 3, accept=False)
+        for record in records:
+            c.acknowledge(record, AcknowledgeType.REJECT if record.value == b"job1"
+                          else AcknowledgeType.ACCEPT)
+        await c.commit_sync()
+        await asyncio.sleep(LOCK_MS / 1000 + 1)  # past any lock: nothing comes back
+        assert await drain(c, 1, timeout_s=2) == []
+
+
+async def test_poison_record_archived_after_the_delivery_limit(share_broker: ShareBroker
+                                                               ) -> None:
+    topic = share_broker.topic(1)
+    group = share_broker.group(**{"share.delivery.count.limit": "2"})
+    share_broker.produce(topic, 1, prefix="poison")
+    async with consumer(share_broker, topic, group,
+                        **{"share.acknowledgement.mode": "explicit"}) as c:
+        counts = []
+        for _ in range(2):  # the application fails on it twice and gives it back
+            (record,) = await drain(c, 1, accept=False)
+            counts.append(record.delivery_count)
+            c.acknowledge(record, AcknowledgeType.RELEASE)
+            await c.commit_sync()
+        assert counts == [1, 2]
+        assert await drain(c, 1, timeout_s=LOCK_MS / 1000 + 2) == []  # archived
+
+
+async def test_implicit_mode_accepts_at_the_next_poll(share_broker: ShareBroker) -> None:
+    topic, group = share_broker.topic(1), share_broker.group()
+    share_broker.produce(topic, 4)
+    async with consumer(share_broker, topic, group) as c:
+        records = await drain(c, 4)
+        with pytest.raises(IllegalStateError, match="explicit"):
+            c.acknowledge(records[0], AcknowledgeType.REJECT)
+        await c.poll(100)  # accepts the four
+        await asyncio.sleep(LOCK_MS / 1000 + 1)
+        assert await drain(c, 1, timeout_s=2) == []  # accepted: not delivered again
+
+
+async def test_explicit_mode_refuses_a_poll_with_records_unsettled(share_broker: ShareBroker
+                                                                   ) -> None:
+    topic, group = share_broker.topic(1), share_broker.group()
+    share_broker.produce(topic, 2)
+    async with consumer(share_broker, topic, group,
+                        **{"share.acknowledgement.mode": "explicit"}) as c:
+        records = await drain(c, 2, accept=False)
+        with pytest.raises(IllegalStateError, match="not acknowledged"):
+            await c.poll(100)
+        for record in records:
+            c.acknowledge(record)
+        with pytest.raises(IllegalStateError, match="not handed out"):
+            c.acknowledge(records[0])  # twice
+        done: list[tuple[dict[Any, set[int]], Any]] = []
+        c.set_acknowledgement_commit_callback(lambda offsets, error: done.append((offsets,
+                                                                                  error)))
+        await c.commit_sync()
+        settled = {o for offsets, error in done if error is None for s in offsets.values()
+                   for o in s}
+        assert settled == {r.offset for r in records}
+
+
+# ---------------------------------------------------------------------------- a killed member
+
+_HOLDER = textwrap.dedent("""
+    import asyncio, sys, time
+    sys.path.insert(0, {root!r})
+    from sdk import AsyncShareConsumer
+
+    async def main():
+        async with AsyncShareConsumer({topic!r}, bootstrap_servers={bs!r}, group_id={group!r},
+                config={{"share.acknowledgement.mode": "explicit",
+                         "share.acquire.mode": "record_limit", "max.poll.records": 5}}) as c:
+            got = []
+            while not got:
+                got = await c.poll(500)
+            print(" ".join(str(r.offset) for r in got), flush=True)
+            await asyncio.sleep(3600)  # holding the locks until killed
+
+    asyncio.run(main())
+""")
+
+
+async def test_records_of_a_killed_consumer_are_redelivered_after_the_lock(
+        share_broker: ShareBroker) -> None:
+    topic, group = share_broker.topic(1), share_broker.group()
+    share_broker.produce(topic, 20)
+    script = _HOLDER.format(root=str(ROOT), topic=topic, bs=share_broker.bootstrap_servers,
+                            group=group)
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(holder.stdout.readline), 60)
+        held = {int(o) for o in line.split()}
+        assert held
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+    killed_at = time.monotonic()
+    async with consumer(share_broker, topic, group,
+                        **{"share.acknowledgement.mode": "explicit"}) as c:
+        records = await drain(c, 20, timeout_s=40)
+    offsets = [r.offset for r in records]
+    assert sorted(offsets) == list(range(20))  # every record, once
+    again = {r.offset: r.delivery_count for r in records if r.offset in held}
+    assert set(again) == held and set(again.values()) == {2}
+    assert time.monotonic() - killed_at >= 0  # (ordering only: redelivered after the kill)
+
+
+# ---------------------------------------------------------------------------- Kafka's Java consumer
+
+
+async def test_java_share_consumer_in_the_same_group(share_broker: ShareBroker) -> None:
+    from tools.apache_kafka import java_command
+
+    topic, group = share_broker.topic(1), share_broker.group()
+    values = share_broker.produce(topic, 200)
+    java = subprocess.Popen(
+        java_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+                     "--bootstrap-server", share_broker.bootstrap_servers, "--topic", topic,
+                     "--group", group, "--timeout-ms", "8000"),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ours: list[bytes] = []
+    try:
+        async with consumer(share_broker, topic, group) as c:
+            deadline = time.monotonic() + 40
+            while java.poll() is None and time.monotonic() < deadline:
+                for record in await c.poll(300):
+                    ours.append(record.value)
+                    await asyncio.sleep(0.05)  # slow: Kafka's consumer (a JVM) joins meanwhile
+        out, _ = await asyncio.to_thread(java.communicate, timeout=60)
+    finally:
+        if java.poll() is None:
+            java.kill()
+            java.wait(10)
+    # Values only: the tool's log lines share its stdout (it logs its --timeout-ms exit).
+    theirs = [line.strip().encode() for line in out.splitlines()
+              if re.fullmatch(r"m\d+", line.strip())]
+    assert sorted(ours + theirs) == sorted(values)  # together: each record once
+    assert theirs, "Kafka's share consumer got none of the records"
+
+
+# ---------------------------------------------------------------------------- group configs
+
+
+def test_group_configs(share_broker: ShareBroker) -> None:
+    group_id = f"g-{uuid.uuid4().hex[:8]}"
+    resource = ConfigResource(ConfigResourceType.GROUP, group_id)
+    with AdminClient(bootstrap_servers=share_broker.bootstrap_servers) as admin:
+        admin.alter_configs({resource: {"share.record.lock.duration.ms": "5000",
+                                        "share.auto.offset.reset": "earliest"}}
+                            ).raise_if_failed()
+        deadline = time.monotonic() + 10
+        while True:  # Apache Kafka: the change reaches the broker through its metadata log
+            configs = admin.describe_configs([resource])[resource]
+            if configs.value("share.record.lock.duration.ms") == "5000" or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert configs.error is None
+        assert configs.value("share.record.lock.duration.ms") == "5000"
+        assert configs.value("share.auto.offset.reset") == "earliest"
+        assert configs.value("share.delivery.count.limit") == "5"  # Kafka's default
+        # Kafka's validation: below the broker's group.share.min.record.lock.duration.ms,
+        # and a value that is not one of the choices
+        for bad in ({"share.record.lock.duration.ms": "500"},
+                    {"share.auto.offset.reset": "sometimes"},
+                    {"share.delivery.count.limit": "1"}):
+            error = admin.alter_configs({resource: bad}).errors.get(resource)
+            assert isinstance(error, InvalidConfigError), (bad, error)
+
+
+# ---------------------------------------------------------------------------- restart (ours)
+
+
+async def test_share_state_survives_a_restart_of_our_broker(tmp_path: Path) -> None:
+    """Ours only: the state is our journal in __share_group_state (Apache Kafka's share
+    coordinator keeps its own records there)."""
+    from server_ref import EmbeddedBroker
+
+    with EmbeddedBroker(data_dir=tmp_path, config=BROKER_CONFIG) as embedded:
+        broker = ShareBroker("ref", embedded.bootstrap_servers, embedded)
+        topic, group = broker.topic(1), broker.group()
+        broker.produce(topic, 10)
+        async with consumer(broker, topic, group,
+                            **{"share.acknowledgement.mode": "explicit"}) as c:
+            records = await drain(c, 10, accept=False)
+            for record in records:
+                c.acknowledge(record, AcknowledgeType.ACCEPT if record.offset < 6
+                              else AcknowledgeType.RELEASE)
+            await c.commit_sync()
+        embedded.restart()
+        async with consumer(broker, topic, group,
+                            **{"share.acknowledgement.mode": "explicit"}) as c:
+            again = await drain(c, 4)
+    assert sorted((r.offset, r.delivery_count) for r in again) == [(o, 2) for o in range(6, 10)]
