@@ -205,7 +205,18 @@ class RaftNode:
         return None if leader is None else self.voters.get(leader)
 
     async def wait_for_leader(self, timeout_s: float) -> LeaderAndEpoch:
-        await asyncio.wait_for(self._leader_known.wait(), timeout_s)
+        """Until a leader is known (``TimeoutError`` after ``timeout_s``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.quorum.leader_id is None:
+            # The event is replaced whenever the leader becomes unknown again: re-read it.
+            event = self._leader_known
+            left = deadline - loop.time()
+            if left <= 0:
+                raise TimeoutError(f"node {self.node_id}: no quorum leader within "
+                                   f"{timeout_s}s (epoch {self.quorum.epoch})")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(event.wait(), min(left, 0.1))
         return self.leader()
 
     async def append(self, records: list[bytes]) -> int:
@@ -621,9 +632,15 @@ class RaftNode:
 
     def _deliver(self) -> None:
         hw = self._hw
-        for entry, data in self.log.batches(self._applied, hw):
+        # Read first: a listener may call snapshot(), which rewrites the log file.
+        ready = list(self.log.batches(self._applied, hw))
+        for entry, data in ready:
             if entry.last_offset >= hw:
                 break
+            if entry.last_offset < self._applied:
+                continue
+            # Applied before the listeners run, so one may snapshot through this batch.
+            self._applied = entry.last_offset + 1
             values = entry_values(RecordBatch(data))
             if values:
                 batch = CommittedBatch(entry.base_offset, entry.last_offset, entry.epoch,
@@ -634,7 +651,6 @@ class RaftNode:
                     except Exception:
                         log.exception("on_commit listener failed at offset %d",
                                       entry.base_offset)
-            self._applied = entry.last_offset + 1
         if self._appends:
             done = [(last, f) for last, f in self._appends if last < self._applied]
             if done:

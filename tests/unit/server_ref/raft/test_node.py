@@ -127,3 +127,32 @@ def test_constructor_and_voters_errors(tmp_path: Path) -> None:
         RaftNode(7, {1: ("h", 1)}, tmp_path, is_voter=True)
     with pytest.raises(ValueError, match="node id"):
         RaftNode(-1, {1: ("h", 1)}, tmp_path)
+
+
+async def test_listener_snapshots_from_inside_on_commit(tmp_path: Path) -> None:
+    """The controller snapshots every N records from its on_commit callback."""
+    voters = {1: ("127.0.0.1", ports(1)[0])}
+    node = RaftNode(1, voters, tmp_path, FAST)
+    state: list[bytes] = []
+
+    def on_commit(batch: CommittedBatch) -> None:
+        state.extend(batch.records)
+        if len(state) % 2 == 0:
+            node.snapshot(batch.last_offset, b",".join(state))
+
+    node.register_listener(on_commit)
+    await node.start()
+    for k in range(5):
+        await node.append([f"s{k}".encode()])
+    assert state == [f"s{k}".encode() for k in range(5)]
+    snapshot = node.snapshots.latest()
+    assert snapshot is not None and node.log.start_offset == snapshot.end_offset
+    await node.close()
+
+    again = RaftNode(1, voters, tmp_path, FAST)
+    rec = Recorder(again)
+    await again.start()
+    await again.append([b"s5"])
+    # The snapshot (s0..s3), then the log after it (s4), then the new entry.
+    assert rec.values == [f"s{k}".encode() for k in range(6)]
+    await again.close()
