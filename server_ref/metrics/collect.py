@@ -20,7 +20,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from server_ref.metrics.registry import BrokerMetrics, request_name
+from server_ref.metrics.registry import TOPIC_COUNTERS, BrokerMetrics, request_name
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BrokerCollector", "collect"]
 
-_TOPIC_COUNTERS = (
-    # (attribute of BrokerMetrics, Kafka's BrokerTopicMetrics name without PerSec, help)
+_TOPIC_FAMILIES = (
+    # (counter of TOPIC_COUNTERS, Kafka's BrokerTopicMetrics name without PerSec, help)
     ("bytes_in", "bytesin", "Bytes of record batches appended by Produce requests"),
     ("bytes_out", "bytesout", "Bytes of record batches sent in Fetch responses"),
     ("messages_in", "messagesin", "Records appended by Produce requests"),
@@ -92,11 +92,13 @@ def _request_families(metrics: BrokerMetrics) -> Iterator[Metric]:
 
 
 def _topic_families(metrics: BrokerMetrics) -> Iterator[Metric]:
-    for attribute, name, text in _TOPIC_COUNTERS:
+    topics = sorted(metrics.topics.items())
+    for counter, name, text in _TOPIC_FAMILIES:
+        index = TOPIC_COUNTERS.index(counter)
         family = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", text,
                                      labels=["topic"])
-        for topic, count in sorted(getattr(metrics, attribute).items()):
-            family.add_metric([topic], count)
+        for topic, counts in topics:
+            family.add_metric([topic], counts[index])
         yield family
 
 

@@ -19,9 +19,10 @@ active controller.
 
 from __future__ import annotations
 
+import struct
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sdk.protocol.messages import ApiKey
@@ -30,14 +31,22 @@ if TYPE_CHECKING:
     from server_ref.handlers import RequestContext
     from server_ref.topics import TopicRegistry
 
-__all__ = ["LATENCY_BUCKETS_MS", "BrokerMetrics", "LatencyHistogram", "request_name"]
+__all__ = ["LATENCY_BUCKETS_MS", "TOPIC_COUNTERS", "BrokerMetrics", "LatencyHistogram",
+           "request_name"]
 
 # Upper bounds (ms) of the request latency buckets; Kafka's TotalTimeMs is a histogram too.
 LATENCY_BUCKETS_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0,
                                          100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
                                          10000.0, 30000.0)
-_RECORD_COUNT_AT = 57  # int32 record count in a v2 batch header
-_NS_PER_MS = 1_000_000
+_BOUNDS_NS = tuple(int(ms * 1_000_000) for ms in LATENCY_BUCKETS_MS)  # compared as ints
+# A topic's counters (BrokerMetrics.topics[name]), by index: Kafka's BrokerTopicMetrics.
+TOPIC_COUNTERS = ("produce_requests", "failed_produce", "bytes_in", "messages_in",
+                  "fetch_requests", "failed_fetch", "bytes_out")
+(_PRODUCE, _FAILED_PRODUCE, _BYTES_IN, _MESSAGES_IN, _FETCH, _FAILED_FETCH,
+ _BYTES_OUT) = range(len(TOPIC_COUNTERS))
+_RECORD_COUNT = struct.Struct(">i").unpack_from  # a v2 batch header's record count ...
+_RECORD_COUNT_AT = 57  # ... at this offset
+_clock = time.perf_counter_ns
 
 
 def request_name(api_key: int) -> str:
@@ -50,17 +59,21 @@ def request_name(api_key: int) -> str:
 
 
 class LatencyHistogram:
-    """Counts per bucket (the last one is +Inf) and the sum, in milliseconds."""
+    """Counts per bucket (the last one is +Inf) and the sum, kept in nanoseconds."""
 
-    __slots__ = ("counts", "sum_ms")
+    __slots__ = ("counts", "sum_ns")
 
     def __init__(self) -> None:
         self.counts = [0] * (len(LATENCY_BUCKETS_MS) + 1)
-        self.sum_ms = 0.0
+        self.sum_ns = 0
 
-    def observe(self, ms: float) -> None:
-        self.counts[bisect_left(LATENCY_BUCKETS_MS, ms)] += 1
-        self.sum_ms += ms
+    def observe_ns(self, ns: int) -> None:
+        self.counts[bisect_left(_BOUNDS_NS, ns)] += 1
+        self.sum_ns += ns
+
+    @property
+    def sum_ms(self) -> float:
+        return self.sum_ns / 1_000_000
 
     def cumulative(self) -> list[tuple[str, int]]:
         """``(le, count)`` pairs as Prometheus wants them, ending with ``+Inf``."""
@@ -98,14 +111,9 @@ class BrokerMetrics:
         # Requests by (api_key << 8 | version), latency histograms by api key.
         self.requests: dict[int, int] = {}
         self.latency: dict[int, LatencyHistogram] = {}
-        # BrokerTopicMetrics, per topic.
-        self.bytes_in: dict[str, int] = {}
-        self.messages_in: dict[str, int] = {}
-        self.bytes_out: dict[str, int] = {}
-        self.produce_requests: dict[str, int] = {}
-        self.fetch_requests: dict[str, int] = {}
-        self.failed_produce: dict[str, int] = {}
-        self.failed_fetch: dict[str, int] = {}
+        # Per topic, one list of counters indexed as TOPIC_COUNTERS: one dict lookup per
+        # topic of a request, then list increments.
+        self.topics: dict[str, list[int]] = {}
         # Connections accepted per listener (open ones are counted at scrape time).
         self.connections_created: dict[str, int] = {}
         # ReplicaManager events and the cluster-mode gauges.
@@ -117,6 +125,17 @@ class BrokerMetrics:
         self.offline_partitions_source: Callable[[], int] | None = None
         self.endpoint: Any = None  # the HTTP endpoint (endpoint.MetricsEndpoint) once bound
 
+    def topic_counters(self, topic: str) -> list[int]:
+        """The counters of ``topic`` (zeros for one not seen yet), indexed as
+        TOPIC_COUNTERS."""
+        return self.topics.get(topic) or [0] * len(TOPIC_COUNTERS)
+
+    def _topic(self, topic: str) -> list[int]:
+        stats = self.topics.get(topic)
+        if stats is None:
+            stats = self.topics[topic] = [0] * len(TOPIC_COUNTERS)
+        return stats
+
     # ------------------------------------------------------------------ requests
 
     def request_started(self, api_key: int, api_version: int) -> int:
@@ -124,18 +143,18 @@ class BrokerMetrics:
         key = api_key << 8 | api_version
         requests = self.requests
         requests[key] = requests.get(key, 0) + 1
-        return time.perf_counter_ns()
+        return _clock()
 
     def request_answered(self, ctx: RequestContext) -> None:
         """The response of ``ctx`` is encoded (or, for acks=0, dropped): its latency."""
         started = ctx.started_ns
-        if not started:
-            return
-        ms = (time.perf_counter_ns() - started) / _NS_PER_MS
-        histogram = self.latency.get(ctx.api_key)
-        if histogram is None:
-            histogram = self.latency[ctx.api_key] = LatencyHistogram()
-        histogram.observe(ms)
+        if started:
+            elapsed = _clock() - started
+            histogram = self.latency.get(ctx.api_key)
+            if histogram is None:
+                histogram = self.latency[ctx.api_key] = LatencyHistogram()
+            histogram.counts[bisect_left(_BOUNDS_NS, elapsed)] += 1
+            histogram.sum_ns += elapsed
 
     def connection_opened(self, listener: str) -> None:
         created = self.connections_created
@@ -143,28 +162,21 @@ class BrokerMetrics:
 
     # ------------------------------------------------------------------ produce and fetch
 
-    def record_produce(self, topic: str, partitions: Iterable[Any],
-                       responses: Iterable[Any]) -> None:
+    def record_produce(self, topic: str, partitions: Sequence[Any],
+                       responses: Sequence[Any]) -> None:
         """One topic of a Produce request: its partitions' data and their answers. Bytes
-        and messages count only appended batches, as Kafka's BytesIn/MessagesIn."""
-        total = failed = size = messages = 0
+        and messages count only appended batches, as Kafka's BytesIn/MessagesIn; the record
+        count is read from the batch header, never by walking records."""
+        stats = self._topic(topic)
+        stats[_PRODUCE] += len(responses)
         for data, answer in zip(partitions, responses):
-            total += 1
             if answer.error_code:
-                failed += 1
+                stats[_FAILED_PRODUCE] += 1
                 continue
             records = data.records
-            if records:
-                size += len(records)
-                if len(records) >= _RECORD_COUNT_AT + 4:
-                    messages += int.from_bytes(records[_RECORD_COUNT_AT:_RECORD_COUNT_AT + 4],
-                                               "big")
-        _add(self.produce_requests, topic, total)
-        if failed:
-            _add(self.failed_produce, topic, failed)
-        if size:
-            _add(self.bytes_in, topic, size)
-            _add(self.messages_in, topic, messages)
+            if records is not None and len(records) > _RECORD_COUNT_AT + 4:
+                stats[_BYTES_IN] += len(records)
+                stats[_MESSAGES_IN] += _RECORD_COUNT(records, _RECORD_COUNT_AT)[0]
 
     def record_fetch(self, topics: Iterable[Any], registry: TopicRegistry) -> None:
         """The topics of a Fetch response: partitions answered, failed, bytes sent (v13+
@@ -174,18 +186,13 @@ class BrokerMetrics:
             if not name:
                 found = registry.by_id(entry.topic_id)
                 name = found.name if found is not None else str(entry.topic_id)
-            total = failed = size = 0
+            stats = self._topic(name)
+            stats[_FETCH] += len(entry.partitions)
             for data in entry.partitions:
-                total += 1
                 if data.error_code:
-                    failed += 1
+                    stats[_FAILED_FETCH] += 1
                 elif data.records:
-                    size += len(data.records)
-            _add(self.fetch_requests, name, total)
-            if failed:
-                _add(self.failed_fetch, name, failed)
-            if size:
-                _add(self.bytes_out, name, size)
+                    stats[_BYTES_OUT] += len(data.records)
 
     # ------------------------------------------------------------------ cluster mode
 
@@ -199,7 +206,3 @@ class BrokerMetrics:
         if self.endpoint is not None:
             await self.endpoint.close()
             self.endpoint = None
-
-
-def _add(counts: dict[str, int], key: str, amount: int) -> None:
-    counts[key] = counts.get(key, 0) + amount
