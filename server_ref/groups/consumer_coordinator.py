@@ -35,6 +35,7 @@ from server_ref.groups.consumer_group import (
     ConsumerMember,
     MemberState,
 )
+from server_ref.groups.consumer_journal import consumer_group_key, encode_group
 from server_ref.groups.timers import Timers
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,30 @@ class ConsumerGroupCoordinator:
         self.max_size = max_size
         self._is_classic_group = is_classic_group
         self.groups: dict[str, ConsumerGroup] = {}
+        # Journal writes (key, value or None for a tombstone): __consumer_offsets.
+        self.persist: Callable[[bytes, bytes | None], None] | None = None
+        self._saved: dict[str, bytes] = {}
+
+    def restore(self, groups: Iterable[ConsumerGroup]) -> None:
+        """Groups replayed from the journal; their members must heartbeat within a session
+        (as after a coordinator failover in Kafka), else they expire."""
+        for group in groups:
+            self.groups[group.group_id] = group
+            self._saved[group.group_id] = encode_group(group)
+            for member in group.members.values():
+                self._schedule_session(group, member)
+
+    def _save(self, group: ConsumerGroup) -> None:
+        if self.persist is None:
+            return
+        if group.deleted:
+            self._saved.pop(group.group_id, None)
+            self.persist(consumer_group_key(group.group_id), None)
+            return
+        value = encode_group(group)
+        if self._saved.get(group.group_id) != value:
+            self.persist(consumer_group_key(group.group_id), value)
+            self._saved[group.group_id] = value
 
     def bind_topics(self, topics: TopicLookup) -> None:
         """Where the topics come from (the broker's registry; set by the handlers)."""
@@ -137,6 +162,7 @@ class ConsumerGroupCoordinator:
         group.reconcile(member, owned)
         self._schedule_session(group, member)
         self._schedule_revocation(group, member, was_epoch)
+        self._save(group)
         full = member_epoch == 0 or (rebalance_timeout_ms != -1
                                      and subscribed_topic_names is not None and owned is not None)
         changed = previous_assigned != member.assigned
@@ -255,6 +281,7 @@ class ConsumerGroupCoordinator:
                      member_id, instance_id)
         else:
             self._remove(group, member_id, "left the group")
+        self._save(group)
         return HeartbeatResult(member_id, epoch, 0, None)
 
     def _remove(self, group: ConsumerGroup, member_id: str, why: str) -> None:
@@ -314,6 +341,7 @@ class ConsumerGroupCoordinator:
                 group.subscription_metadata = metadata
                 group.group_epoch += 1
                 self._assign(group)
+                self._save(group)
 
     # ================================================================== timers
 
@@ -336,6 +364,7 @@ class ConsumerGroupCoordinator:
         if self.groups.get(group.group_id) is group and member_id in group.members:
             log.info("consumer group %s: member %s %s", group.group_id, member_id, why)
             self._remove(group, member_id, why)
+            self._save(group)
 
     # ================================================================== offsets, admin
 
@@ -366,6 +395,7 @@ class ConsumerGroupCoordinator:
             raise errors.NonEmptyGroupError(f"group {group_id} is {group.state.value}")
         group.deleted = True
         del self.groups[group_id]
+        self._save(group)
 
     def listed(self) -> list[ConsumerGroup]:
         return [g for g in self.groups.values() if not g.deleted]

@@ -17,6 +17,8 @@ from typing import Any
 from sdk import errors
 from server_ref.groups.config import GroupConfig
 from server_ref.groups.consumer_coordinator import ConsumerGroupCoordinator, TopicLookup
+from server_ref.groups.consumer_group import ConsumerGroup
+from server_ref.groups.consumer_journal import decode_consumer_group_key, decode_group
 from server_ref.groups.group import Group, GroupState
 from server_ref.groups.journal import GroupJournal
 from server_ref.groups.membership import Membership
@@ -74,6 +76,7 @@ class GroupCoordinator:
             heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
             max_size=self.config.consumer_max_size,
             is_classic_group=self._has_classic_members)
+        self.consumer.persist = self._store.append_record
         self.sync_group = self._membership.sync_group
         self.heartbeat = self._membership.heartbeat
         self.leave_group = self._membership.leave_group
@@ -99,9 +102,19 @@ class GroupCoordinator:
     def load(self) -> None:
         """Replay the journal. Reloaded members must heartbeat within their session."""
         self._membership.resume(self._store.load())
+        self.consumer.restore(self._replay_consumer_groups())
         self._loaded = True
         self._schedule_offset_expiry()
         log.info("group coordinator loaded %d groups", len(self._store.groups))
+
+    def _replay_consumer_groups(self) -> list[ConsumerGroup]:
+        """KIP-848 groups from their records in the journal (the last one of each wins)."""
+        latest: dict[str, bytes | None] = {}
+        for key, value in self._store.journal.replay():
+            group_id = decode_consumer_group_key(bytes(key))
+            if group_id is not None:
+                latest[group_id] = None if value is None else bytes(value)
+        return [decode_group(g, v) for g, v in latest.items() if v is not None]
 
     def close(self) -> None:
         """Cancel every timer and answer parked requests with NOT_COORDINATOR."""

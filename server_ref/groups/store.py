@@ -70,6 +70,10 @@ class GroupStore:
             log.warning("group journal append failed: %s", exc)
             raise JournalWriteError(f"could not persist group state: {exc}") from exc
 
+    def append_record(self, key: bytes, value: bytes | None) -> None:
+        """A record of another group type (KIP-848 groups: consumer_journal.py)."""
+        self._append(key, value)
+
     def write_group(self, group: Group, assignments: dict[str, bytes] | None = None) -> None:
         """Persist the group's metadata; ``assignments`` overrides the members' current ones."""
         if group.protocol_type is None:

@@ -336,3 +336,44 @@ def test_confluent_kafka_members_share_the_group_with_ours(target: Target) -> No
     finally:
         theirs.close()
         ours.close()
+
+
+def test_ref_broker_restart_keeps_the_group_and_its_offsets(tmp_path: Path) -> None:
+    """Our broker journals a consumer-protocol group in __consumer_offsets: after a restart
+    the member heartbeats on with its epoch and keeps its partitions, and the committed
+    offsets are there (Kafka reloads the group the same way after a coordinator move)."""
+    from server_ref import EmbeddedBroker
+
+    broker = EmbeddedBroker(data_dir=tmp_path, port=0, config=REF_CONFIG).start()
+    target = Target("ref", broker.bootstrap_servers, embedded=broker)
+    topic, group = new_topic("restart"), f"g-{uuid.uuid4().hex[:8]}"
+    try:
+        target.create_topic(topic, 2)
+        produce(target, topic, 0, 20)
+        with member(target, group) as consumer:
+            consumer.subscribe([topic])
+            read = 0
+            deadline = time.monotonic() + WAIT_S
+            while read < 20:
+                assert time.monotonic() < deadline
+                read += sum(len(r) for r in consumer.poll(timeout_ms=100).values())
+            consumer.commit()
+            owned = consumer.assignment()
+            epoch = consumer.group_metadata().generation_id
+            broker.restart()
+            described = broker.call(lambda: broker.broker.groups.consumer.group(group))
+            assert described is not None and set(described.members) == {
+                consumer.group_metadata().member_id}
+            produce(target, topic, 20, 10)
+            deadline = time.monotonic() + WAIT_S
+            while read < 30:
+                assert time.monotonic() < deadline
+                read += sum(len(r) for r in consumer.poll(timeout_ms=100).values())
+            assert consumer.assignment() == owned
+            assert consumer.group_metadata().generation_id == epoch  # no rejoin was needed
+            consumer.commit()
+        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            offsets = admin.list_consumer_group_offsets(group)
+        assert sum(offsets[tp].offset or 0 for tp in offsets) == 30
+    finally:
+        broker.close()
