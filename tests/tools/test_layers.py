@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OURS = ("sdk", "server_ref", "examples")  # top-level names whose imports are checked
 
 ERRORS_AND_TYPES = ["sdk.errors", "sdk.types", "sdk.error_codes"]
-BELOW_ROLES = ["sdk.net.*", "sdk.protocol.*", "sdk.records.*", "sdk.config", *ERRORS_AND_TYPES]
+BELOW_ROLES = ["sdk.net.*", "sdk.metrics.*", "sdk.protocol.*", "sdk.records.*", "sdk.config",
+               *ERRORS_AND_TYPES]
 PUBLIC_FACES = ["sdk", "sdk.producer", "sdk.consumer", "sdk.admin"]
 
 # importer                 may import
@@ -33,8 +34,10 @@ LAYERS: dict[str, list[str]] = {
     "sdk.config":          ["sdk.config", *ERRORS_AND_TYPES],
     "sdk.protocol":        ["sdk.protocol.*", *ERRORS_AND_TYPES],
     "sdk.records":         ["sdk.records.*", "sdk.protocol.primitives", *ERRORS_AND_TYPES],
-    "sdk.net":             ["sdk.net.*", "sdk.protocol.*", "sdk.records.*", "sdk.config",
-                            *ERRORS_AND_TYPES],
+    "sdk.net":             ["sdk.net.*", "sdk.metrics.*", "sdk.protocol.*", "sdk.records.*",
+                            "sdk.config", *ERRORS_AND_TYPES],
+    # observability, below the network layer: knows connections and batches by duck typing
+    "sdk.metrics":         ["sdk.metrics.*", *ERRORS_AND_TYPES],
     "sdk.producer":        ["sdk.producer.*", *BELOW_ROLES],
     "sdk.consumer":        ["sdk.consumer.*", *BELOW_ROLES],
     "sdk.admin":           ["sdk.admin.*", *BELOW_ROLES],
