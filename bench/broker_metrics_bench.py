@@ -9,12 +9,15 @@ touch: ``--requests`` Produce requests of one 100-byte record each, then as many
 requests of one record each, pipelined (32 in flight) on one connection. Reported:
 medians of messages (or requests) per second and of the broker process's CPU seconds per
 phase (user + system from /proc), and the ratio "on / off". On a shared machine those
-ratios move by several percent from run to run, so the run starts with the exact figure:
-the metrics code's own time per Produce and per Fetch request (counting, latency, the
-per-topic counters; timed in this process over 200,000 calls) and per scrape.
+ratios move by tens of percent from run to run, so the run starts with two steadier
+figures: the metrics code's own time per request (timed in this process over 200,000
+calls), and an A/B in one process: a broker on this process's loop whose metrics are
+switched off and on between bursts of 500 one-record Produce and Fetch requests (the
+client on the same loop), CPU time per request in each mode (``--ab-bursts``, 0 skips).
 
     .venv/bin/python bench/broker_metrics_bench.py [--rounds 5] [--count 200000] \\
-        [--size 100] [--linger-ms 5] [--requests 20000] [--scrape-interval 1.0]
+        [--size 100] [--linger-ms 5] [--requests 20000] [--scrape-interval 1.0] \\
+        [--ab-bursts 40]
 """
 
 from __future__ import annotations
@@ -139,17 +142,7 @@ async def pipeline(bootstrap: str, request: Message, version: int, count: int) -
 
 
 def wire_phases(target: Broker, topic: str, requests: int) -> None:
-    builder = RecordBatchBuilder(0)
-    builder.append(0, int(time.time() * 1000), None, os.urandom(100), [])
-    batch = bytes(builder.build())
-    produce_request = ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[
-        ProduceRequest.TopicProduceData(name=topic, partition_data=[
-            ProduceRequest.PartitionProduceData(index=0, records=batch)])])
-    fetch_request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=len(batch),
-                                 topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
-                                     FetchRequest.FetchPartition(
-                                         partition=0, fetch_offset=0,
-                                         partition_max_bytes=len(batch))])])
+    produce_request, fetch_request = one_record_requests(topic)
     cpu0 = cpu_seconds(target.pid)
     produce_s = asyncio.run(pipeline(target.bootstrap, produce_request, 9, requests))
     cpu1 = cpu_seconds(target.pid)
@@ -192,6 +185,55 @@ def micro(calls: int = 200_000) -> None:
     fetch_us = (time.perf_counter() - started) / calls * 1e6
     print(f"metrics code per request (in-process): Produce {produce_us:.2f} us, "
           f"Fetch {fetch_us:.2f} us", flush=True)
+
+
+def one_record_requests(topic: str) -> tuple[ProduceRequest, FetchRequest]:
+    builder = RecordBatchBuilder(0)
+    builder.append(0, int(time.time() * 1000), None, os.urandom(100), [])
+    batch = bytes(builder.build())
+    produce_request = ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=batch)])])
+    fetch_request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=len(batch),
+                                 topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                                     FetchRequest.FetchPartition(
+                                         partition=0, fetch_offset=0,
+                                         partition_max_bytes=len(batch))])])
+    return produce_request, fetch_request
+
+
+async def ab(bursts: int, per_burst: int = 500) -> None:
+    """One broker on this loop, metrics switched off and on between bursts."""
+    from server_ref.broker import Broker as RefBroker
+    from server_ref.config import BrokerConfig
+    from server_ref.server import start_broker, stop_broker
+
+    with tempfile.TemporaryDirectory(prefix="metrics-ab-") as tmp:
+        ref = RefBroker(BrokerConfig(port=0, data_dir=Path(tmp)), Path(tmp))
+        server = await start_broker(ref, "127.0.0.1", 0, metrics_port=0)
+        metrics = ref.metrics
+        ref.topics.create("ab", 1)
+        produce_request, fetch_request = one_record_requests("ab")
+        bootstrap = f"127.0.0.1:{ref.port}"
+        spent = {(kind, on): 0.0 for kind in ("Produce", "Fetch") for on in (False, True)}
+        try:
+            for burst in range(bursts):
+                for on in ((False, True) if burst % 2 == 0 else (True, False)):
+                    ref.metrics = metrics if on else None
+                    for kind, request, version in (("Produce", produce_request, 9),
+                                                   ("Fetch", fetch_request, 12)):
+                        cpu = time.process_time()
+                        await pipeline(bootstrap, request, version, per_burst)
+                        spent[(kind, on)] += time.process_time() - cpu
+        finally:
+            ref.metrics = metrics
+            await stop_broker(ref, server)
+    total = bursts * per_burst
+    for kind in ("Produce", "Fetch"):
+        off = spent[(kind, False)] / total * 1e6
+        on = spent[(kind, True)] / total * 1e6
+        print(f"A/B in one process, {kind}: off {off:.1f} us, on {on:.1f} us of CPU per "
+              f"one-record request (broker + client): +{on - off:.2f} us", flush=True)
 
 
 def scrape_cost(target: Broker, scrapes: int = 50) -> None:
@@ -258,8 +300,11 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20_000,
                         help="requests per wire phase")
     parser.add_argument("--scrape-interval", type=float, default=1.0, metavar="S")
+    parser.add_argument("--ab-bursts", type=int, default=40, metavar="N")
     args = parser.parse_args()
     micro()
+    if args.ab_bursts:
+        asyncio.run(ab(args.ab_bursts))
     with tempfile.TemporaryDirectory(prefix="metrics-bench-") as tmp, \
             broker("metrics off", Path(tmp) / "off", metrics=False) as off, \
             broker("metrics on", Path(tmp) / "on", metrics=True) as on:
