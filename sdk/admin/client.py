@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdk.admin.dispatch import Deadline, Dispatcher
 from sdk.errors import IllegalStateError
+from sdk.metrics.telemetry import ClientTelemetry, ObservedClient
 from sdk.net import NetClient
 from sdk.net.describe import describe_client
 from sdk.net.fork import watch
@@ -96,7 +97,7 @@ else:
     partition_ops = _Family("partition_ops", "partitions")
 
 
-class AsyncAdminClient:
+class AsyncAdminClient(ObservedClient):
     """Administer topics, configs, consumer groups and offsets of a Kafka cluster.
 
     ``AsyncAdminClient(bootstrap_servers="host:9092", request_timeout_ms=10000)`` or
@@ -106,11 +107,14 @@ class AsyncAdminClient:
     when no bootstrap server answers within the call's timeout).
     """
 
+    _labelled = ("start", "_ready", "close")  # the first call connects (sdk.metrics)
+
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         from sdk.admin.config import AdminConfig  # pydantic: loaded on first use
 
         self.config = AdminConfig.from_arguments((config,), kwargs)[0]
-        self._client = NetClient(self.config)
+        self._telemetry = ClientTelemetry(self.config, "admin-client")  # sdk.metrics
+        self._client = NetClient(self.config, observer=self._telemetry.network)
         self._dispatcher = Dispatcher(self._client, self.config)
         self._started = False
         self._closed = False
@@ -126,6 +130,10 @@ class AsyncAdminClient:
         """Close every connection. Safe to call twice."""
         self._closed = True
         await self._client.close()
+        await self._telemetry.close()
+
+    def _telemetry_of(self) -> ClientTelemetry:
+        return self._telemetry
 
     async def __aenter__(self) -> AsyncAdminClient:
         return self
@@ -147,6 +155,7 @@ class AsyncAdminClient:
         if not self._started:
             await self._client.bootstrap(timeout_s=max(0.001, deadline.remaining()))
             self._started = True
+            self._telemetry.start()
         return self._dispatcher, deadline
 
     # ------------------------------------------------------------------ topics

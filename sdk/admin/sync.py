@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk.admin.client import AsyncAdminClient
+from sdk.metrics import MetricName
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
 from sdk.net.fork import watch
@@ -372,6 +373,11 @@ class AdminClient:
         user."""
         return self._run(self._core.alter_user_scram_credentials(
             upsertions, deletions, timeout_ms=timeout_ms), timeout_ms)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The client's metrics by :class:`sdk.metrics.MetricName` (see
+        :meth:`sdk.metrics.telemetry.ObservedClient.metrics`); safe from any thread."""
+        return self._core.metrics()
 
     def __repr__(self) -> str:
         return describe_client(type(self).__name__, self._core.config, self._core._state())

@@ -33,7 +33,7 @@ from sdk.consumer.face_helpers import (  # re-exported: sync.py and tests use th
     _as_offsets,
     poll_timeout_s,
 )
-from sdk.consumer.fetcher import Fetcher
+from sdk.consumer.fetcher import Fetcher, ObservedConsumer
 from sdk.consumer.group_metadata import ConsumerGroupMetadata
 from sdk.consumer.offsets import (
     EARLIEST_TIMESTAMP,
@@ -73,7 +73,7 @@ Records = dict[TopicPartition, list[ConsumerRecord[K, V]]]
 """What ``getmany``/``poll`` return: the records of each partition, in offset order."""
 
 
-class AsyncConsumer(Generic[K, V]):
+class AsyncConsumer(ObservedConsumer, Generic[K, V]):
     """Consume records from Kafka with asyncio.
 
     ``AsyncConsumer("orders", bootstrap_servers=..., group_id="billing")`` subscribes to the
@@ -117,6 +117,7 @@ class AsyncConsumer(Generic[K, V]):
         self._initial_topics = names
         self._initial_listener: ConsumerRebalanceListener | None = None
         self._pending = PendingRecords()  # fetched, not yet handed out
+        self._fetcher.pending_first = self._pending.first_offsets  # lag metrics (sdk.metrics)
         self._background: set[asyncio.Task[Any]] = set()
         self._subscription_epoch = 0  # bumped by subscribe/assign/unsubscribe
         self._positions_lock: asyncio.Lock | None = None

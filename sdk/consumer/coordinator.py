@@ -131,6 +131,8 @@ class ConsumerCoordinator:
         self._assigned_counts: dict[str, int] = {}  # partition counts the assignment used
         self._default_timeout_s = config.default_api_timeout_ms / 1000
         self._joined = False  # a join completed once (tells "not yet" from "not any more")
+        self._observer = fetcher.observer  # metrics and hooks (sdk.metrics.consumer)
+        group_client.observer = fetcher.telemetry.network
         self.membership = GroupMembership(
             group_client, self,
             group_id=config.group_id,
@@ -163,6 +165,7 @@ class ConsumerCoordinator:
 
     async def on_join_prepare(self, generation: int, member_id: str) -> None:
         assigned = self._subs.assigned_partitions()
+        self._observer.rebalance_started(assigned)
         if generation < 0:
             if assigned:
                 log.warning("group %s: partitions lost: %s", self.group_id, _names(assigned))
@@ -266,6 +269,7 @@ class ConsumerCoordinator:
                 self.membership.request_rejoin("partitions were revoked")
         self._remember_counts()
         self._next_auto_commit = self._loop.time() + self._auto_commit_s
+        self._observer.rebalanced(self._subs.assigned_partitions())
         self._fetcher.wake()
 
     def consumes_while_rebalancing(self) -> bool:
@@ -456,11 +460,18 @@ class ConsumerCoordinator:
     async def _commit_once(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                            timeout_s: float) -> None:
         m = self.membership
-        await commit_offsets(
-            self._group_client, self.group_id, offsets,
-            generation_id=m.generation, member_id=m.member_id,
-            group_instance_id=m.group_instance_id, timeout_s=timeout_s,
-        )
+        started, error = self._observer.commit_started(), None
+        try:
+            await commit_offsets(
+                self._group_client, self.group_id, offsets,
+                generation_id=m.generation, member_id=m.member_id,
+                group_instance_id=m.group_instance_id, timeout_s=timeout_s,
+            )
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._observer.committed(offsets, started, error)
 
     def _may_wait_for_rebalance(self, exc: CommitFailedError) -> bool:
         cause = exc.__cause__

@@ -30,7 +30,7 @@ import contextlib
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sdk.consumer.partition_records import PartitionRecords
@@ -42,6 +42,8 @@ from sdk.errors import (
     UnsupportedVersionError,
     for_code,
 )
+from sdk.metrics.consumer import ConsumerObserver
+from sdk.metrics.telemetry import ClientTelemetry, ObservedClient
 from sdk.net import NetClient
 from sdk.net.retry import Backoff
 from sdk.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -95,6 +97,35 @@ class Fetcher:
         self._closed = False
         self._wait_s = config.fetch_max_wait_ms / 1000
         self._timeout_s = config.request_timeout_ms / 1000 + self._wait_s
+        # Metrics, hooks, tracing (sdk.metrics); the group client is hooked up by the
+        # coordinator. ``_obs`` is None unless something watches fetches.
+        self.telemetry = ClientTelemetry(config, "consumer")
+        client.observer = self.telemetry.network
+        tracing = None
+        if self.telemetry.tracing_enabled:
+            from sdk.metrics.tracing import ConsumerTracing
+
+            tracing = ConsumerTracing(config.client_id, config.group_id,
+                                      self.telemetry.tracer_provider)
+        self.observer = ConsumerObserver(self.telemetry.registry, self.telemetry.hooks,
+                                         tracing, self._assigned_lags)
+        self._obs = self.observer.hot
+        # The face's records fetched but not handed out yet (first per partition), for lag.
+        self.pending_first: Callable[[], Mapping[TopicPartition, ConsumerRecord[Any, Any]]] | None = None
+
+    def _assigned_lags(self) -> dict[TopicPartition, int | None]:
+        """Per assigned partition: end offset - the next record the application gets
+        (records the face holds but has not handed out yet count as lag)."""
+        subs = self._subs
+        held = self.pending_first() if self.pending_first is not None else {}
+        lags: dict[TopicPartition, int | None] = {}
+        for tp in subs.assigned_partitions():
+            end, position = subs.end_offset(tp), subs.position(tp)
+            first = held.get(tp)
+            if first is not None:
+                position = first.offset
+            lags[tp] = None if end is None or position is None else max(0, end - position)
+        return lags
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -103,10 +134,12 @@ class Fetcher:
             self._client.add_listener(self.wake)
             self._runner = asyncio.get_running_loop().create_task(
                 self._run(), name="kafka-sdk-fetcher")
+            self.telemetry.start()
 
     async def close(self) -> None:
         self._closed = True
         self._client.remove_listener(self.wake)
+        await self.telemetry.close()
         tasks = [t for t in (self._runner, *self._tasks) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
@@ -233,8 +266,11 @@ class Fetcher:
                 version = conn.version_for(_FETCH_KEY, min_version=_FETCH_MIN_VERSION,
                                            max_version=_FETCH_TOPIC_IDS_VERSION - 1)
             request = self._build_request(parts, version, topic_ids or {})
+            sent_at = time.monotonic()
             response: FetchResponse = await conn.send(request, version, timeout_s=self._timeout_s)
             got_data = self._handle_response(node, response, parts, version)
+            if self._obs is not None:
+                self._obs.fetch_done(time.monotonic() - sent_at)
             self._node_failures.pop(node, None)
             if not got_data and self._idle_pause_s:
                 # fetch_min_bytes=0: the broker answers at once even with nothing to give;
@@ -331,6 +367,8 @@ class Fetcher:
             ))
             self._buffered[tp] += 1
             self._fetch_positions[tp] = (end, epoch)
+            if self._obs is not None:
+                self._obs.fetched_bytes(len(records))
             return True
         if code == _OFFSET_OUT_OF_RANGE:
             return self._out_of_range(tp, offset)
@@ -417,6 +455,8 @@ class Fetcher:
                 buffer.extendleft(reversed(skipped))
         if not buffer:
             self._data.clear()
+        if self._obs is not None:  # also an empty poll (last-poll-seconds-ago)
+            self._obs.consumed(out)
         return out
 
     def _chunk_is_live(self, chunk: PartitionRecords) -> bool:
@@ -485,3 +525,12 @@ def _end_offset(records: bytes) -> int | None:
     for batch in iter_batches(records):
         end = batch.next_offset
     return end
+
+
+class ObservedConsumer(ObservedClient):
+    """The consumer face's ``metrics()`` (sdk.metrics), read from its fetcher."""
+
+    _fetcher: Fetcher
+
+    def _telemetry_of(self) -> ClientTelemetry:
+        return self._fetcher.telemetry

@@ -31,6 +31,7 @@ from sdk.consumer.consumer import AsyncConsumer, Records, poll_timeout_s
 from sdk.consumer.coordinator import CommitCallback, ConsumerRebalanceListener
 from sdk.consumer.group_metadata import ConsumerGroupMetadata
 from sdk.errors import ConsumerClosedError
+from sdk.metrics import MetricName
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
 from sdk.net.fork import watch
@@ -359,6 +360,11 @@ class Consumer(Generic[K, V]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The client's metrics by :class:`sdk.metrics.MetricName` (see
+        :meth:`sdk.metrics.telemetry.ObservedClient.metrics`); safe from any thread."""
+        return self._core.metrics()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else self._core._state()

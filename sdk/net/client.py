@@ -81,6 +81,7 @@ from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from sdk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
 if TYPE_CHECKING:
+    from sdk.metrics.network import NetworkObserver
     from sdk.net.config import CommonConfig
     from sdk.net.security import Security
 
@@ -121,8 +122,10 @@ class NetClient:
         allow_auto_topic_creation: bool = False,
         metadata_all_topics: bool = False,
         problems: ProblemReporter | None = None,
+        observer: NetworkObserver | None = None,
     ) -> None:
         self.config = config
+        self.observer = observer  # metrics / hooks / protocol debug of every connection
         # Shared by the NetClients of one role client (the consumer's group connections),
         # so one condition is told once.
         self.problems = problems or ProblemReporter(config.client_id, config.on_error)
@@ -553,6 +556,8 @@ class NetClient:
                         host, port, node_id)
         self._connections[node_id] = conn
         conn.add_close_callback(self._on_connection_closed)
+        if self.observer is not None:
+            self.observer.attach(conn)
         log.debug("connected to node %s at %s:%s", node_id, host, port)
         self._notify()
         return conn

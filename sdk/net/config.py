@@ -186,6 +186,32 @@ class CommonConfig(BaseModel):
     condition, again after 30 s while it lasts, and at once after it recovered and came
     back (:mod:`sdk.net.problems`). Runs on the client's event loop thread; must not block.
     librdkafka's ``error_cb`` is the same setting."""
+    # Observability (sdk.metrics): metrics, periodic statistics, hooks, tracing, debug logs.
+    metrics_enabled: bool = True
+    """Keep the client's metrics (``metrics()``); False skips their bookkeeping."""
+    metrics_sample_window_ms: PositiveInt = 30_000
+    """Length of one sample window of the windowed averages, maxima and rates (Java)."""
+    metrics_num_samples: Annotated[int, BeforeValidator(_reject_bool), Field(ge=1)] = 2
+    """Sample windows kept: rates and averages cover the last ``num_samples`` windows."""
+    statistics_interval_ms: NonNegativeInt = 0
+    """Call ``on_statistics`` this often with a snapshot of ``metrics()``; 0: never
+    (librdkafka's ``statistics.interval.ms``)."""
+    on_statistics: Callable[[Mapping[Any, float]], object] | None = None
+    """``on_statistics(metrics)``: the periodic snapshot (a mapping of
+    :class:`sdk.metrics.MetricName` to value), on the client's event-loop thread."""
+    hooks: Sequence[Any] = ()
+    """Interceptor hooks: :class:`sdk.metrics.ClientHooks` instances, called in order."""
+    tracing: bool = False
+    """OpenTelemetry tracing (producer and consumer): a span per record sent, with W3C
+    ``traceparent`` injected into its headers, and a span per record consumed that
+    continues it. Needs the ``otel`` extra."""
+    tracer_provider: Any = None
+    """The OpenTelemetry tracer provider for ``tracing``; default: the global one."""
+    debug: str = ""
+    """Protocol debugging by subsystem, as librdkafka's ``debug``: a comma-separated list
+    of contexts (``protocol``, ``broker``, ``metadata``, ``producer``, ``fetch``,
+    ``consumer``, ``cgrp``, ``eos``, ``security``, ``admin``, ``all``), each setting its
+    ``sdk.*`` loggers to DEBUG (:data:`sdk.metrics.DEBUG_CONTEXTS`)."""
 
     # ------------------------------------------------------------------ field rules
 
@@ -206,6 +232,34 @@ class CommonConfig(BaseModel):
         if value is not None and not callable(value):
             raise ValueError("expected a callable taking the KafkaError")
         return value
+
+    @field_validator("on_statistics")
+    @classmethod
+    def _check_statistics(cls, value: Any) -> Any:
+        if value is not None and not callable(value):
+            raise ValueError("expected a callable taking the mapping of metrics")
+        return value
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _check_hooks(cls, value: Any) -> Any:
+        from sdk.metrics.hooks import HookSet  # the check names the missing methods
+
+        hooks = [value] if not isinstance(value, (list, tuple)) else list(value)
+        try:
+            HookSet(hooks)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        return tuple(hooks)
+
+    @field_validator("debug", mode="before")
+    @classmethod
+    def _check_debug(cls, value: Any) -> Any:
+        from sdk.metrics.logs import parse_debug
+
+        text = ",".join(value) if isinstance(value, (list, tuple)) else str(value or "")
+        parse_debug(text)
+        return text
 
     @field_validator("security_protocol", "sasl_mechanism", mode="before")
     @classmethod

@@ -65,7 +65,8 @@ _OIDC = ("fetching OAUTHBEARER tokens from an OIDC endpoint is not built in: ret
          "from sasl_oauth_token_provider (a function, sync or async)")
 _PREFETCH = ("the consumer prefetches one fetch response per broker (bounded by "
              "fetch.max.bytes and max.partition.fetch.bytes)")
-_NO_METRICS = "the client keeps no Java metrics; log with the 'sdk' logger instead"
+_NO_METRICS = ("metrics are read with client.metrics() and exported with "
+               "sdk.metrics.enable_prometheus / enable_opentelemetry")
 
 # librdkafka's partitioner names. Ours ("default") is Java's: murmur2 of the key, sticky
 # without one, which librdkafka calls murmur2_random. The CRC32 and FNV-1a ones would put
@@ -145,13 +146,8 @@ NAMES: dict[str, tuple[Entry, ...]] = {
     "enable.metrics.push": (Ignored("client metrics are not pushed to the cluster (KIP-714)",
                                     quiet=("false",)),),
     "metric.reporters": (Ignored(_NO_METRICS, quiet=("",)),),
-    "metrics.num.samples": (Ignored(_NO_METRICS),),
-    "metrics.sample.window.ms": (Ignored(_NO_METRICS),),
     "metrics.recording.level": (Ignored(_NO_METRICS),),
     "auto.include.jmx.reporter": (Ignored(_NO_METRICS),),
-    "statistics.interval.ms": (Ignored("there is no statistics callback", quiet=("0",)),),
-    "debug": (Ignored("debug output comes from Python logging: "
-                      "logging.getLogger('sdk').setLevel(logging.DEBUG)", quiet=("",)),),
     "log_level": (Ignored("log levels are set with Python logging (the 'sdk' logger)"),),
     "log.queue": (Ignored("log records go to Python logging", quiet=("false",)),),
     "log.thread.name": (Ignored("log records go to Python logging"),),
@@ -212,7 +208,9 @@ NAMES: dict[str, tuple[Entry, ...]] = {
     "interceptors": (Refused("librdkafka interceptors cannot be loaded"),),
     "error_cb": (Alias("on_error", "librdkafka"),),
     "throttle_cb": (Refused("broker throttling is not reported; " + _CALLBACK),),
-    "stats_cb": (Refused("there are no statistics; " + _CALLBACK),),
+    "stats_cb": (Refused("pass on_statistics= (called every statistics.interval.ms with "
+                         "client.metrics(), a mapping of MetricName to value, not "
+                         "librdkafka's JSON)"),),
     "log_cb": (Refused("log with Python logging (the 'sdk' logger); " + _CALLBACK),),
     "oauth_cb": (Refused("pass sasl_oauth_token_provider= (no arguments; returns the token "
                          "and its expiry in epoch milliseconds)"),),

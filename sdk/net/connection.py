@@ -59,6 +59,7 @@ from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsRe
 from sdk.protocol.versions import our_versions, pick_version, ranges_from_response
 
 if TYPE_CHECKING:
+    from sdk.metrics.network import NetworkObserver
     from sdk.net.security import Security
 
 __all__ = ["BrokerConnection", "RequestTimeoutError", "SOFTWARE_NAME", "SOFTWARE_VERSION",
@@ -193,6 +194,10 @@ class BrokerConnection:
         self._reauth_task: asyncio.Task[None] | None = None
         self.session_lifetime_ms = 0
         self.reauthentications = 0
+        # Metrics, hooks and protocol debugging (sdk.metrics.network): set by the client
+        # after the handshake, None for a client that observes nothing.
+        self.observer: NetworkObserver | None = None
+        self.sent_at: dict[int, tuple[float, int, int]] = {}  # cid -> (time, api, version)
 
     # ------------------------------------------------------------------ opening
 
@@ -446,6 +451,8 @@ class BrokerConnection:
                                                  expect_response=expect_response)
         self._transport.write(data)
         self.last_used = time.monotonic()
+        if self.observer is not None:
+            self.observer.sent(self, request.API_KEY, version, cid, len(data), expect_response)
         if not expect_response:
             return None
         fut: asyncio.Future[Any] = self._loop.create_future()
@@ -552,6 +559,8 @@ class BrokerConnection:
             log.warning("closing connection to %s: undecodable response: %s", self.address, exc)
             self.close(exc)
             return
+        if self.observer is not None:
+            self.observer.received(self, responses, len(data))
         waiters = self._waiters
         for cid, response in responses:
             entry = waiters.pop(cid, None)

@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from sdk.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
+from sdk.metrics.producer import ProducerObserver
+from sdk.metrics.telemetry import ClientTelemetry, ObservedClient
 from sdk.net.client import NetClient
 from sdk.net.describe import describe_client
 from sdk.net.fork import watch
@@ -94,7 +96,7 @@ _CATCH_UP_S = 0.02  # longest wait for the sender after a blocking bulk append
 _BYTES_LIKE = (bytearray, memoryview)
 
 
-class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
+class AsyncProducer(ObservedClient, TransactionalMethods, Generic[KS, VS]):
     """The asyncio producer. Settings as keyword arguments and/or a dotted-name mapping
     (see :class:`sdk.producer.config.ProducerConfig`); invalid ones raise ConfigError.
 
@@ -106,6 +108,8 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
     Leaving ``async with`` normally delivers what is pending for at most
     ``request_timeout_ms`` (30 s by default; ``await flush()`` first to wait longer), and
     on an exception or a cancellation closes at once (see :meth:`exit_close`)."""
+
+    _labelled = ("start", "close", "_close")  # log with the client id (sdk.metrics.logs)
 
     @overload
     def __init__(self, config: None = None, /, *,
@@ -123,6 +127,7 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
         from sdk.producer.config import ProducerConfig  # pydantic: loaded on first use
 
         cfg = self.config = ProducerConfig.from_arguments((config,), kwargs)[0]
+        self._telemetry = ClientTelemetry(cfg, "producer")  # metrics, hooks, tracing, logs
         self._partitioner = make_partitioner(cfg.partitioner, batch_size=max(cfg.batch_size, 1),
                                              ignore_keys=cfg.partitioner_ignore_keys)
         # buffer_memory covers staged records too: their share is kept out of the pool.
@@ -172,6 +177,14 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
         if type(self).send_threadsafe is AsyncProducer.send_threadsafe:  # not overridden
             self.send_threadsafe = self._fast_send(  # type: ignore[method-assign]
                 "AsyncProducer.send_threadsafe")
+        self._intercept = self._interceptor()
+        if self._intercept is not None:  # on_send hooks or tracing: see sdk.metrics.tracing
+            from sdk.metrics.tracing import intercept_async, intercept_sync
+
+            self.send = intercept_async(  # type: ignore[method-assign,assignment]
+                self.send, *self._intercept)
+            self.send_threadsafe = intercept_sync(  # type: ignore[method-assign]
+                self.send_threadsafe, *self._intercept)
         self._client: NetClient | None = None
         self._sender: Sender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -186,7 +199,27 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
         """``send_threadsafe`` as one function named ``name`` (Stage.stager): it stages a
         plain record itself and calls the general path for any other."""
         fast = self._stage.stager(self._raw, AsyncProducer.send_threadsafe.__get__(self), name)
-        return fast if self.config.transactional_id is None else self._checked(fast)
+        fast = fast if self.config.transactional_id is None else self._checked(fast)
+        intercept = getattr(self, "_intercept", None)
+        if intercept is not None:
+            from sdk.metrics.tracing import intercept_sync
+
+            return intercept_sync(fast, *intercept)
+        return fast
+
+    def _interceptor(self) -> tuple[Any, Any] | None:
+        """(on_send hooks, tracing) when either is set, else None (``send`` as is)."""
+        telemetry = self._telemetry
+        tracing = None
+        if telemetry.tracing_enabled:
+            from sdk.metrics.tracing import ProducerTracing
+
+            tracing = ProducerTracing(self.config.client_id, telemetry.tracer_provider)
+        on_send = telemetry.hooks.on_send
+        return None if on_send is None and tracing is None else (on_send, tracing)
+
+    def _telemetry_of(self) -> ClientTelemetry:
+        return self._telemetry
 
     # ================================================================== lifecycle
 
@@ -199,7 +232,9 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
         cfg = self.config
         self._loop = asyncio.get_running_loop()
         self._pool.bind(self._loop)
-        client = self._client = NetClient(cfg, allow_auto_topic_creation=True)
+        telemetry = self._telemetry
+        client = self._client = NetClient(cfg, allow_auto_topic_creation=True,
+                                          observer=telemetry.network)
         self._acc.metadata = client.metadata
         await client.start()
         ids = None
@@ -212,9 +247,16 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
             self._txn = TransactionManager(client, ids, transactional_id=cfg.transactional_id,
                                            transaction_timeout_ms=cfg.transaction_timeout_ms,
                                            wake_sender=self._wake_sender)
+        observer = None
+        if telemetry.registry is not None or telemetry.hooks.on_acknowledgement is not None:
+            observer = ProducerObserver(telemetry.registry, telemetry.hooks,
+                                        buffer_total=cfg.buffer_memory,
+                                        buffer_available=lambda: self._pool.available)
         self._sender = Sender(client=client, accumulator=self._acc, config=cfg,
-                              producer_ids=ids, stage=self._stage, transactions=self._txn)
+                              producer_ids=ids, stage=self._stage, transactions=self._txn,
+                              observer=observer)
         self._sender.start()
+        telemetry.start()
 
     async def __aenter__(self) -> AsyncProducer[KS, VS]:
         await self.start()
@@ -667,6 +709,7 @@ class AsyncProducer(TransactionalMethods, Generic[KS, VS]):
             await self._sender.stop(_left(deadline), reason)
         if self._client is not None:
             await self._client.close()
+        await self._telemetry.close()
 
     @property
     def closed(self) -> bool:

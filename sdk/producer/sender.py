@@ -35,9 +35,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import (
-    AuthenticationError,
-    BrokerResponseError,
-    DeliveryTimeoutError,
     InvalidRecordError,
     KafkaConnectionError,
     KafkaError,
@@ -49,6 +46,7 @@ from sdk.net.connection import BrokerConnection
 from sdk.net.retry import Backoff
 from sdk.producer.accumulator import PartitionQueue, RecordAccumulator
 from sdk.producer.batch import ProducerBatch
+from sdk.producer.failures import expired_error, take_unauthenticated, timeout_error
 from sdk.producer.idempotence import SEQUENCE_MASK, ProducerIdManager, reset_bumps_epoch
 from sdk.producer.staging import Stage
 from sdk.producer.transactions import DOOMED, TransactionManager
@@ -57,6 +55,7 @@ from sdk.records.compression import get_codec
 from sdk.records.header import patch_producer_state
 
 if TYPE_CHECKING:
+    from sdk.metrics.producer import ProducerObserver
     from sdk.producer.config import ProducerConfig
 
 __all__ = ["Sender"]
@@ -83,8 +82,10 @@ class Sender:
     def __init__(self, *, client: NetClient, accumulator: RecordAccumulator,
                  config: ProducerConfig, producer_ids: ProducerIdManager | None,
                  stage: Stage | None = None,
-                 transactions: TransactionManager | None = None) -> None:
+                 transactions: TransactionManager | None = None,
+                 observer: ProducerObserver | None = None) -> None:
         self._client = client
+        self._obs = observer  # metrics and batch hooks (sdk.metrics); None when neither
         self._txn = transactions  # None unless transactional_id is set
         self._acc = accumulator
         self._stage = stage
@@ -267,14 +268,15 @@ class Sender:
             if staged_next is not None:
                 next_time = min(next_time, staged_next)
         for batch in acc.expire_unsent(now):
-            self._fail(batch, self._timeout_error(batch, "before it could be sent"))
+            self._fail(batch, timeout_error(batch, "before it could be sent", self._ids))
         if self._client.auth_error is not None:  # one check per pass, none per record
-            self._fail_unauthenticated(self._client.auth_error)
+            for batch in take_unauthenticated(acc, self._client, self._ids):
+                self._fail(batch, self._client.auth_error)
         queues = [pq for pq in acc.all_queues() if pq.has_work() or pq.in_flight]
         for pq in queues:
             for batch in [b for b in pq.retries if b.deadline <= now]:
                 pq.retries.remove(batch)
-                self._fail_sent(batch, self._expired_error(batch))
+                self._fail_sent(batch, expired_error(batch, self._ids))
         txn = self._txn
         if txn is not None and txn.state in DOOMED:
             self.fail_unsent(txn.error or KafkaError("the transaction failed"))
@@ -446,6 +448,8 @@ class Sender:
             self._acc.recycle(builder.take_buffer())
             if builder.compression:
                 self._acc.observe_compression(batch.topic, raw, len(batch.payload))
+            if self._obs is not None:
+                self._obs.compressed(batch.topic, raw, len(batch.payload))
         elif ids is not None and batch.payload_state != state:
             buf = bytearray(batch.payload)
             patch_producer_state(buf, 0, *state)
@@ -466,6 +470,8 @@ class Sender:
             batch.attempts += 1
             batch.in_flight = True
             batch.queue.in_flight.append(batch)
+        if self._obs is not None:
+            self._obs.sent(batches)
         txn_id = self._txn.transactional_id if self._txn is not None else None
         request = ProduceRequest(transactional_id=txn_id, acks=self._acks,
                                  timeout_ms=self._broker_timeout_ms,
@@ -563,6 +569,8 @@ class Sender:
                 pq.last_acked_sequence = last
         batch.complete(base_offset, log_append_time)
         self._acc.finished(batch)
+        if self._obs is not None:
+            self._obs.acknowledged(batch)
         if batch.parent is not None:
             self._part_done(batch)
 
@@ -587,7 +595,7 @@ class Sender:
             if now < batch.deadline:
                 self._requeue(batch, now)
             else:
-                self._fail_sent(batch, self._timeout_error(batch, "while being retried"))
+                self._fail_sent(batch, timeout_error(batch, "while being retried", self._ids))
             return
         if code == _MESSAGE_TOO_LARGE and batch.count > 1 and now < batch.deadline:
             self._split(batch, now)
@@ -600,7 +608,7 @@ class Sender:
             self._requeue(batch, now)
             return
         if retriable and now >= batch.deadline:
-            error = self._expired_error(batch)
+            error = expired_error(batch, self._ids)
         self._fail_sent(batch, error)
 
     def _split(self, batch: ProducerBatch, now: float) -> None:
@@ -701,6 +709,8 @@ class Sender:
 
     def _requeue(self, batch: ProducerBatch, now: float) -> None:
         batch.retry_at = now + self._retry_backoff.delay(batch.attempts)
+        if self._obs is not None:
+            self._obs.retried(batch)
         self._insert_retry(batch)
 
     def _insert_retry(self, batch: ProducerBatch) -> None:
@@ -715,25 +725,6 @@ class Sender:
             retries.insert(bisect.bisect_right(keys_created, batch.created), batch)
 
     # ================================================================== failing
-
-    def _timeout_error(self, batch: ProducerBatch, when: str) -> DeliveryTimeoutError:
-        cause = batch.last_error or (self._ids.last_error if self._ids is not None else None)
-        age_ms = (time.monotonic() - batch.created) * 1000
-        text = (f"{batch.count} record(s) for {batch.topic}-{batch.partition} expired {when} "
-                f"({age_ms:.0f} ms since the batch was created; delivery_timeout_ms reached)")
-        if cause is not None:
-            text += f"; last error: {cause}"
-        return DeliveryTimeoutError(text, cause=cause)
-
-    def _expired_error(self, batch: ProducerBatch) -> KafkaError:
-        """The error of a sent batch whose delivery timeout passed between retries: the
-        broker's own error when it answered every attempt (the batch was refused, not lost:
-        e.g. NOT_ENOUGH_REPLICAS), else DeliveryTimeoutError (rules 2 and 3)."""
-        last = batch.last_error
-        if batch.outcome_unknown or not isinstance(last, BrokerResponseError):
-            return self._timeout_error(batch, "while being retried")
-        age_ms = (time.monotonic() - batch.created) * 1000
-        return type(last)(f"{last} (retried for {age_ms:.0f} ms, until delivery_timeout_ms)")
 
     def _fail_sent(self, batch: ProducerBatch, error: BaseException) -> None:
         """Fail a batch that was sent at least once (rules 2 and 3 of idempotence)."""
@@ -757,30 +748,6 @@ class Sender:
                 batch.base_sequence -= failed.count
         pq.next_sequence -= failed.count
 
-    def _fail_unauthenticated(self, error: AuthenticationError) -> None:
-        """Never-sent batches that wait on a broker (or a producer id, or metadata) this
-        client failed to authenticate with fail with that error now, as Java's producer
-        does, instead of at delivery_timeout_ms: credentials do not fix themselves. Sent
-        batches keep their sequence rules (DESIGN.md section 5)."""
-        acc, client = self._acc, self._client
-        ids = self._ids
-        ids_blocked = (ids is not None and ids.producer_id < 0
-                       and isinstance(ids.last_error, AuthenticationError))
-        failed: list[ProducerBatch] = []
-        with acc.lock:
-            for queues in acc.queues.values():
-                for pq in queues.values():
-                    if not pq.batches:
-                        continue
-                    leader = client.metadata.leader_for(pq.topic, pq.partition)
-                    blocked = ids_blocked or leader is None or (
-                        client.ready_connection(leader) is None
-                        and isinstance(client.last_error(leader), AuthenticationError))
-                    while blocked and pq.batches:
-                        failed.append(acc.pop_head(pq))
-        for batch in failed:
-            self._fail(batch, error)
-
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if batch.done:
             return
@@ -790,6 +757,8 @@ class Sender:
             self._leave_flight(batch)
         batch.fail(error)
         self._acc.finished(batch)
+        if self._obs is not None:
+            self._obs.failed(batch, error)
         if batch.parent is not None:
             self._part_done(batch)
 

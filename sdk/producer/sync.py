@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from sdk.errors import TransactionAbortableError
+from sdk.metrics import MetricName
 from sdk.net.describe import describe_client
 from sdk.net.fork import watch
 from sdk.net.loop_thread import LoopThread
@@ -183,6 +184,11 @@ class Producer(Generic[KS, VS]):
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._core.closed
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The client's metrics by :class:`sdk.metrics.MetricName` (see
+        :meth:`sdk.metrics.telemetry.ObservedClient.metrics`); safe from any thread."""
+        return self._core.metrics()
 
     def __repr__(self) -> str:
         return describe_client(type(self).__name__, self.config, self._core._state())

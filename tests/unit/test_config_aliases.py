@@ -50,8 +50,9 @@ def test_java_producer_properties_work_as_is(caplog: pytest.LogCaptureFixture) -
     # One warning for the client, naming every setting without effect and why.
     [warning] = warnings_of(caplog)
     for key in ("connections.max.idle.ms", "send.buffer.bytes", "receive.buffer.bytes",
-                "metrics.recording.level", "metrics.num.samples"):
+                "metrics.recording.level"):
         assert key in warning
+    assert cfg.metrics_num_samples == 2  # a setting of ours now (sdk.metrics)
     assert "operating system" in warning
     # A TLS setting is a setting now (read even under PLAINTEXT, used with SSL).
     assert "ssl.endpoint" not in warning and cfg.ssl_endpoint_identification_algorithm == "https"

@@ -1,0 +1,171 @@
+"""Connection and request metrics (Java's ``<client>-metrics`` network part and
+``<client>-node-metrics``), the connection-level hooks and the ``protocol`` debug log.
+
+A :class:`NetworkObserver` is attached to each connection a client opens; the connection
+calls :meth:`NetworkObserver.sent` per request written and :meth:`received` per chunk of
+responses read, so the cost is per request, and nothing at all when a client has no
+observer (metrics off, no network hook, protocol debugging off).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Protocol
+
+from sdk.metrics.hooks import HookSet
+from sdk.metrics.registry import MetricsRegistry, Sensor
+
+__all__ = ["NetworkObserver", "ObservedConnection"]
+
+protocol_log = logging.getLogger("sdk.net.protocol")
+
+
+class ObservedConnection(Protocol):
+    node_id: int
+    host: str
+    port: int
+    sent_at: dict[int, tuple[float, int, int]]
+
+    @property
+    def in_flight(self) -> int: ...
+
+
+class _NodeSensors:
+    __slots__ = ("incoming", "latency", "outgoing", "requests", "responses")
+
+    def __init__(self, reg: MetricsRegistry, group: str, node: str) -> None:
+        def one(key: str, prefix: str, stats: dict[str, Any], text: str) -> Sensor:
+            return reg.stats(reg.sensor(f"node.{node}.{key}"), group, prefix, stats, text,
+                             node_id=node)
+
+        self.requests = one("requests", "request", {"-rate": "count-rate",
+                                                    "-total": "count-total"}, "requests sent")
+        self.responses = one("responses", "response", {"-rate": "count-rate",
+                                                       "-total": "count-total"},
+                             "responses received")
+        self.latency = one("latency", "request-latency", {"-avg": "avg", "-max": "max"},
+                           "ms from writing a request to reading its response")
+        self.outgoing = one("outgoing", "outgoing-byte", {"-rate": "rate", "-total": "total"},
+                            "bytes written")
+        self.incoming = one("incoming", "incoming-byte", {"-rate": "rate", "-total": "total"},
+                            "bytes read")
+
+
+class NetworkObserver:
+    """See the module docstring. ``prefix`` is Java's metric-group prefix: ``producer``,
+    ``consumer`` or ``admin-client``."""
+
+    def __init__(self, registry: MetricsRegistry | None, hooks: HookSet, prefix: str) -> None:
+        self.registry = reg = registry
+        self.group = f"{prefix}-metrics"
+        self.node_group = f"{prefix}-node-metrics"
+        self._connect_hook = hooks.on_broker_connect
+        self._disconnect_hook = hooks.on_broker_disconnect
+        self._request_hook = hooks.on_request
+        self._response_hook = hooks.on_response
+        self._nodes: dict[int, _NodeSensors] = {}
+        self._open: set[Any] = set()
+        if reg is None:
+            return
+        g = self.group
+        s = reg.stats
+        self._requests = s(reg.sensor("requests"), g, "request",
+                           {"-rate": "count-rate", "-total": "count-total"}, "requests sent")
+        self._request_size = s(reg.sensor("request-size"), g, "request-size",
+                               {"-avg": "avg", "-max": "max"}, "bytes per request")
+        self._responses = s(reg.sensor("responses"), g, "response",
+                            {"-rate": "count-rate", "-total": "count-total"},
+                            "responses received")
+        self._latency = s(reg.sensor("latency"), g, "request-latency",
+                          {"-avg": "avg", "-max": "max"},
+                          "ms from writing a request to reading its response")
+        self._outgoing = s(reg.sensor("outgoing"), g, "outgoing-byte",
+                           {"-rate": "rate", "-total": "total"}, "bytes written")
+        self._incoming = s(reg.sensor("incoming"), g, "incoming-byte",
+                           {"-rate": "rate", "-total": "total"}, "bytes read")
+        self._created = s(reg.sensor("connection-creation"), g, "connection-creation",
+                          {"-rate": "count-rate", "-total": "count-total"},
+                          "connections opened")
+        self._closed = s(reg.sensor("connection-close"), g, "connection-close",
+                         {"-rate": "count-rate", "-total": "count-total"},
+                         "connections closed")
+        reg.gauge(reg.name("connection-count", g, "open connections"),
+                  lambda: float(len(self._open)))
+
+    def _node(self, node_id: int) -> _NodeSensors:
+        sensors = self._nodes.get(node_id)
+        if sensors is None:
+            assert self.registry is not None
+            sensors = self._nodes[node_id] = _NodeSensors(
+                self.registry, self.node_group, f"node-{node_id}")
+        return sensors
+
+    # ------------------------------------------------------------------ connections
+
+    def attach(self, conn: Any) -> None:
+        """Watch ``conn`` (just opened) until it closes."""
+        conn.observer = self
+        self._open.add(conn)
+        conn.add_close_callback(self._detach)
+        if self.registry is not None:
+            self._created.record(1)
+        protocol_log.debug("connected to %s:%s (node %s)", conn.host, conn.port, conn.node_id)
+        if self._connect_hook is not None:
+            self._connect_hook(conn.node_id, conn.host, conn.port)
+
+    def _detach(self, conn: Any) -> None:
+        self._open.discard(conn)
+        conn.sent_at.clear()
+        if self.registry is not None:
+            self._closed.record(1)
+        protocol_log.debug("connection to %s:%s (node %s) closed: %s", conn.host, conn.port,
+                           conn.node_id, conn.close_reason or "by the client")
+        if self._disconnect_hook is not None:
+            self._disconnect_hook(conn.node_id, conn.host, conn.port, conn.close_reason)
+
+    # ------------------------------------------------------------------ requests
+
+    def sent(self, conn: Any, api_key: int, version: int, cid: int, size: int,
+             expect_response: bool) -> None:
+        now = time.monotonic()
+        if expect_response:
+            conn.sent_at[cid] = (now, api_key, version)
+        if self.registry is not None:
+            self._requests.record(1, now)
+            self._request_size.record(size, now)
+            self._outgoing.record(size, now)
+            node = self._node(conn.node_id)
+            node.requests.record(1, now)
+            node.outgoing.record(size, now)
+        if protocol_log.isEnabledFor(logging.DEBUG):
+            protocol_log.debug("-> node %s: api %s v%s correlation id %s, %d bytes",
+                               conn.node_id, api_key, version, cid, size)
+        if self._request_hook is not None:
+            self._request_hook(conn.node_id, api_key, version, cid, size)
+
+    def received(self, conn: Any, responses: list[tuple[int, Any]], size: int) -> None:
+        now = time.monotonic()
+        reg = self.registry
+        node = self._node(conn.node_id) if reg is not None else None
+        if node is not None:
+            self._incoming.record(size, now)
+            node.incoming.record(size, now)
+        sent_at = conn.sent_at
+        debug = protocol_log.isEnabledFor(logging.DEBUG)
+        for cid, _ in responses:
+            entry = sent_at.pop(cid, None)
+            if entry is None:
+                continue
+            at, api_key, version = entry
+            latency_s = now - at
+            if node is not None:
+                self._responses.record(1, now)
+                self._latency.record(latency_s * 1000, now)
+                node.responses.record(1, now)
+                node.latency.record(latency_s * 1000, now)
+            if debug:
+                protocol_log.debug("<- node %s: api %s v%s correlation id %s after %.3f ms",
+                                   conn.node_id, api_key, version, cid, latency_s * 1000)
+            if self._response_hook is not None:
+                self._response_hook(conn.node_id, api_key, version, cid, latency_s)

@@ -1,0 +1,142 @@
+"""The producer's metrics (Java's ``producer-metrics`` and ``producer-topic-metrics``) and
+its batch-level hooks, fed by the sender once per batch or request on the loop thread.
+
+``record-send-total`` counts records when their batch is first written to a broker (a
+retry is counted in ``record-retry-total`` instead, so N records sent once read N);
+``record-error-total`` counts records whose batch failed for good.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sdk.metrics.hooks import HookSet
+from sdk.metrics.registry import MetricsRegistry, Sensor, Stat
+
+__all__ = ["ProducerObserver"]
+
+GROUP = "producer-metrics"
+TOPIC_GROUP = "producer-topic-metrics"
+_RATE_TOTAL: dict[str, Stat] = {"-rate": "rate", "-total": "total"}
+
+
+class _TopicSensors:
+    __slots__ = ("bytes", "compression", "errors", "records", "retries")
+
+    def __init__(self, reg: MetricsRegistry, topic: str) -> None:
+        def one(key: str, prefix: str, stats: dict[str, Any], text: str) -> Sensor:
+            return reg.stats(reg.sensor(f"topic.{topic}.{key}"), TOPIC_GROUP, prefix, stats,
+                             text, topic=topic)
+
+        self.records = one("records", "record-send", _RATE_TOTAL, "records sent")
+        self.bytes = one("bytes", "byte", _RATE_TOTAL, "bytes sent (batches as written)")
+        self.retries = one("retries", "record-retry", _RATE_TOTAL, "records retried")
+        self.errors = one("errors", "record-error", _RATE_TOTAL, "records failed")
+        self.compression = one("compression", "compression-rate", {"": "avg"},
+                               "compressed / uncompressed size of the batches")
+
+
+class ProducerObserver:
+    """Metrics and hooks of one producer's batches; None-free: the sender holds one only
+    when metrics are on or a batch-level hook is set."""
+
+    def __init__(self, registry: MetricsRegistry | None, hooks: HookSet,
+                 buffer_total: int = 0, buffer_available: Callable[[], int] | None = None,
+                 in_flight: Callable[[], int] | None = None) -> None:
+        self.registry = reg = registry
+        self._ack_hook = hooks.on_acknowledgement
+        self._topics: dict[str, _TopicSensors] = {}
+        if reg is None:
+            return
+        s = reg.stats
+        self._records = s(reg.sensor("records"), GROUP, "record-send", _RATE_TOTAL,
+                          "records sent")
+        self._per_request = s(reg.sensor("records-per-request"), GROUP, "records-per-request",
+                              {"-avg": "avg"}, "records per Produce request")
+        self._batch_size = s(reg.sensor("batch-size"), GROUP, "batch-size",
+                             {"-avg": "avg", "-max": "max"}, "bytes per batch as written")
+        self._compression = s(reg.sensor("compression"), GROUP, "compression-rate",
+                              {"-avg": "avg"}, "compressed / uncompressed batch size")
+        self._queue_time = s(reg.sensor("queue-time"), GROUP, "record-queue-time",
+                             {"-avg": "avg", "-max": "max"},
+                             "ms a batch waited in the accumulator before its first send")
+        self._retries = s(reg.sensor("retries"), GROUP, "record-retry", _RATE_TOTAL,
+                          "records retried")
+        self._errors = s(reg.sensor("errors"), GROUP, "record-error", _RATE_TOTAL,
+                         "records whose send failed")
+        self._splits = s(reg.sensor("splits"), GROUP, "batch-split", _RATE_TOTAL,
+                         "batches split after MESSAGE_TOO_LARGE")
+        self._produce_requests = s(reg.sensor("produce-requests"), GROUP, "produce-request",
+                                   {"-rate": "count-rate", "-total": "count-total"},
+                                   "Produce requests written")
+        reg.gauge(reg.name("buffer-total-bytes", GROUP, "buffer_memory"),
+                  lambda: float(buffer_total))
+        if buffer_available is not None:
+            reg.gauge(reg.name("buffer-available-bytes", GROUP,
+                               "buffer_memory not held by records waiting to be sent"),
+                      buffer_available)
+        if in_flight is not None:
+            reg.gauge(reg.name("requests-in-flight", GROUP, "Produce requests awaiting answers"),
+                      in_flight)
+
+    def _topic(self, topic: str) -> _TopicSensors:
+        sensors = self._topics.get(topic)
+        if sensors is None:
+            assert self.registry is not None
+            sensors = self._topics[topic] = _TopicSensors(self.registry, topic)
+        return sensors
+
+    def sent(self, batches: Sequence[Any]) -> None:
+        """A Produce request with ``batches`` was written (their attempts counted)."""
+        if self.registry is None:
+            return
+        now = time.monotonic()
+        records = 0
+        for batch in batches:
+            payload = batch.payload
+            size = len(payload) if payload is not None else 0
+            topic = self._topic(batch.topic)
+            if batch.attempts == 1:
+                records += batch.count
+                topic.records.record(batch.count, now)
+                topic.bytes.record(size, now)
+                self._batch_size.record(size, now)
+                self._queue_time.record((now - batch.created) * 1000, now)
+        if records:
+            self._records.record(records, now)
+        self._per_request.record(sum(b.count for b in batches), now)
+        self._produce_requests.record(1, now)
+
+    def compressed(self, topic: str, uncompressed: int, compressed: int) -> None:
+        """A batch was built: its compressed / uncompressed ratio (1.0 without a codec)."""
+        if self.registry is None or uncompressed <= 0:
+            return
+        ratio = compressed / uncompressed
+        self._compression.record(ratio)
+        self._topic(topic).compression.record(ratio)
+
+    def retried(self, batch: Any) -> None:
+        if self.registry is not None:
+            now = time.monotonic()
+            self._retries.record(batch.count, now)
+            self._topic(batch.topic).retries.record(batch.count, now)
+
+    def split(self) -> None:
+        if self.registry is not None:
+            self._splits.record(1)
+
+    def acknowledged(self, batch: Any) -> None:
+        hook = self._ack_hook
+        if hook is not None:
+            hook(batch.topic, batch.partition, batch.base_offset, batch.count, None)
+
+    def failed(self, batch: Any, error: BaseException) -> None:
+        if self.registry is not None:
+            now = time.monotonic()
+            self._errors.record(batch.count, now)
+            self._topic(batch.topic).errors.record(batch.count, now)
+        hook = self._ack_hook
+        if hook is not None:
+            hook(batch.topic, batch.partition, -1, batch.count, error)
