@@ -40,6 +40,7 @@ _TOPIC_FAMILIES = (
 )
 # Kafka's classic group states, reported even when no group is in them.
 _GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+_CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")  # KIP-848
 
 
 def collect(broker: Broker, server: KafkaServer | None, metrics: BrokerMetrics
@@ -148,21 +149,27 @@ def _replica_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric
 
 
 def _group_families(broker: Broker) -> Iterator[Metric]:
-    states: Counter[str] = Counter()
+    """Groups by protocol and state, as Kafka's group-coordinator-metrics: classic groups
+    (JoinGroup/SyncGroup, and commit-only groups) and KIP-848 consumer groups."""
+    states: dict[str, Counter[str]] = {"classic": Counter(), "consumer": Counter()}
     coordinator = broker.groups
     if coordinator is not None and coordinator.loaded:
         error, listed = coordinator.list_groups()
         if not error:
-            states.update(listing.state for listing in listed)
-    by_state = GaugeMetricFamily(
-        "kafka_server_group_coordinator_metrics_classic_group_count",
-        "Classic groups by state", labels=["state"])
-    for state in _GROUP_STATES:
-        by_state.add_metric([state], states.get(state, 0))
-    yield by_state
+            for listing in listed:
+                kind = listing.group_type or "classic"
+                states.setdefault(kind, Counter())[listing.state] += 1
+    for kind, known in (("classic", _GROUP_STATES), ("consumer", _CONSUMER_GROUP_STATES)):
+        by_state = GaugeMetricFamily(
+            f"kafka_server_group_coordinator_metrics_{kind}_group_count",
+            f"{kind.capitalize()} groups by state", labels=["state"])
+        for state in sorted(set(known) | set(states[kind])):
+            by_state.add_metric([state], states[kind].get(state, 0))
+        yield by_state
     total = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",
                               "Groups by protocol", labels=["protocol"])
-    total.add_metric(["classic"], sum(states.values()))
+    for kind, counts in sorted(states.items()):
+        total.add_metric([kind], sum(counts.values()))
     yield total
 
 

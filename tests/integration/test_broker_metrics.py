@@ -225,3 +225,29 @@ def test_python_m_server_ref_prints_and_serves_the_metrics_url(tmp_path: Path) -
         proc.terminate()
         proc.wait(30)
     assert proc.returncode == 0
+
+
+def test_consumer_protocol_groups_counted_apart(broker: EmbeddedBroker) -> None:
+    topic, group = f"m-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)]).raise_if_failed()
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send(topic, b"one")
+    before = scrape(broker.metrics_url)
+    with Consumer(topic, bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                  group_protocol="consumer", auto_offset_reset="earliest") as consumer:
+        seen = 0
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            seen += sum(len(v) for v in consumer.poll(timeout_ms=500).values())
+        assert seen == 1
+        during = scrape(broker.metrics_url)
+        assert value(during, "kafka_server_group_coordinator_metrics_consumer_group_count",
+                     state="Stable") == value(
+            before, "kafka_server_group_coordinator_metrics_consumer_group_count",
+            state="Stable") + 1
+        assert value(during, "kafka_server_group_coordinator_metrics_group_count",
+                     protocol="consumer") == value(
+            before, "kafka_server_group_coordinator_metrics_group_count",
+            protocol="consumer") + 1
+        assert requests(during, "ConsumerGroupHeartbeat") >= 1
