@@ -293,6 +293,7 @@ class TransactionCoordinator:
         # InitProducerId moves to a new producer id.
         if meta.producer_epoch < MAX_EPOCH - 1:
             meta.producer_epoch += 1
+        meta.last_epoch = -1  # no retry of an earlier bump gets past a fence
         meta.state = TxnState.PREPARE_ABORT
         self._write(meta)
         self._schedule_markers(meta, 0.0)

@@ -68,8 +68,10 @@ class TxnMetadata:
     start_ms: int = -1  # when the first partition of the open transaction was added
     last_update_ms: int = -1
     # Epoch of the request that may legitimately retry (EndTxn, InitProducerId) after a
-    # bump: Kafka's lastProducerEpoch.
+    # bump: Kafka's lastProducerEpoch. Either -1 or producer_epoch - 1 (the state log
+    # stores only whether it is set, see statelog).
     last_epoch: int = -1
+    client_version: int = 0  # the transaction protocol the producer speaks (0: v1, 2: v2)
 
     def sorted_partitions(self) -> list[tuple[str, int]]:
         return sorted(self.partitions)

@@ -8,9 +8,22 @@ id is its state. Layouts as Kafka's TransactionLog (documented in its
 * key: version int16 (0), transactional id (int16-length string);
 * value, version 0: producer id int64, producer epoch int16, transaction timeout int32,
   state int8, partitions (int32 count, null as -1; each topic string + int32 array of
-  partition ids), last update time int64, start time int64. Version 1 is the same fields in
-  the flexible encoding; we write version 0 (every Kafka reads it) and read both.
+  partition ids), last update time int64, start time int64.
+* value, version 1: the same fields in the flexible encoding (compact strings and arrays,
+  tagged-field sections), with tagged fields at the end: 0 PreviousProducerId int64,
+  1 NextProducerId int64, 2 ClientTransactionVersion int16, 3 NextProducerEpoch int16
+  (defaults -1, -1, 0, -1: a field at its default is not written).
 A null value (tombstone) forgets the id.
+
+We write version 1 and read both. PreviousProducerId carries what a KIP-360 retry needs
+across a restart: after InitProducerId bumped the epoch of a producer that asked for it (its
+id and epoch in the request), the value names that same producer id as the previous one,
+and the epoch it replaced is the current one minus 1. A retry of that InitProducerId (the
+answer was lost, the broker restarted meanwhile) then gets the bumped pair back instead of
+PRODUCER_FENCED. Every other transition (a new instance, a fence, a new producer id) writes
+no previous id, so an old instance stays fenced. (Kafka 4.3 reads its last epoch as
+unknown after a coordinator move, and fences such a retry.) ClientTransactionVersion is the
+transaction protocol the producer speaks (0 for v1 clients, 2 for v2), as Kafka records it.
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sdk.errors import MalformedDataError
+from sdk.protocol.primitives import write_uvarint
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.reader import RecordBatch
 from server_ref.offsets_journal import partition_for_group, replay_batches
@@ -37,6 +51,10 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">hqhib")  # version, producer id, epoch, timeout, state
 _TIMES = struct.Struct(">qq")
+_I64 = struct.Struct(">q")
+VALUE_VERSION = 1
+_TAG_PREVIOUS_PRODUCER_ID = 0
+_TAG_CLIENT_TRANSACTION_VERSION = 2
 
 
 def _string(text: str) -> bytes:
@@ -48,18 +66,45 @@ def encode_key(transactional_id: str) -> bytes:
     return _I16.pack(0) + _string(transactional_id)
 
 
-def encode_value(meta: TxnMetadata) -> bytes:
+def _compact_string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    out = bytearray()
+    write_uvarint(out, len(raw) + 1)
+    return bytes(out) + raw
+
+
+def encode_value(meta: TxnMetadata, version: int = VALUE_VERSION) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for topic, index in meta.sorted_partitions():
         by_topic.setdefault(topic, []).append(index)
-    parts = [_HEAD.pack(0, meta.producer_id, meta.producer_epoch, meta.timeout_ms,
-                        int(meta.state)), _I32.pack(len(by_topic))]
+    out = bytearray(_HEAD.pack(version, meta.producer_id, meta.producer_epoch,
+                               meta.timeout_ms, int(meta.state)))
+    if version == 0:
+        out += _I32.pack(len(by_topic))
+        for topic, indexes in by_topic.items():
+            out += _string(topic)
+            out += _I32.pack(len(indexes))
+            out += struct.pack(f">{len(indexes)}i", *indexes)
+        out += _TIMES.pack(meta.last_update_ms, meta.start_ms)
+        return bytes(out)
+    write_uvarint(out, len(by_topic) + 1)
     for topic, indexes in by_topic.items():
-        parts.append(_string(topic))
-        parts.append(_I32.pack(len(indexes)))
-        parts.append(struct.pack(f">{len(indexes)}i", *indexes))
-    parts.append(_TIMES.pack(meta.last_update_ms, meta.start_ms))
-    return b"".join(parts)
+        out += _compact_string(topic)
+        write_uvarint(out, len(indexes) + 1)
+        out += struct.pack(f">{len(indexes)}i", *indexes)
+        out.append(0)  # no tagged fields in a topic entry
+    out += _TIMES.pack(meta.last_update_ms, meta.start_ms)
+    tags: list[tuple[int, bytes]] = []
+    if meta.last_epoch >= 0:  # the KIP-360 retry window (see the module docstring)
+        tags.append((_TAG_PREVIOUS_PRODUCER_ID, _I64.pack(meta.producer_id)))
+    if meta.client_version:
+        tags.append((_TAG_CLIENT_TRANSACTION_VERSION, _I16.pack(meta.client_version)))
+    write_uvarint(out, len(tags))
+    for tag, raw in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(raw))
+        out += raw
+    return bytes(out)
 
 
 class _Reader:
@@ -98,9 +143,18 @@ class _Reader:
         return self.uvarint() - 1 if compact else self.take(_I32)[0]
 
     def skip_tags(self) -> None:
+        self.tags()
+
+    def tags(self) -> dict[int, bytes]:
+        found: dict[int, bytes] = {}
         for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
+            tag = self.uvarint()
+            size = self.uvarint()
+            if self.pos + size > len(self.data):
+                raise MalformedDataError("transaction log tagged field is truncated")
+            found[tag] = self.data[self.pos:self.pos + size]
+            self.pos += size
+        return found
 
 
 def decode_key(key: bytes) -> str:
@@ -125,8 +179,18 @@ def decode_value(transactional_id: str, value: bytes) -> TxnMetadata:
         if compact:
             reader.skip_tags()
     last_update, start = reader.take(_TIMES)
-    return TxnMetadata(transactional_id, pid, epoch, timeout, TxnState(state), partitions,
+    meta = TxnMetadata(transactional_id, pid, epoch, timeout, TxnState(state), partitions,
                        start_ms=start, last_update_ms=last_update)
+    if compact:
+        tags = reader.tags()
+        previous = tags.get(_TAG_PREVIOUS_PRODUCER_ID)
+        if previous is not None and len(previous) == 8 and \
+                _I64.unpack(previous)[0] == pid and epoch > 0:
+            meta.last_epoch = epoch - 1
+        client = tags.get(_TAG_CLIENT_TRANSACTION_VERSION)
+        if client is not None and len(client) == 2:
+            meta.client_version = _I16.unpack(client)[0]
+    return meta
 
 
 class TransactionStateLog:
