@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from sdk.admin.dispatch import Deadline, Dispatcher
+from sdk.admin.share_groups import ShareGroupAdmin  # share-group methods (KIP-932)
 from sdk.errors import IllegalStateError
 from sdk.metrics.telemetry import ClientTelemetry, ObservedClient
 from sdk.net import NetClient
@@ -97,7 +98,7 @@ else:
     partition_ops = _Family("partition_ops", "partitions")
 
 
-class AsyncAdminClient(ObservedClient):
+class AsyncAdminClient(ShareGroupAdmin, ObservedClient):
     """Administer topics, configs, consumer groups and offsets of a Kafka cluster.
 
     ``AsyncAdminClient(bootstrap_servers="host:9092", request_timeout_ms=10000)`` or

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk.admin.client import AsyncAdminClient
+from sdk.admin.share_groups import ShareGroupAdminSync  # share-group methods (KIP-932)
 from sdk.metrics import MetricName
 from sdk.net import LoopThread
 from sdk.net.describe import describe_client
@@ -70,7 +71,7 @@ T = TypeVar("T")
 _GRACE_S = 5.0  # extra wait beyond a call's own timeout before the blocking face gives up
 
 
-class AdminClient:
+class AdminClient(ShareGroupAdminSync):
     """Blocking admin client; same settings and methods as :class:`AsyncAdminClient`.
 
     ``with AdminClient(bootstrap_servers="host:9092") as admin: admin.list_topics()``

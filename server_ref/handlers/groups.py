@@ -177,6 +177,10 @@ def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsRespon
         states=req.states_filter or () if v >= 4 else (),
         types=req.types_filter or () if v >= 5 else (),
     )
+    from server_ref.share.coordinator import listed_share_groups  # share groups (KIP-932)
+
+    listed = [*listed, *listed_share_groups(ctx.broker, req.states_filter if v >= 4 else (),
+                                            req.types_filter if v >= 5 else ())]
     return ListGroupsResponse(
         error_code=error,
         groups=[
@@ -214,6 +218,12 @@ def describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> Describe
 def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(req.groups_names or ()))  # a name asked twice is answered once
     results = _coordinator(ctx).delete_groups(names)
+    from server_ref.share.coordinator import delete_share_group  # share groups (KIP-932)
+
+    for name in names:
+        share_error = delete_share_group(ctx.broker, name)
+        if share_error is not None:
+            results[name] = share_error
     return DeleteGroupsResponse(results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=results[name])
         for name in names

@@ -301,3 +301,39 @@ class ShareCoordinator:
             self._task.cancel()
         with contextlib.suppress(Exception):
             self.flush()
+
+
+# ---------------------------------------------------------------------------- group admin
+
+
+@dataclass(frozen=True, slots=True)
+class ShareListing:
+    group_id: str
+    state: str
+    protocol_type: str = "share"
+    group_type: str = "share"
+
+
+def listed_share_groups(broker: Broker, states: Any, types: Any) -> list[ShareListing]:
+    """ListGroups' share groups, filtered as Kafka filters (case-insensitive)."""
+    if types and "share" not in {str(t).lower() for t in types}:
+        return []
+    wanted = {str(s).lower() for s in states or ()}
+    coordinator = ShareCoordinator.of(broker)
+    return [ShareListing(g.group_id, g.state) for g in coordinator.groups.values()
+            if not wanted or g.state.lower() in wanted]
+
+
+def delete_share_group(broker: Broker, group_id: str) -> int | None:
+    """DeleteGroups for a share group: its error code, or None if it is not one."""
+    coordinator = ShareCoordinator.of(broker)
+    group = coordinator.groups.get(group_id)
+    if group is None:
+        return None
+    if group.members:
+        return NON_EMPTY_GROUP
+    del coordinator.groups[group_id]
+    coordinator.forget_partitions(group_id)
+    coordinator.configs.forget(group_id)
+    coordinator.flush()
+    return 0

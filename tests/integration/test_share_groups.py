@@ -356,3 +356,66 @@ async def test_share_state_survives_a_restart_of_our_broker(tmp_path: Path) -> N
                             **{"share.acknowledgement.mode": "explicit"}) as c:
             again = await drain(c, 4)
     assert sorted((r.offset, r.delivery_count) for r in again) == [(o, 2) for o in range(6, 10)]
+
+
+# ---------------------------------------------------------------------------- admin
+
+
+async def _eventually(check: Any, timeout_s: float = 15) -> Any:
+    """Apache Kafka's share coordinator persists state asynchronously: ask again briefly."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await check()
+        if result[0] or time.monotonic() > deadline:
+            return result[1]
+        await asyncio.sleep(0.3)
+
+
+async def test_admin_share_groups(share_broker: ShareBroker) -> None:
+    from sdk import AsyncAdminClient, TopicPartition
+    from sdk.errors import NonEmptyGroupError
+
+    topic, group = share_broker.topic(1), share_broker.group()
+    tp = TopicPartition(topic, 0)
+    share_broker.produce(topic, 10)
+    async with AsyncAdminClient(bootstrap_servers=share_broker.bootstrap_servers) as admin:
+        async with consumer(share_broker, topic, group) as c:
+            assert len(await drain(c, 10)) == 10
+            await c.commit_sync()
+            listed = await admin.list_share_groups()
+            assert listed[group].group_type == "share" and listed[group].state == "Stable"
+            described = (await admin.describe_share_groups([group]))[group]
+            assert described.error is None and described.state == "Stable"
+            (member,) = described.members
+            assert member.subscribed_topics == (topic,) and member.assignment == (tp,)
+
+            async def settled() -> tuple[bool, Any]:
+                offsets = await admin.list_share_group_offsets(group)
+                return tp in offsets and offsets[tp].lag == 0, offsets
+
+            # Everything accepted: no lag. Our broker moves the start offset past settled
+            # records at once (10); Apache Kafka keeps it at 0 with the records marked
+            # acknowledged in its state, and moves it when the partition is next read.
+            offsets = await _eventually(settled)
+            assert offsets[tp].lag == 0 and offsets[tp].error is None
+            assert offsets[tp].start_offset == (10 if share_broker.name == "ref" else 0)
+            deleted = await admin.delete_share_groups([group])
+            assert isinstance(deleted[group].error, NonEmptyGroupError)
+        # no members now: the start offset may move back, and the records come again
+        async def empty() -> tuple[bool, Any]:
+            d = (await admin.describe_share_groups([group]))[group]
+            return d.state == "Empty", d
+
+        assert (await _eventually(empty)).state == "Empty"
+        altered = await admin.alter_share_group_offsets(group, {tp: 6})
+        assert altered[tp].error is None
+        async with consumer(share_broker, topic, group) as c:
+            again = await drain(c, 4)
+        assert sorted(r.offset for r in again) == [6, 7, 8, 9]
+        assert (await _eventually(empty)).state == "Empty"
+        dropped = await admin.delete_share_group_offsets(group, [topic])
+        assert dropped[topic].error is None
+        assert tp not in await admin.list_share_group_offsets(group)
+        deleted = await admin.delete_share_groups([group])
+        assert deleted[group].error is None
+        assert group not in await admin.list_share_groups()
