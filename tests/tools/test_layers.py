@@ -24,7 +24,7 @@ OURS = ("sdk", "server_ref", "examples")  # top-level names whose imports are ch
 ERRORS_AND_TYPES = ["sdk.errors", "sdk.types", "sdk.error_codes"]
 BELOW_ROLES = ["sdk.net.*", "sdk.metrics.*", "sdk.protocol.*", "sdk.records.*", "sdk.config",
                *ERRORS_AND_TYPES]
-PUBLIC_FACES = ["sdk", "sdk.producer", "sdk.consumer", "sdk.admin"]
+PUBLIC_FACES = ["sdk", "sdk.producer", "sdk.consumer", "sdk.admin", "sdk.share"]
 
 # importer                 may import
 LAYERS: dict[str, list[str]] = {
@@ -41,6 +41,7 @@ LAYERS: dict[str, list[str]] = {
     "sdk.producer":        ["sdk.producer.*", *BELOW_ROLES],
     "sdk.consumer":        ["sdk.consumer.*", *BELOW_ROLES],
     "sdk.admin":           ["sdk.admin.*", *BELOW_ROLES],
+    "sdk.share":           ["sdk.share.*", *BELOW_ROLES],
     "sdk.spark":           ["sdk.spark.*", *PUBLIC_FACES, *BELOW_ROLES],
     "sdk.cli":             ["sdk.cli.*", *PUBLIC_FACES, *BELOW_ROLES],
     "sdk":                 ["sdk.*"],  # the package root re-exports the public faces
