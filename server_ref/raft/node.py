@@ -16,19 +16,11 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sdk.errors import (
-    FencedLeaderEpochError,
-    InconsistentVoterSetError,
-    InvalidRequestError,
     MalformedDataError,
-    NotLeaderOrFollowerError,
-    PositionOutOfRangeError,
-    SnapshotNotFoundError,
-    UnknownLeaderEpochError,
 )
 from sdk.records.control import ControlType
 from sdk.records.reader import RecordBatch, iter_batches
@@ -56,6 +48,7 @@ from server_ref.raft.records import (
     entry_values,
 )
 from server_ref.raft.server import ControllerServer
+from server_ref.raft.serving import PeerRequests, now_ms
 from server_ref.raft.snapshot import SnapshotId, SnapshotStore
 from server_ref.raft.state import QuorumState, QuorumStateFile, Role
 
@@ -65,23 +58,7 @@ LOG_DIR = "__cluster_metadata-0"
 RETRY_BACKOFF_S = 0.05
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchAnswer:
-    """What the leader answers a Fetch of the metadata partition (before encoding)."""
-
-    error: int
-    high_watermark: int
-    log_start_offset: int
-    records: bytes = b""
-    diverging: OffsetAndEpoch | None = None
-    snapshot: SnapshotId | None = None
-
-
-class RaftNode:
+class RaftNode(PeerRequests):
     def __init__(self, node_id: int, voters: dict[int, Endpoint], data_dir: str | Path,
                  config: RaftConfig | None = None, *, is_voter: bool | None = None,
                  listen: Endpoint | None = None) -> None:
@@ -659,119 +636,6 @@ class RaftNode:
                 for last, fut in done:
                     if not fut.done():
                         fut.set_result(last)
-
-    # ================================================================== peers' requests
-
-    def handle_vote(self, candidate_id: int, epoch: int, last_epoch: int,
-                    end_offset: int) -> tuple[int, bool]:
-        """A Vote request: ``(error code, granted)``; the answer carries ``leader()``."""
-        q = self.quorum
-        if not self.is_voter or candidate_id not in self.voters:
-            return InconsistentVoterSetError.errno, False
-        if epoch < q.epoch:
-            return FencedLeaderEpochError.errno, False
-        if epoch > q.epoch:
-            self._leaving_leadership()
-            q.to_unattached(epoch)
-            self._become(self._run_unattached)
-            self._leader_changed()
-        granted = q.can_grant(candidate_id, epoch, last_epoch, end_offset,
-                              self.log.last_epoch, self.log.end_offset)
-        if granted and q.voted_id is None:
-            q.grant(candidate_id)  # persisted before the answer leaves
-            self._become(self._run_unattached)  # a fresh election timeout
-        return 0, granted
-
-    def handle_begin_epoch(self, leader_id: int, epoch: int) -> int:
-        q = self.quorum
-        if leader_id not in self.voters:
-            return InconsistentVoterSetError.errno
-        if epoch < q.epoch:
-            return FencedLeaderEpochError.errno
-        if epoch == q.epoch and q.leader_id not in (None, leader_id):
-            return InvalidRequestError.errno  # two leaders in one epoch cannot be
-        self.observe(epoch, leader_id)
-        return 0
-
-    def handle_end_epoch(self, leader_id: int, epoch: int, successors: list[int]) -> int:
-        """The leader of ``epoch`` is stepping down: its preferred successors stand first."""
-        q = self.quorum
-        if epoch < q.epoch:
-            return FencedLeaderEpochError.errno
-        self.observe(epoch, leader_id)
-        log.info("node %d: leader %d ends epoch %d", self.node_id, leader_id, epoch)
-        if self.is_voter and q.epoch == epoch and q.role is Role.FOLLOWER \
-                and q.leader_id == leader_id:
-            rank = successors.index(self.node_id) if self.node_id in successors \
-                else len(successors)
-            delay = rank * self.config.election_backoff_max_ms / 1000 / max(len(successors), 1)
-
-            async def stand(gen: int) -> None:
-                await asyncio.sleep(delay)
-                if gen == self._gen:
-                    self._start_election()
-
-            self._become(stand)
-        return 0
-
-    def _fenced(self, epoch: int) -> int:
-        """The error for a leader-only request at ``epoch``, or 0 if this node leads it."""
-        q = self.quorum
-        if epoch < q.epoch:
-            return FencedLeaderEpochError.errno
-        if epoch > q.epoch:
-            return UnknownLeaderEpochError.errno
-        if q.role is not Role.LEADER:
-            return NotLeaderOrFollowerError.errno
-        return 0
-
-    async def serve_fetch(self, replica_id: int, epoch: int, fetch_offset: int,
-                          last_fetched_epoch: int, max_wait_ms: int,
-                          max_bytes: int) -> FetchAnswer:
-        """A Fetch of the metadata partition from a voter or an observer (leader only)."""
-        error = self._fenced(epoch)
-        if error:
-            return FetchAnswer(error, self._hw, self.log.start_offset)
-        if fetch_offset < 0 or (fetch_offset > 0 and last_fetched_epoch < 0):
-            return FetchAnswer(InvalidRequestError.errno, self._hw, self.log.start_offset)
-        sid = self.snapshots.latest()
-        if fetch_offset < self.log.start_offset and sid is not None:
-            return FetchAnswer(0, self._hw, self.log.start_offset, snapshot=sid)
-        if fetch_offset > 0:
-            found = self.log.end_offset_for_epoch(last_fetched_epoch)
-            if found.epoch < 0:
-                if sid is not None:
-                    return FetchAnswer(0, self._hw, self.log.start_offset, snapshot=sid)
-            elif found.epoch != last_fetched_epoch or found.offset < fetch_offset:
-                return FetchAnswer(0, self._hw, self.log.start_offset, diverging=found)
-        progress = self._progress
-        assert progress is not None
-        if replica_id >= 0 and progress.record_fetch(replica_id, fetch_offset,
-                                                     self.log.end_offset, now_ms()):
-            self._set_hw(progress.high_watermark)
-        elif fetch_offset >= self.log.end_offset and max_wait_ms > 0:
-            changed = self._changed
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(changed.wait(), max_wait_ms / 1000)
-            error = self._fenced(epoch)
-            if error:
-                return FetchAnswer(error, self._hw, self.log.start_offset)
-        records = self.log.read(fetch_offset, max_bytes) \
-            if fetch_offset < self.log.end_offset else b""
-        return FetchAnswer(0, self._hw, self.log.start_offset, records=records)
-
-    def serve_fetch_snapshot(self, epoch: int, sid: SnapshotId, position: int,
-                             max_bytes: int) -> tuple[int, int, bytes]:
-        """``(error, snapshot size, bytes from position)`` (leader only)."""
-        error = self._fenced(epoch)
-        if error:
-            return error, -1, b""
-        if not self.snapshots.path(sid).exists():
-            return SnapshotNotFoundError.errno, -1, b""
-        size = self.snapshots.size(sid)
-        if position < 0 or position > size:
-            return PositionOutOfRangeError.errno, size, b""
-        return 0, size, self.snapshots.read_chunk(sid, position, max(max_bytes, 1))
 
     # ------------------------------------------------------------------ peers
 
