@@ -31,7 +31,9 @@ from sdk.consumer.face_helpers import (  # re-exported: sync.py and tests use th
     _adapt_listener,
     _all_topics_request,
     _as_offsets,
-    poll_timeout_s,
+)
+from sdk.consumer.face_helpers import (
+    poll_timeout_s as poll_timeout_s,
 )
 from sdk.consumer.fetcher import Fetcher, ObservedConsumer
 from sdk.consumer.group_metadata import ConsumerGroupMetadata
