@@ -235,7 +235,7 @@ def _reads_remotely(ctx: RequestContext, sp: SessionPartition, by_id: bool) -> b
     if _error_for(ctx, sp, by_id):
         return False
     partition = _resolve(ctx, sp)[1]
-    return ctx.broker.remote.reads_remotely(partition, sp.fetch_offset)
+    return ctx.broker.remote.reads_remotely(partition, sp.fetch_offset)  # type: ignore[arg-type]
 
 
 async def _fetch_remote(ctx: RequestContext, req: FetchRequest, plan: _Plan,
@@ -250,8 +250,9 @@ async def _fetch_remote(ctx: RequestContext, req: FetchRequest, plan: _Plan,
     for sp in wanted:
         partition = _resolve(ctx, sp)[1]
         try:
-            result = await ctx.broker.remote.read(partition, sp.fetch_offset,
-                                                  min(sp.max_bytes, budget), read_committed)
+            result = await ctx.broker.remote.read(
+                partition, sp.fetch_offset,  # type: ignore[arg-type]
+                min(sp.max_bytes, budget), read_committed)
         except RemoteStorageError as exc:
             log.warning("fetch %s-%d at %d from the remote tier: %s", sp.topic, sp.partition,
                         sp.fetch_offset, exc)
@@ -298,7 +299,8 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan,
             # open transaction), as Kafka's; read_committed stops there and lists the
             # aborted transactions in what it reads.
             lso = data.last_stable_offset = min(plog.last_stable_offset, hw)
-            log_start = data.log_start_offset = ctx.broker.remote.log_start_offset(partition)
+            log_start = data.log_start_offset = ctx.broker.remote.log_start_offset(
+                partition)  # type: ignore[arg-type]
             end = lso if read_committed else hw if plan.replica_id < 0 else leo
             bounded = read_committed or end < leo
             remaining = budget - total

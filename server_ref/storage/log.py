@@ -220,6 +220,11 @@ class PartitionLog:
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
 
+    @property
+    def closed(self) -> bool:
+        """Closed or deleted (e.g. its topic went while a remote read was under way)."""
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateError(f"partition log {self.directory} is closed")

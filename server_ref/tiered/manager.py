@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sdk.errors import OffsetOutOfRangeError
+from sdk.errors import ConfigError, OffsetOutOfRangeError
 from server_ref.storage.transactions import AbortedTxn
 from server_ref.tiered import reader
 from server_ref.tiered.metadata import (
@@ -90,14 +90,24 @@ class RemoteLogManager:
         return bool(self.broker.config.get("remote.log.storage.system.enable"))
 
     def load(self) -> None:
-        """Replay ``__remote_log_metadata``; open the store when tiering is on."""
+        """Replay ``__remote_log_metadata``; open the store when tiering is on. As Kafka, a
+        broker with tiering off refuses to start while a topic still has it on."""
         for topic_id, index, doc in self.metadata.replay():
             self._apply(topic_id, index, doc)
-        if self.system_enabled:
-            uri = store_location(self.broker.config, self.broker.data_dir.resolve())
-            self.store = open_store(uri, self.broker.config)
-            log.info("tiered storage on: remote tier %s; %d partition(s) with remote data",
-                     self.store.describe(), sum(1 for s in self.states.values() if s.segments))
+        if not self.system_enabled:
+            tiered = [t.name for t in self.broker.topics
+                      if t.overrides.get("remote.storage.enable")]
+            if tiered:
+                raise ConfigError(
+                    "You have to delete all topics with the property remote.storage.enable=true "
+                    "before disabling tiered storage cluster-wide", key=
+                    "remote.log.storage.system.enable", value=False,
+                    allowed=f"true while {', '.join(sorted(tiered))} have remote storage")
+            return
+        uri = store_location(self.broker.config, self.broker.data_dir.resolve())
+        self.store = open_store(uri, self.broker.config)
+        log.info("tiered storage on: remote tier %s; %d partition(s) with remote data",
+                 self.store.describe(), sum(1 for s in self.states.values() if s.segments))
 
     def start(self) -> None:
         if self.store is not None:
@@ -216,7 +226,7 @@ class RemoteLogManager:
         result = await asyncio.to_thread(work)
         if read_committed and result.aborted is not None:
             plog = partition.log
-            if not plog._closed:  # the topic may have gone while we read
+            if not plog.closed:  # the topic may have gone while we read
                 result.aborted.extend(plog.aborted_transactions(offset, segment.end_offset + 1))
         return result
 
@@ -301,7 +311,7 @@ class RemoteLogManager:
             return
         if tiering.copies:
             for segment in self._copy_candidates(partition, state):
-                if partition.log._closed or not await self._copy(partition, segment):
+                if partition.log.closed or not await self._copy(partition, segment):
                     break
         self.apply_local_retention(partition, now)
         await self._apply_remote_retention(partition, state, tiering, now)
@@ -392,7 +402,7 @@ class RemoteLogManager:
         """Delete leading local segments that are copied and past local.retention.*; also
         those below the log start. Returns how many went."""
         plog = partition.log
-        if plog._closed:
+        if plog.closed:
             return 0
         tiering = self.tiering(partition.topic)
         state = self.state_of(partition)

@@ -314,3 +314,22 @@ def test_log_dirs_and_cli_show_local_and_remote_bytes(broker, capsys) -> None:  
     header, row = capsys.readouterr().out.splitlines()[:2]
     assert header.split()[-2:] == ["LOCAL_BYTES", "REMOTE_BYTES"]
     assert row.split()[-2:] == [str(local), str(remote)]
+
+
+def test_a_broker_with_tiering_off_refuses_to_start_while_a_topic_has_it(tmp_path: Path
+                                                                         ) -> None:
+    from sdk.errors import ConfigError
+    from server_ref import EmbeddedBroker
+
+    data = tmp_path / "data"
+    broker = tiered_broker(data)
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("kept", 1, 1, tiered_topic_configs())])
+    broker.close()
+    off = EmbeddedBroker(data_dir=data)
+    with pytest.raises(ConfigError) as refused:
+        off.start()
+    assert "You have to delete all topics with the property remote.storage.enable=true " \
+        "before disabling tiered storage cluster-wide" in str(refused.value)
+    off.close()
+    tiered_broker(data).close()  # with it on again, the broker starts
