@@ -32,6 +32,7 @@ from sdk.cli.common import (
 )
 from sdk.cli.partition_cmds import HANDLERS as PARTITION_HANDLERS
 from sdk.cli.security_cmds import HANDLERS as SECURITY_HANDLERS
+from sdk.cli.share_group_cmds import HANDLERS as SHARE_GROUP_HANDLERS
 from sdk.cli.top import HANDLERS as TOP_HANDLERS
 from sdk.cli.transaction_cmds import HANDLERS as TRANSACTION_HANDLERS
 from sdk.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
@@ -383,5 +384,6 @@ HANDLERS: dict[tuple[str, str | None], Handler] = {
     **PARTITION_HANDLERS,
     **SECURITY_HANDLERS,
     **TRANSACTION_HANDLERS,
+    **SHARE_GROUP_HANDLERS,
     **TOP_HANDLERS,
 }

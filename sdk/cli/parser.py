@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from sdk import __version__
 from sdk.cli.common import BOOTSTRAP_ENV, PROG
+from sdk.cli.share_group_cmds import add_share_group_commands
 
 __all__ = ["build_parser"]
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     _acls(command, commands)
     _users(command, commands)
     _transactions(command, commands)
+    add_share_group_commands(command, commands)  # sdk/cli/share_group_cmds.py
     command(commands, "cluster", "show the cluster id, controller and brokers")
     _top(command(commands, "top", "live view: topics' produce/consume rates and consumer "
                  "groups' lag, refreshed every second"))
