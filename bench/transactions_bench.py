@@ -1,6 +1,6 @@
-"""Transactional producer throughput: our Producer against confluent-kafka's, on our
-reference broker and on Apache Kafka 4.3.1 (one combined node), same run, client order
-alternating per round.
+"""Transactional producer throughput: our Producer against confluent-kafka's and Kafka's
+Java client, on our reference broker and on Apache Kafka 4.3.1 (one combined node), same
+run, client order alternating per round.
 
 Each measurement: a fresh 6-partition topic, ``--records`` records of 100 B sent in
 transactions of 100, 1,000 and 10,000 records (keyless, placed by each client's default
@@ -10,16 +10,27 @@ each committed; the clock runs from the first begin to the last commit. A
 read_committed consumer (confluent-kafka) then checks that exactly those records are
 there. Reported: medians of records/s and transactions/s.
 
+The Java client is ``bench/java/TxnDriver.java``, compiled with ``javac`` against the cached
+Apache Kafka jars (``tools/apache_kafka.py``) on first use into the cache next to them; one
+JVM per measurement with ``kafka-run-class.sh``'s options (``java_peers``). It warms up
+in-process (5 untimed transactions of 1,000 records to another topic, same producer) and
+times the same span as the Python clients; JVM start-up is outside the clock. On Apache
+Kafka 4.3.1 (transaction.version 2) the Java client and ours speak transactions v2, on our
+broker v1; confluent-kafka (librdkafka) speaks v1 everywhere.
+
     .venv/bin/python bench/transactions_bench.py [--rounds 3] [--records 20000]
-        [--brokers ref,apache] [--clients sdk,confluent] [--explicit-partitions]
+        [--brokers ref,apache] [--clients sdk,confluent,java] [--explicit-partitions]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,8 +94,49 @@ def confluent_run(bootstrap: str, topic: str, per_txn: int, transactions: int) -
     return time.perf_counter() - started
 
 
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TxnDriver.java"
+_RESULT = re.compile(r"^RESULT records=(\d+) seconds=([\d.]+)", re.M)
+
+
+def java_driver() -> list[str]:
+    """The argv that runs TxnDriver (compiled once per source and Kafka version)."""
+    from tools.apache_kafka import DEFAULT_VERSION, cache_root, classpath, java_command
+
+    source = JAVA_SOURCE.read_bytes()
+    digest = hashlib.sha256(source + DEFAULT_VERSION.encode()).hexdigest()[:16]
+    classes = cache_root() / "bench-java" / digest
+    if not (classes / "TxnDriver.class").exists():
+        javac = shutil.which("javac")
+        if javac is None:
+            raise RuntimeError("javac not found: the Java client needs a JDK")
+        staging = Path(tempfile.mkdtemp(prefix="txn-driver-"))
+        subprocess.run([javac, "-d", str(staging), "-cp", classpath(), str(JAVA_SOURCE)],
+                       check=True, capture_output=True, text=True)
+        classes.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(classes, ignore_errors=True)
+        staging.rename(classes)
+    argv = java_command("TxnDriver", heap=java_peers.TOOL_HEAP,
+                        jvm_options=java_peers.TOOL_JVM_OPTIONS)
+    cp = argv.index("-cp") + 1
+    argv[cp] += os.pathsep + str(classes)
+    return argv
+
+
+def java_run(bootstrap: str, topic: str, per_txn: int, transactions: int) -> float:
+    warm_topic = f"{topic}-warm"
+    bb.create_topic(bootstrap, warm_topic)
+    argv = [*java_driver(), bootstrap, topic, str(transactions * per_txn), str(per_txn),
+            str(len(VALUE)), str(EXPLICIT).lower(), str(bb.PARTITIONS), warm_topic]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    match = _RESULT.search(out.stdout)
+    if out.returncode != 0 or match is None:
+        detail = (out.stderr.strip() or out.stdout.strip()).splitlines()[-3:]
+        raise RuntimeError(f"TxnDriver exit {out.returncode}: {' | '.join(detail)}")
+    return float(match[2])
+
+
 CLIENTS: dict[str, Callable[[str, str, int, int], float]] = {
-    "sdk": sdk_run, "confluent": confluent_run}
+    "sdk": sdk_run, "confluent": confluent_run, "java": java_run}
 
 
 def measure(broker: bb.BrokerProcess, client: str, per_txn: int, records: int,
@@ -107,16 +159,21 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=20_000,
                         help="records per measurement (at least one transaction)")
     parser.add_argument("--brokers", default="ref,apache")
-    parser.add_argument("--clients", default="sdk,confluent")
+    parser.add_argument("--clients", default="sdk,confluent,java")
     parser.add_argument("--explicit-partitions", action="store_true")
     args = parser.parse_args()
     global EXPLICIT
     EXPLICIT = args.explicit_partitions
     clients = args.clients.split(",")
     wanted = args.brokers.split(",")
-    if "apache" in wanted and java_peers.unavailable() is not None:
-        print(f"apache broker: unavailable ({java_peers.unavailable()})", file=sys.stderr)
-        wanted.remove("apache")
+    missing_java = java_peers.unavailable() if ("apache" in wanted or "java" in clients) \
+        else None
+    if missing_java is not None:
+        print(f"apache broker and Java client: unavailable ({missing_java})", file=sys.stderr)
+        if "apache" in wanted:
+            wanted.remove("apache")
+        if "java" in clients:
+            clients.remove("java")
     results: dict[tuple[str, str, int], list[float]] = {}
     data_dir = Path(tempfile.mkdtemp(prefix="txn-bench-"))
     try:
