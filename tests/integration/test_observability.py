@@ -128,14 +128,23 @@ def test_records_lag_max_is_the_lag_the_admin_client_computes(broker: Target) ->
         lag_max = value(metrics, "records-lag-max", "consumer-fetch-manager-metrics")
         with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
             admin_lag = admin.consumer_group_lag(group)
-        by_tp = {p.topic_partition: p.lag for p in admin_lag.partitions}
-        committed = {tp: by_tp.get(tp) for tp in tps}
-        # A partition the group has not committed has no admin lag: it was never handed out.
-        expected = {tp: (committed[tp] if committed[tp] is not None
-                         else {0: 60, 1: 40}[tp.partition]) for tp in tps}
-        assert lags == {tp: float(v) for tp, v in expected.items()}
+        produced = {tps[0]: 60, tps[1]: 40}
+        admin = {p.topic_partition: p for p in admin_lag.partitions}
+        # commit() commits the position of every assigned partition (0 where nothing was
+        # handed out), so the admin client knows a committed offset for both.
+        committed = {tp: admin[tp].committed for tp in tps}
+        assert sum(produced[tp] - (committed[tp] or 0) for tp in tps) == 100 - got
+        expected = {tp: float(produced[tp] - (committed[tp] or 0)) for tp in tps}
+        assert lags == expected
         assert lag_max == max(expected.values())
-        assert sum(expected.values()) == 100 - got
+        if broker.name == "tansu":
+            # tansu answers ListOffsets(LATEST) wrongly after multi-record batches (its known
+            # high-watermark bug, ../shared/PEERS.md), so the admin client's end offsets and
+            # lags are wrong there; the Fetch answers' high watermarks, which the consumer's
+            # lag uses, are right.
+            assert any(admin[tp].end_offset != produced[tp] for tp in tps)
+        else:
+            assert {tp: admin[tp].lag for tp in tps} == expected
         assert value(metrics, "records-consumed-total", "consumer-fetch-manager-metrics") >= got
         assert value(metrics, "commit-total", "consumer-coordinator-metrics") == 1
         assert value(metrics, "commit-latency-avg", "consumer-coordinator-metrics") > 0
