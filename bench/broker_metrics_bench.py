@@ -15,6 +15,13 @@ calls), and an A/B in one process: a broker on this process's loop whose metrics
 switched off and on between bursts of 500 one-record Produce and Fetch requests (the
 client on the same loop), CPU time per request in each mode (``--ab-bursts``, 0 skips).
 
+One run (2 shared cores, load 3-5): the metrics code 1.3 us per Produce and 0.8 us per Fetch
+request in-process; A/B +2.4 us per one-record Produce (54.5 -> 56.9 us) and +2.0 us per
+one-record Fetch (74.3 -> 76.3 us); a scrape 2.1 ms (24 KB of text). confluent-kafka's
+200,000 records of 100 B at linger.ms=5 took 85 Produce and 8 Fetch requests (~0.2 ms of
+metrics against ~140 ms of broker CPU); the cross-process on/off ratios swung 0.83-1.73
+between rounds, noise that hides that.
+
     .venv/bin/python bench/broker_metrics_bench.py [--rounds 5] [--count 200000] \\
         [--size 100] [--linger-ms 5] [--requests 20000] [--scrape-interval 1.0] \\
         [--ab-bursts 40]
