@@ -92,8 +92,7 @@ class RemoteLogManager:
     def load(self) -> None:
         """Replay ``__remote_log_metadata``; open the store when tiering is on. As Kafka, a
         broker with tiering off refuses to start while a topic still has it on."""
-        for topic_id, index, doc in self.metadata.replay():
-            self._apply(topic_id, index, doc)
+        self.catch_up()
         if not self.system_enabled:
             tiered = [t.name for t in self.broker.topics
                       if t.overrides.get("remote.storage.enable")]
@@ -143,6 +142,13 @@ class RemoteLogManager:
                 log.exception("remote log manager task failed")
 
     # ------------------------------------------------------------------ state
+
+    def catch_up(self) -> None:
+        """Apply the metadata events not seen yet (our own appends come back too: applying
+        an event twice changes nothing). In cluster mode this is how a new leader learns
+        what its predecessor copied."""
+        for topic_id, index, doc in self.metadata.read_new():
+            self._apply(topic_id, index, doc)
 
     def _apply(self, topic_id: str, index: int, doc: dict[str, Any]) -> None:
         state = self.states.setdefault((topic_id, index), PartitionRemoteState())
@@ -274,6 +280,7 @@ class RemoteLogManager:
         """One pass over every partition with tiering on or remote data left."""
         if self.store is None:
             return
+        self.catch_up()
         now = self.broker.now_ms()
         live: set[_Key] = set()
         for topic in self.broker.topics:
@@ -306,6 +313,9 @@ class RemoteLogManager:
                      SegmentState.COPY_SEGMENT_STARTED, SegmentState.DELETE_SEGMENT_STARTED)]
         if stale:
             await self._delete_segments(stale, "left by an interrupted copy or delete")
+        if not _leads(partition):  # a follower: the leader copies; local retention only
+            self.apply_local_retention(partition, now)
+            return
         if not tiering.enabled:  # turned off with remote.log.delete.on.disable=true
             await self._delete_segments(state.finished(), "remote storage disabled")
             return
@@ -320,7 +330,10 @@ class RemoteLogManager:
                          ) -> list[LogSegment]:
         plog = partition.log
         highest = state.highest_offset
-        stable = plog.last_stable_offset
+        stable = plog.last_stable_offset  # (capped by the high watermark in cluster mode)
+        replica = getattr(partition, "replica", None)
+        if replica is not None:
+            stable = min(stable, replica.high_watermark)
         return [s for s in plog.segments[:-1]
                 if s.size > 0 and s.next_offset - 1 > highest and s.next_offset <= stable]
 
@@ -410,7 +423,10 @@ class RemoteLogManager:
         segments = plog.segments[:-1]
         count = 0
         if tiering.enabled:
-            copied = [s for s in segments if s.next_offset - 1 <= highest]
+            # With remote.log.copy.disable local.retention.* equals retention.* (checked) and
+            # applies to every closed segment, copied or not, as in Kafka.
+            copied = segments if tiering.copy_disabled else \
+                [s for s in segments if s.next_offset - 1 <= highest]
             if tiering.local_retention_ms >= 0:
                 while count < len(copied) and now - _newest(copied[count]) > \
                         tiering.local_retention_ms:
@@ -466,6 +482,12 @@ class RemoteLogManager:
 
     def describe_store(self) -> str | None:
         return None if self.store is None else self.store.describe()
+
+
+def _leads(partition: Partition) -> bool:
+    """This broker leads the partition (always on a single node)."""
+    replica = getattr(partition, "replica", None)
+    return replica is None or bool(replica.is_leader)
 
 
 def _newest(segment: LogSegment) -> int:

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sdk.records.builder import RecordBatchBuilder
-from sdk.records.reader import RecordBatch
+from sdk.records.reader import RecordBatch, iter_batches
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 METADATA_TOPIC = "__remote_log_metadata"
 METADATA_PARTITIONS = 50  # Kafka's remote.log.metadata.topic.num.partitions default
+_READ_CHUNK = 1 << 20
 
 
 class SegmentState(enum.Enum):
@@ -163,6 +164,7 @@ class RemoteLogMetadataLog:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self._positions: dict[int, int] = {}  # metadata partition -> next offset to read
 
     def _topic(self, create: bool) -> Topic | None:
         topics = self.broker.topics
@@ -187,22 +189,39 @@ class RemoteLogMetadataLog:
         target.log.flush()
         target.notify_appended()
 
-    def replay(self) -> Iterator[tuple[str, int, dict[str, Any]]]:
-        """(topic id, partition, event) of every event, in order per partition."""
-        from server_ref.offsets_journal import replay_batches
-
+    def read_new(self) -> Iterator[tuple[str, int, dict[str, Any]]]:
+        """(topic id, partition, event) of every event not read before, in order per
+        partition: all of them at start, then what was appended since (by this broker, or,
+        in cluster mode, replicated from the leader of a metadata partition)."""
         topic = self._topic(create=False)
         if topic is None:
             return
-        for batch, first in replay_batches(topic):
-            if not isinstance(batch, RecordBatch) or batch.is_control:
-                continue
-            for record in batch.records():
-                if record.key is None or record.value is None or record.offset < first:
-                    continue
-                topic_id, _, index = record.key.decode().rpartition(":")
-                try:
-                    yield topic_id, int(index), json.loads(record.value)
-                except ValueError:
-                    log.warning("skipping an unreadable remote log metadata record at %d",
-                                record.offset)
+        for partition in topic.partitions:
+            plog = partition.log
+            replica = getattr(partition, "replica", None)
+            end = plog.log_end_offset if replica is None else replica.high_watermark
+            offset = max(self._positions.get(partition.index, 0), plog.log_start_offset)
+            while offset < end:
+                data = plog.read(offset, _READ_CHUNK, max_offset=end).to_bytes()
+                if not data:
+                    break
+                for batch in iter_batches(data):
+                    if batch.next_offset <= offset:
+                        continue
+                    first, offset = offset, batch.next_offset
+                    if not isinstance(batch, RecordBatch) or batch.is_control:
+                        continue
+                    yield from _events(batch, first)
+            self._positions[partition.index] = offset
+
+
+def _events(batch: RecordBatch, first: int) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    for record in batch.records():
+        if record.key is None or record.value is None or record.offset < first:
+            continue
+        topic_id, _, index = record.key.decode().rpartition(":")
+        try:
+            yield topic_id, int(index), json.loads(record.value)
+        except ValueError:
+            log.warning("skipping an unreadable remote log metadata record at %d",
+                        record.offset)
