@@ -149,12 +149,12 @@ class Quorum:
 
     def __init__(self, tmp: Path, voters: int = 3, observers: int = 1,
                  election_timeout_ms: int = 400, fetch_timeout_ms: int = 1000,
-                 log_level: str = "INFO") -> None:
+                 log_level: str = "INFO", cluster_id: str = "raft-test-cluster") -> None:
         ports = free_ports(voters)
         self.spec = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
         extra = ["--election-timeout-ms", str(election_timeout_ms),
                  "--fetch-timeout-ms", str(fetch_timeout_ms), "--fetch-max-wait-ms", "200",
-                 "--cluster-id", "raft-test-cluster", "--log-level", log_level]
+                 "--cluster-id", cluster_id, "--log-level", log_level]
         self.nodes: dict[int, NodeProc] = {}
         for i in range(1, voters + 1):
             self.nodes[i] = NodeProc(i, self.spec, tmp / f"n{i}", extra)
