@@ -1,0 +1,173 @@
+"""What client metrics cost: send and poll throughput with ``metrics_enabled`` on vs off.
+
+    python bench/metrics_bench.py                    # the reference broker, 15 rounds
+    python bench/metrics_bench.py --rounds 25 --count 300000
+    python bench/metrics_bench.py --bootstrap-server HOST:PORT
+
+Each measurement runs in a fresh subprocess (no shared imports or heap). A round measures
+both settings, in alternating order (on/off, then off/on, ...), for
+
+* **send**: the blocking ``Producer.send`` of ``--count`` records of ``--size`` bytes to a
+  6-partition topic, from the first send until ``flush`` returns (linger 5 ms, defaults
+  otherwise: idempotence, acks=all);
+* **poll**: the blocking ``Consumer.poll`` (assigned partitions, no group) reading those
+  records back, from the first poll until the last record.
+
+The broker (``python -m server_ref`` in its own process, unless ``--bootstrap-server``)
+is shared by both settings. The machine is noisy (other processes come and go), so the
+report gives, per case, the median rate and the min-max spread of each setting, and the
+median of the per-round ratios on/off (each ratio compares two runs made seconds apart),
+which is the overhead figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTITIONS = 6
+
+
+def _work_send(a: argparse.Namespace, metrics: bool) -> float:
+    from sdk import Producer
+
+    value = b"x" * a.size
+    with Producer(bootstrap_servers=a.bootstrap, linger_ms=5,
+                  metrics_enabled=metrics) as producer:
+        producer.send(a.topic, b"warm-up").result(30)
+        send = producer.send
+        start = time.perf_counter()
+        for _ in range(a.count):
+            send(a.topic, value)
+        producer.flush()
+        elapsed = time.perf_counter() - start
+        if metrics:  # the counters saw every record (and are read once, untimed)
+            sent = [v for m, v in producer.metrics().items()
+                    if m.name == "record-send-total" and m.group == "producer-metrics"]
+            assert sent == [a.count + 1], sent
+    return a.count / elapsed
+
+
+def _work_poll(a: argparse.Namespace, metrics: bool) -> float:
+    from sdk import Consumer, TopicPartition
+
+    consumer = Consumer(bootstrap_servers=a.bootstrap, auto_offset_reset="earliest",
+                        metrics_enabled=metrics)
+    try:
+        consumer.assign([TopicPartition(a.topic, p) for p in range(PARTITIONS)])
+        want = a.count + 1  # the warm-up record too
+        seen = 0
+        start = time.perf_counter()
+        while seen < want:
+            for records in consumer.poll(timeout_ms=1000).values():
+                seen += len(records)
+        elapsed = time.perf_counter() - start
+    finally:
+        consumer.close()
+    return seen / elapsed
+
+
+def worker_main(a: argparse.Namespace) -> None:
+    work = _work_send if a.worker == "send" else _work_poll
+    print(json.dumps({"rate": work(a, a.metrics == "on")}))
+
+
+def _run(a: argparse.Namespace, bootstrap: str, case: str, topic: str, metrics: str
+         ) -> float:
+    cmd = [sys.executable, __file__, "--worker", case, "--metrics", metrics,
+           "--bootstrap-server", bootstrap, "--topic", topic, "--count", str(a.count),
+           "--size", str(a.size)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{case} (metrics {metrics}) failed:\n{out.stderr[-2000:]}")
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["rate"])
+
+
+def _start_broker() -> tuple[subprocess.Popen[bytes], str, str]:
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from tests.integration.conftest import free_port, wait_for_port
+
+    port = free_port()
+    data_dir = tempfile.mkdtemp(prefix="bench-metrics-")
+    proc = subprocess.Popen([sys.executable, "-m", "server_ref", "--host", "127.0.0.1",
+                             "--port", str(port), "--data-dir", data_dir], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port("127.0.0.1", port, 30)
+    return proc, f"127.0.0.1:{port}", data_dir
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--worker", choices=["send", "poll"])
+    p.add_argument("--metrics", choices=["on", "off"], default="on")
+    p.add_argument("--topic")
+    p.add_argument("--bootstrap-server", dest="bootstrap")
+    p.add_argument("--count", type=int, default=200_000)
+    p.add_argument("--size", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=15)
+    a = p.parse_args()
+    if a.worker:
+        worker_main(a)
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.integration.conftest import create_topic
+
+    proc = data_dir = None
+    bootstrap = a.bootstrap
+    if bootstrap is None:
+        proc, bootstrap, data_dir = _start_broker()
+    rates: dict[tuple[str, str], list[float]] = {}
+    ratios: dict[str, list[float]] = {"send": [], "poll": []}
+    try:
+        print(f"metrics on vs off: {a.count} records of {a.size} B, {a.rounds} rounds, "
+              f"broker {'server_ref' if proc else bootstrap}", flush=True)
+        for r in range(a.rounds):
+            order = ["on", "off"] if r % 2 == 0 else ["off", "on"]
+            topics = {}
+            for setting in order:  # each setting sends into its own topic, then reads it
+                topics[setting] = f"bench-metrics-{uuid.uuid4().hex[:8]}"
+                asyncio.run(create_topic(bootstrap, topics[setting], PARTITIONS))
+            got: dict[tuple[str, str], float] = {}
+            for case in ("send", "poll"):
+                for setting in order:
+                    got[(case, setting)] = _run(a, bootstrap, case, topics[setting], setting)
+                    rates.setdefault((case, setting), []).append(got[(case, setting)])
+                ratios[case].append(got[(case, "on")] / got[(case, "off")])
+            print(f"  round {r + 1:2d}: " + "  ".join(
+                f"{case} on {got[(case, 'on')]:>9,.0f} off {got[(case, 'off')]:>9,.0f} rec/s"
+                for case in ("send", "poll")), flush=True)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(30)
+        if data_dir is not None:
+            import shutil
+
+            shutil.rmtree(data_dir, ignore_errors=True)
+    print()
+    print(f"{'case':6} {'metrics on: median (min-max)':>36} {'metrics off: median (min-max)':>36}"
+          f" {'on/off per round: median (min-max)':>38}")
+    for case in ("send", "poll"):
+        cells = []
+        for setting in ("on", "off"):
+            values = rates[(case, setting)]
+            cells.append(f"{statistics.median(values):>10,.0f} ({min(values):,.0f}-"
+                         f"{max(values):,.0f})")
+        rs = ratios[case]
+        print(f"{case:6} {cells[0]:>36} {cells[1]:>36} "
+              f"{statistics.median(rs):>14.3f} ({min(rs):.3f}-{max(rs):.3f})")
+
+
+if __name__ == "__main__":
+    main()
