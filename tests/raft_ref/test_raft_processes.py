@@ -129,10 +129,12 @@ def test_paused_leader_is_replaced_and_learns_the_new_epoch_when_resumed(quorum:
     quorum.wait_applied(list(quorum.nodes), first + second)
 
 
-def test_voter_far_behind_catches_up_through_fetch_snapshot(quorum: Quorum) -> None:
+def test_voter_and_observer_far_behind_catch_up_through_fetch_snapshot(quorum: Quorum
+                                                                       ) -> None:
     leader, _epoch = quorum.wait_leader()
     behind = next(i for i in quorum.nodes if i not in (leader, OBSERVER))
     quorum.nodes[behind].kill()
+    quorum.nodes[OBSERVER].kill()  # a broker that was down
     expected = []
     for k in range(5):
         batch = entries(f"s{k}", 4)
@@ -145,13 +147,14 @@ def test_voter_far_behind_catches_up_through_fetch_snapshot(quorum: Quorum) -> N
     end_offset = int(written.split()[1])
     tail = entries("tail", 2)
     quorum.append(leader, tail)
-    node = quorum.nodes[behind]
-    node.start()
-    # The log it needs is gone: it installs the leader's snapshot, then fetches the rest.
-    node.wait_for(lambda e: e == f"snapshot {end_offset - 1} {len(expected)}",
-                  since=node.life_start())
-    quorum.wait_applied([behind], [f"<snapshot {len(expected)}>", *tail])
-    others = [i for i in quorum.nodes if i != behind]
+    for lagging in (behind, OBSERVER):
+        node = quorum.nodes[lagging]
+        node.start()
+        # The log it needs is gone: it installs the leader's snapshot, then fetches the rest.
+        node.wait_for(lambda e: e == f"snapshot {end_offset - 1} {len(expected)}",
+                      since=node.life_start())
+    quorum.wait_applied([behind, OBSERVER], [f"<snapshot {len(expected)}>", *tail])
+    others = [i for i in quorum.nodes if i not in (behind, OBSERVER)]
     quorum.wait_applied(others, expected + tail)
 
 
