@@ -377,3 +377,94 @@ def test_ref_broker_restart_keeps_the_group_and_its_offsets(tmp_path: Path) -> N
         assert sum(offsets[tp].offset or 0 for tp in offsets) == 30
     finally:
         broker.close()
+
+
+def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> None:
+    """Mixed groups. Apache Kafka (group.consumer.migration.policy=bidirectional, its
+    default) converts a classic group when a consumer-protocol member joins and serves both
+    kinds of member in one group. Our broker does not run mixed groups: the newcomer is
+    refused with GROUP_ID_NOT_FOUND (what Kafka answers when migration is disabled) and the
+    classic member keeps every partition."""
+    from sdk.errors import GroupIdNotFoundError
+
+    topic, group = new_topic("mixed"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 4)
+    classic = Consumer(topic, bootstrap_servers=target.bootstrap_servers, group_id=group,
+                       auto_offset_reset="earliest", session_timeout_ms=10_000,
+                       heartbeat_interval_ms=500)
+    newcomer = member(target, group)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len(classic.assignment()) < 4:
+            assert time.monotonic() < deadline
+            classic.poll(timeout_ms=100)
+        newcomer.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        if target.name == "ref":
+            with pytest.raises(GroupIdNotFoundError):
+                while time.monotonic() < deadline:
+                    newcomer.poll(timeout_ms=100)
+                    classic.poll(timeout_ms=100)
+            assert len(classic.assignment()) == 4
+            return
+        while not (newcomer.assignment() and classic.assignment()
+                   and len(newcomer.assignment() | classic.assignment()) == 4):
+            assert time.monotonic() < deadline, (classic.assignment(), newcomer.assignment())
+            newcomer.poll(timeout_ms=100)
+            classic.poll(timeout_ms=100)
+        assert not newcomer.assignment() & classic.assignment()
+    finally:
+        newcomer.close()
+        classic.close()
+
+
+PAUSED = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from sdk import Consumer
+
+    class Listener:
+        def on_partitions_revoked(self, p): print("revoked", len(p), flush=True)
+        def on_partitions_assigned(self, p): print("assigned", len(p), flush=True)
+        def on_partitions_lost(self, p): print("lost", len(p), flush=True)
+
+    c = Consumer(bootstrap_servers={bootstrap!r}, group_id={group!r},
+                 group_protocol="consumer", auto_offset_reset="earliest")
+    c.subscribe([{topic!r}], listener=Listener())
+    print("member", c.group_metadata().member_id, flush=True)
+    while True:
+        c.poll(timeout_ms=100)
+""")
+
+
+def test_a_fenced_member_loses_its_partitions_and_rejoins(target: Target) -> None:
+    """A member process SIGSTOPped past the session timeout is removed by the coordinator;
+    once resumed, its heartbeat is refused (UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH), so
+    it calls on_partitions_lost (not revoked: a commit would fail), rejoins with epoch 0
+    and is given the partitions again."""
+    topic, group = new_topic("fence"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 2)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSED.format(root=str(ROOT), topic=topic, group=group,
+                                              bootstrap=target.bootstrap_servers)],
+        stdout=subprocess.PIPE, text=True)
+    events: list[str] = []
+    try:
+        assert proc.stdout is not None
+
+        def until_event(wanted: str) -> None:
+            while wanted not in events:
+                line = proc.stdout.readline()
+                assert line, f"the member exited; events {events}"
+                events.append(line.strip())
+        until_event("assigned 2")
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(SESSION_MS / 1000 + 3)  # the session timeout passes while it is stopped
+        proc.send_signal(signal.SIGCONT)
+        until_event("lost 2")
+        events.clear()
+        until_event("assigned 2")
+        assert not any(e.startswith("revoked") for e in events)
+    finally:
+        proc.kill()
+        proc.wait(10)

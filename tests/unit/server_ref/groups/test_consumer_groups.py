@@ -100,3 +100,24 @@ def test_regex_subscriptions_follow_new_topics() -> None:
     topics.append(("orders-2", T2, 1, False))
     r = beat(c, "m1", r.member_epoch, owned={T1: {0, 1}}, subscribed_topic_names=None)
     assert r.assignment == {T1: {0, 1}, T2: {0}}
+
+
+def test_the_journal_record_round_trips_the_group() -> None:
+    from server_ref.groups.consumer_journal import (
+        consumer_group_key,
+        decode_consumer_group_key,
+        decode_group,
+        encode_group,
+    )
+
+    c = coordinator()
+    r = beat(c, "m1", 0, instance_id="i1")
+    beat(c, "m2", 0)
+    beat(c, "m1", r.member_epoch, owned={T1: {0, 1, 2, 3}}, instance_id="i1")
+    group = c.group("g")
+    restored = decode_group("g", encode_group(group))
+    assert encode_group(restored) == encode_group(group)
+    assert restored.partition_epochs == group.partition_epochs
+    assert restored.static_members == {"i1": "m1"}
+    assert decode_consumer_group_key(consumer_group_key("g")) == "g"
+    assert decode_consumer_group_key(b"\x00\x02\x00\x01g") is None  # a classic group key
