@@ -93,6 +93,21 @@ def test_async_producer_compression_and_metrics_off(broker: Target) -> None:
     assert off == {}
 
 
+def test_admin_client_metrics_count_its_requests(broker: Target) -> None:
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="obs-admin") as admin:
+        admin.create_topics([NewTopic(new_topic("obs"), 1, 1)])
+        admin.list_topics()
+        metrics = admin.metrics()
+    requests = value(metrics, "request-total", "admin-client-metrics")
+    assert requests >= 2 and requests == value(metrics, "response-total",
+                                               "admin-client-metrics")
+    nodes = [m for m in metrics if m.group == "admin-client-node-metrics"
+             and m.name == "request-total"]
+    assert sum(metrics[m] for m in nodes) == requests
+    assert value(metrics, "request-latency-avg", "admin-client-metrics") > 0
+    assert {m.tags["client-id"] for m in metrics} == {"obs-admin"}
+
+
 # ----------------------------------------------------------------------------- consumer
 
 
