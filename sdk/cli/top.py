@@ -28,11 +28,12 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
-from sdk.admin import AdminClient, OffsetSpec
+from sdk.admin import AdminClient, CommittedOffset, OffsetSpec, ResultSet
 from sdk.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -46,6 +47,7 @@ from sdk.types import TopicPartition
 
 __all__ = ["HANDLERS", "Sample", "View", "build_view", "take_sample", "top"]
 
+GROUP_FETCHES = 8  # groups' committed offsets asked for at once
 TREND_ARROWS = {"up": "↑", "down": "↓", "steady": "→", None: " "}
 CLEAR = "\x1b[H\x1b[2J"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
@@ -84,11 +86,18 @@ def take_sample(admin: AdminClient, topics: Sequence[str] | None,
             sample.ends[tp] = listed_offset.offset
         for tp, exc in offsets.errors.items():
             sample.errors.append(f"{tp.topic}-{tp.partition}: {describe_error(exc)}")
-    for group_id, listing in sorted(admin.list_consumer_groups(timeout_ms=timeout_ms).items()):
-        if not _matches(group_id, groups):
-            continue
-        sample.groups[group_id] = listing.state or "?"
-        committed = admin.list_consumer_group_offsets(group_id, timeout_ms=timeout_ms)
+    listed_groups = admin.list_consumer_groups(timeout_ms=timeout_ms)
+    wanted = [g for g in sorted(listed_groups) if _matches(g, groups)]
+
+    def fetch(group_id: str) -> ResultSet[TopicPartition, CommittedOffset]:
+        return admin.list_consumer_group_offsets(group_id, timeout_ms=timeout_ms)
+
+    # The groups' OffsetFetch requests overlap (the client's loop serves every thread), so
+    # a cluster with many groups still refreshes in about one round trip.
+    with ThreadPoolExecutor(max_workers=min(GROUP_FETCHES, max(1, len(wanted)))) as pool:
+        fetched = list(pool.map(fetch, wanted))
+    for group_id, committed in zip(wanted, fetched):
+        sample.groups[group_id] = listed_groups[group_id].state or "?"
         mine = sample.committed[group_id] = {}
         for tp, offset in committed.succeeded.items():
             if offset.offset is not None and _matches(tp.topic, topics) \

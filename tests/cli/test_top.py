@@ -244,6 +244,21 @@ def test_live_view_ends_cleanly_on_ctrl_c(ref: Target) -> None:
         term.close()
 
 
+def test_many_groups_by_pattern(ref: Target) -> None:
+    topic, _ = lagging_group(ref.bootstrap_servers)
+    prefix = name("many")
+    with AdminClient(bootstrap_servers=ref.bootstrap_servers) as admin:
+        for i in range(12):  # group i committed offset i on partition 2 (lag 30 - i)
+            admin.alter_consumer_group_offsets(f"{prefix}-{i}", {TopicPartition(topic, 2): i}
+                                               ).raise_if_failed()
+    run = subprocess.run(command(ref.bootstrap_servers, "--once", "--json", "--interval", "0",
+                                 "--group", f"{prefix}-*"),
+                         capture_output=True, text=True, cwd=ROOT, env=env(), timeout=120)
+    assert run.returncode == 0, run.stderr
+    lags = {g["group"]: g["total_lag"] for g in json.loads(run.stdout)["groups"]}
+    assert lags == {f"{prefix}-{i}": PRODUCED[2] - i for i in range(12)}
+
+
 def test_usage_errors(ref: Target) -> None:
     run = subprocess.run(command(ref.bootstrap_servers, "--interval", "-1"),
                          capture_output=True, text=True, cwd=ROOT, env=env(), timeout=60)
