@@ -333,3 +333,14 @@ def test_a_broker_with_tiering_off_refuses_to_start_while_a_topic_has_it(tmp_pat
         "before disabling tiered storage cluster-wide" in str(refused.value)
     off.close()
     tiered_broker(data).close()  # with it on again, the broker starts
+
+
+def test_deleting_a_topic_deletes_its_remote_data(broker) -> None:  # type: ignore[no-untyped-def]
+    topic = "tiered-deleted"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())])
+        produce(broker.bootstrap_servers, topic, make_records(COUNT))
+        wait_until(_mostly_remote(broker, topic, COUNT), "the topic tiered")
+        assert _remote_files(broker, topic)
+        assert admin.delete_topics([topic])[topic].error is None
+    wait_until(lambda: not _remote_files(broker, topic), "the deleted topic's objects gone")
