@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 6
 
 
-def _work_send(a: argparse.Namespace, metrics: bool) -> float:
+def _work_send(a: argparse.Namespace, metrics: bool) -> tuple[float, float]:
     from sdk import Producer
 
     value = b"x" * a.size
@@ -44,19 +44,19 @@ def _work_send(a: argparse.Namespace, metrics: bool) -> float:
                   metrics_enabled=metrics) as producer:
         producer.send(a.topic, b"warm-up").result(30)
         send = producer.send
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(a.count):
             send(a.topic, value)
         producer.flush()
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         if metrics:  # the counters saw every record (and are read once, untimed)
             sent = [v for m, v in producer.metrics().items()
                     if m.name == "record-send-total" and m.group == "producer-metrics"]
             assert sent == [a.count + 1], sent
-    return a.count / elapsed
+    return a.count / elapsed, a.count / cpu
 
 
-def _work_poll(a: argparse.Namespace, metrics: bool) -> float:
+def _work_poll(a: argparse.Namespace, metrics: bool) -> tuple[float, float]:
     from sdk import Consumer, TopicPartition
 
     consumer = Consumer(bootstrap_servers=a.bootstrap, auto_offset_reset="earliest",
@@ -65,23 +65,24 @@ def _work_poll(a: argparse.Namespace, metrics: bool) -> float:
         consumer.assign([TopicPartition(a.topic, p) for p in range(PARTITIONS)])
         want = a.count + 1  # the warm-up record too
         seen = 0
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         while seen < want:
             for records in consumer.poll(timeout_ms=1000).values():
                 seen += len(records)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     finally:
         consumer.close()
-    return seen / elapsed
+    return seen / elapsed, seen / cpu
 
 
 def worker_main(a: argparse.Namespace) -> None:
     work = _work_send if a.worker == "send" else _work_poll
-    print(json.dumps({"rate": work(a, a.metrics == "on")}))
+    rate, per_cpu = work(a, a.metrics == "on")
+    print(json.dumps({"rate": rate, "per_cpu": per_cpu}))
 
 
 def _run(a: argparse.Namespace, bootstrap: str, case: str, topic: str, metrics: str
-         ) -> float:
+         ) -> tuple[float, float]:
     cmd = [sys.executable, __file__, "--worker", case, "--metrics", metrics,
            "--bootstrap-server", bootstrap, "--topic", topic, "--count", str(a.count),
            "--size", str(a.size)]
@@ -89,7 +90,8 @@ def _run(a: argparse.Namespace, bootstrap: str, case: str, topic: str, metrics: 
                          check=False)
     if out.returncode != 0:
         raise SystemExit(f"{case} (metrics {metrics}) failed:\n{out.stderr[-2000:]}")
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["rate"])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(result["rate"]), float(result["per_cpu"])
 
 
 def _start_broker() -> tuple[subprocess.Popen[bytes], str, str]:
@@ -127,8 +129,8 @@ def main() -> None:
     bootstrap = a.bootstrap
     if bootstrap is None:
         proc, bootstrap, data_dir = _start_broker()
-    rates: dict[tuple[str, str], list[float]] = {}
-    ratios: dict[str, list[float]] = {"send": [], "poll": []}
+    rates: dict[tuple[str, str], list[float]] = {}  # (case, setting) -> rec/s
+    ratios: dict[str, list[float]] = {}  # case -> per-round on/off ratios
     try:
         print(f"metrics on vs off: {a.count} records of {a.size} B, {a.rounds} rounds, "
               f"broker {'server_ref' if proc else bootstrap}", flush=True)
@@ -141,12 +143,15 @@ def main() -> None:
             got: dict[tuple[str, str], float] = {}
             for case in ("send", "poll"):
                 for setting in order:
-                    got[(case, setting)] = _run(a, bootstrap, case, topics[setting], setting)
-                    rates.setdefault((case, setting), []).append(got[(case, setting)])
-                ratios[case].append(got[(case, "on")] / got[(case, "off")])
+                    rate, per_cpu = _run(a, bootstrap, case, topics[setting], setting)
+                    got[(case, setting)], got[(case + "/cpu", setting)] = rate, per_cpu
+                for kind in (case, case + "/cpu"):
+                    for setting in order:
+                        rates.setdefault((kind, setting), []).append(got[(kind, setting)])
+                    ratios.setdefault(kind, []).append(got[(kind, "on")] / got[(kind, "off")])
             print(f"  round {r + 1:2d}: " + "  ".join(
-                f"{case} on {got[(case, 'on')]:>9,.0f} off {got[(case, 'off')]:>9,.0f} rec/s"
-                for case in ("send", "poll")), flush=True)
+                f"{case} on {got[(case, 'on')]:>9,.0f} off {got[(case, 'off')]:>9,.0f}"
+                for case in ("send", "poll", "send/cpu", "poll/cpu")), flush=True)
     finally:
         if proc is not None:
             proc.terminate()
@@ -156,16 +161,18 @@ def main() -> None:
 
             shutil.rmtree(data_dir, ignore_errors=True)
     print()
-    print(f"{'case':6} {'metrics on: median (min-max)':>36} {'metrics off: median (min-max)':>36}"
+    print("rec/s (wall clock); /cpu: records per CPU-second of the client process, which "
+          "other processes on the machine disturb less")
+    print(f"{'case':8} {'metrics on: median (min-max)':>36} {'metrics off: median (min-max)':>36}"
           f" {'on/off per round: median (min-max)':>38}")
-    for case in ("send", "poll"):
+    for case in ("send", "poll", "send/cpu", "poll/cpu"):
         cells = []
         for setting in ("on", "off"):
             values = rates[(case, setting)]
             cells.append(f"{statistics.median(values):>10,.0f} ({min(values):,.0f}-"
                          f"{max(values):,.0f})")
         rs = ratios[case]
-        print(f"{case:6} {cells[0]:>36} {cells[1]:>36} "
+        print(f"{case:8} {cells[0]:>36} {cells[1]:>36} "
               f"{statistics.median(rs):>14.3f} ({min(rs):.3f}-{max(rs):.3f})")
 
 
