@@ -332,6 +332,19 @@ def _describe_groups(chk: Check, req: Any) -> Outcome:
     return _appender(errors)
 
 
+def _consumer_group_describe(chk: Check, req: Any) -> Outcome:
+    """ConsumerGroupDescribe: DESCRIBE on each group; refused ones answer
+    GROUP_AUTHORIZATION_FAILED, the others are described."""
+    groups = list(req.group_ids)
+    denied = [g for g in groups if not chk(DESCRIBE, GROUP, g)]
+    if not denied:
+        return None
+    req.group_ids = denied
+    errors = chk.refuse(GROUP_DENIED)
+    req.group_ids = [g for g in groups if g not in denied]
+    return _appender(errors)
+
+
 def _delete_groups(chk: Check, req: Any) -> Outcome:
     names = list(req.groups_names)
     denied = [g for g in names if not chk(DELETE, GROUP, g)]
@@ -607,6 +620,8 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     14: _group(READ),  # SyncGroup
     15: _then(_describe_groups, _group_ops),
     16: _list_groups,
+    68: _group(READ),  # ConsumerGroupHeartbeat (KIP-848)
+    69: _consumer_group_describe,
     19: _create_topics,
     20: _delete_topics,
     21: _per_topic(DELETE, "topics"),  # DeleteRecords

@@ -267,14 +267,18 @@ def test_create_topics_with_create_but_not_describe_configs(root: AdminClient,
     assert created[shown].configs.get("cleanup.policy") == "delete"
 
 
-def test_consumer_group_needs_read_on_the_group(target: Target, root: AdminClient) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_consumer_group_needs_read_on_the_group(target: Target, root: AdminClient,
+                                                protocol: str) -> None:
+    """READ on the group for both group protocols (JoinGroup; ConsumerGroupHeartbeat)."""
     topic, group = name("ct"), name("cg")
     root.create_topics([NewTopic(topic, 1, 1)]).raise_if_failed()
     wait_topic(root, topic)
     with Producer(bootstrap_servers=target.plaintext()) as producer:
         producer.send(topic, b"hello").result(timeout=30)
     grant(root, allow(ResourceType.TOPIC, topic, AclOperation.READ))
-    settings = {**as_user(target, "alice"), "group_id": group, "auto_offset_reset": "earliest"}
+    settings = {**as_user(target, "alice"), "group_id": group, "auto_offset_reset": "earliest",
+                "group_protocol": protocol}
     with pytest.raises(GroupAuthorizationFailedError):
         with Consumer(topic, **settings) as consumer:
             for _ in range(20):
