@@ -39,6 +39,7 @@ __all__ = ["ShareMembership"]
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
+_UNASSIGNED_BEAT_S = 0.25
 
 
 class ShareMembership:
@@ -114,6 +115,11 @@ class ShareMembership:
                                  for t in response.assignment.topic_partitions}
         if self._pending_ids is not None:
             self._resolve_names()
+        if not self.assignment and self.subscription:
+            # Kafka 4.3 computes a new member's assignment in the background
+            # (group.share.assignment.interval.ms, 1 s) and answers the join with an empty
+            # one: waiting a whole heartbeat interval (5 s) for it would idle the member.
+            self.interval_s = min(self.interval_s, _UNASSIGNED_BEAT_S)
         self.joined.set()
 
     def _resolve_names(self) -> None:
