@@ -198,7 +198,7 @@ def describe_quorum(node: RaftNode, req: DescribeQuorumRequest) -> DescribeQuoru
         return R(error_code=InvalidRequestError.errno,
                  error_message="only __cluster_metadata-0 has a quorum")
     info = node.describe_quorum()
-    if not node.is_leader:
+    if node.leader().leader_id != node.node_id:  # DescribeQuorum: the leader answers
         out = R.PartitionData(partition_index=0, error_code=NotLeaderOrFollowerError.errno,
                               leader_id=_leader(node)[0], leader_epoch=info.epoch)
     else:

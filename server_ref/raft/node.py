@@ -101,6 +101,7 @@ class RaftNode(PeerRequests):
         self._started = False
         self._closed = False
         self._leader_known = asyncio.Event()
+        self._leader_ready = False
 
     # ================================================================== public API
 
@@ -120,6 +121,7 @@ class RaftNode(PeerRequests):
         self._started = True
         self._changed = asyncio.Event()
         self._leader_known = asyncio.Event()
+        self._leader_ready = False
         sid = self.snapshots.latest()
         if sid is not None:
             self.log.set_base(OffsetAndEpoch(sid.end_offset, sid.epoch))
@@ -167,7 +169,10 @@ class RaftNode(PeerRequests):
 
     @property
     def is_leader(self) -> bool:
-        return self.quorum.role is Role.LEADER
+        """Leader, and its listeners have every entry from before its epoch: the state
+        machine is current and may act (Kafka's controller becomes active at this point,
+        when the leader change reaches its listener)."""
+        return self.quorum.role is Role.LEADER and self._leader_ready
 
     @property
     def role(self) -> Role:
@@ -277,12 +282,15 @@ class RaftNode(PeerRequests):
         return base + random.uniform(0, base)
 
     def _leaving_leadership(self) -> None:
+        self._leader_ready = False
         if self._progress is not None:
             self._progress = None
             self._fail_appends(RaftClosedError(
                 f"node {self.node_id} lost the leadership of epoch {self.quorum.epoch}"))
 
     def _leader_changed(self) -> None:
+        if self.quorum.role is Role.LEADER and not self._leader_ready:
+            return  # told once the listeners caught up (_maybe_leader_ready)
         if self.quorum.leader_id is not None:
             self._leader_known.set()
         else:
@@ -386,8 +394,18 @@ class RaftNode(PeerRequests):
         self._append_batch(control_batch(start, q.epoch, ControlType.LEADER_CHANGE,
                                          encode_leader_change(change)))
         self._become(self._run_leader)
-        self._leader_changed()
+        self._leader_changed()  # the listeners hear "no leader" until it is ready
         self._leader_appended()
+        self._maybe_leader_ready()
+
+    def _maybe_leader_ready(self) -> None:
+        """Once every entry before this epoch's LeaderChange record is delivered, the
+        listeners learn that this node leads (as KafkaRaftClient fires handleLeaderChange
+        for the local leader only after its listener caught up to the epoch start)."""
+        p = self._progress
+        if p is not None and not self._leader_ready and self._applied > p.epoch_start_offset:
+            self._leader_ready = True
+            self._leader_changed()
 
     def _append_batch(self, batch: bytes) -> int:
         entry = self.log.append(batch, expected_epoch=self.quorum.epoch)
@@ -636,6 +654,7 @@ class RaftNode(PeerRequests):
                 for last, fut in done:
                     if not fut.done():
                         fut.set_result(last)
+        self._maybe_leader_ready()
 
     # ------------------------------------------------------------------ peers
 

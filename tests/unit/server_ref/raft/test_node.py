@@ -65,10 +65,14 @@ async def test_single_voter_leads_commits_and_replays_after_restart(tmp_path: Pa
     await node.close()
 
     again = RaftNode(1, voters, tmp_path, FAST)
+    events: list[object] = []
+    again.register_listener(lambda b: events.extend(b.records), None, events.append)
     rec2 = Recorder(again)
     await again.start()
-    # A new epoch; the old entries were replayed once, in order, before new ones.
-    assert again.leader() == LeaderAndEpoch(1, 2)
+    # A new epoch; the old entries were replayed once, in order, before new ones — and the
+    # node announces itself as leader only after that replay (the controller's cue).
+    assert again.leader() == LeaderAndEpoch(1, 2) and again.is_leader
+    assert events == [b"a", b"b", b"c", LeaderAndEpoch(1, 2)]
     await again.append([b"d"])
     assert rec2.values == [b"a", b"b", b"c", b"d"]
     await again.close()
