@@ -10,7 +10,10 @@ store: the manager runs them in worker threads, never on the broker's loop.
 from __future__ import annotations
 
 import struct
+import sys
 import threading
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
 
 from sdk.records.header import RECORD_BATCH_OVERHEAD
@@ -26,6 +29,7 @@ CHUNK = 1 << 20
 _INDEX_ENTRY = struct.Struct(">ii")
 _TXN_ENTRY = struct.Struct(">hqqqq")
 _WHOLE = -1  # chunk number of an object cached whole
+_INDEXES_KEPT = 64
 
 
 class ChunkCache:
@@ -36,6 +40,7 @@ class ChunkCache:
         self._entries: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
+        self._indexes: OrderedDict[str, tuple[array[int], array[int]]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -95,19 +100,38 @@ class ChunkCache:
         with self._lock:
             self._entries.clear()
             self._size = 0
+            self._indexes.clear()
+
+    # Offset indexes decoded for bisecting, the most recent _INDEXES_KEPT of them (their
+    # bytes are in the LRU above; this saves decoding one per fetch).
+    def parsed_index(self, key: str) -> tuple[array[int], array[int]] | None:
+        with self._lock:
+            return self._indexes.get(key)
+
+    def keep_index(self, key: str, parsed: tuple[array[int], array[int]]) -> None:
+        with self._lock:
+            self._indexes[key] = parsed
+            self._indexes.move_to_end(key)
+            while len(self._indexes) > _INDEXES_KEPT:
+                self._indexes.popitem(last=False)
 
 
 def _index_position(cache: ChunkCache, store: RemoteStore, segment: RemoteSegment,
                     offset: int) -> int:
     """A batch position at or before the batch holding ``offset`` (the offset index's
     entries are (last offset - base, position) of indexed batches)."""
-    data = cache.whole(store, segment.key(OFFSET_INDEX))
-    position = 0
-    for relative, pos in _INDEX_ENTRY.iter_unpack(data[:len(data) - len(data) % 8]):
-        if segment.start_offset + relative > offset:
-            break
-        position = pos
-    return position
+    key = segment.key(OFFSET_INDEX)
+    parsed = cache.parsed_index(key)
+    if parsed is None:
+        data = cache.whole(store, key)
+        entries = array("i", data[:len(data) - len(data) % 8])
+        if sys.byteorder == "little":
+            entries.byteswap()  # the file is big-endian
+        parsed = (entries[0::2], entries[1::2])
+        cache.keep_index(key, parsed)
+    relatives, positions = parsed
+    i = bisect_right(relatives, offset - segment.start_offset)
+    return positions[i - 1] if i else 0
 
 
 def _header(cache: ChunkCache, store: RemoteStore, segment: RemoteSegment, pos: int
