@@ -30,8 +30,6 @@ from tests.integration.tiered_kit import (
     wait_until,
 )
 
-pytest.importorskip("boto3", reason="the tiered-s3 extra (boto3) is in the dev extra")
-
 BUCKET = "kafka-tier"
 COUNT = 2000
 SECRET = "s3cr3t-never-logged"
