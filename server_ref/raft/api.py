@@ -58,9 +58,25 @@ class RaftConfig:
     election_backoff_max_ms: int = 1000  # controller.quorum.election.backoff.max.ms
     request_timeout_ms: int = 2000  # controller.quorum.request.timeout.ms
     fetch_max_wait_ms: int = 500  # how long the leader parks a Fetch with nothing new
+    # (capped at half of fetch_timeout_ms: see fetch_wait_ms)
     max_fetch_bytes: int = 8 * 1024 * 1024  # per Fetch / FetchSnapshot answer
     cluster_id: str | None = None  # checked on Vote/Begin/End/Fetch when both sides set it
     fsync: bool = False  # fsync the log and quorum-state file on every write
+
+    def __post_init__(self) -> None:
+        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms",
+                     "max_fetch_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"RaftConfig.{name} must be > 0, not {getattr(self, name)}")
+        for name in ("election_backoff_max_ms", "fetch_max_wait_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"RaftConfig.{name} must be >= 0, not {getattr(self, name)}")
+
+    @property
+    def fetch_wait_ms(self) -> int:
+        """How long a follower's Fetch may be parked: at most half the fetch timeout, so a
+        parked fetch comes back before the follower would give up on the leader."""
+        return min(self.fetch_max_wait_ms, self.fetch_timeout_ms // 2)
 
 
 @dataclass(frozen=True, slots=True)

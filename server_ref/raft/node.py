@@ -536,9 +536,9 @@ class RaftNode(PeerRequests):
         cfg = self.config
         request = wire.fetch_request(
             cfg.cluster_id, self.node_id, q.epoch, self.log.end_offset, self.log.last_epoch,
-            self.log.start_offset, cfg.fetch_max_wait_ms, cfg.max_fetch_bytes)
+            self.log.start_offset, cfg.fetch_wait_ms, cfg.max_fetch_bytes)
         response = await self._call(target, "fetch", request, wire.FETCH_VERSION,
-                                    timeout_s=(cfg.fetch_max_wait_ms
+                                    timeout_s=(cfg.fetch_wait_ms
                                                + cfg.request_timeout_ms) / 1000)
         if gen != self._gen:
             return False

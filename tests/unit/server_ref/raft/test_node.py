@@ -160,3 +160,45 @@ async def test_listener_snapshots_from_inside_on_commit(tmp_path: Path) -> None:
     # The snapshot (s0..s3), then the log after it (s4), then the new entry.
     assert rec.values == [f"s{k}".encode() for k in range(6)]
     await again.close()
+
+
+def test_config_refuses_nonsense() -> None:
+    with pytest.raises(ValueError, match="election_timeout_ms must be > 0"):
+        RaftConfig(election_timeout_ms=0)
+    with pytest.raises(ValueError, match="fetch_max_wait_ms must be >= 0"):
+        RaftConfig(fetch_max_wait_ms=-1)
+    assert RaftConfig(fetch_timeout_ms=400, fetch_max_wait_ms=500).fetch_wait_ms == 200
+
+
+async def test_requests_for_another_cluster_or_partition_are_refused(tmp_path: Path) -> None:
+    from sdk.errors import (
+        InconsistentClusterIdError,
+        MismatchedEndpointTypeError,
+        UnknownTopicOrPartitionError,
+    )
+    from sdk.protocol.messages.describe_cluster import DescribeClusterRequest
+    from sdk.protocol.messages.fetch import FetchRequest
+    from server_ref.handlers.raft import describe_cluster, fetch, vote
+    from server_ref.raft import wire
+
+    voters = {1: ("127.0.0.1", ports(1)[0])}
+    node = RaftNode(1, voters, tmp_path, RaftConfig(cluster_id="mine", election_timeout_ms=200,
+                                                    fetch_timeout_ms=500,
+                                                    fetch_max_wait_ms=100))
+    await node.start()
+    try:
+        answer = vote(node, wire.vote_request("other", 1, 2, 9, 0, 0))
+        assert answer.error_code == InconsistentClusterIdError.errno
+        assert node.leader().epoch == 1  # nothing adopted from it
+        wrong_topic = FetchRequest(replica_state=FetchRequest.ReplicaState(replica_id=2),
+                                   topics=[FetchRequest.FetchTopic(topic="orders", partitions=[
+                                       FetchRequest.FetchPartition(partition=0)])])
+        assert (await fetch(node, wrong_topic, 12)).error_code == \
+            UnknownTopicOrPartitionError.errno
+        as_broker = describe_cluster(node, DescribeClusterRequest(endpoint_type=1))
+        assert as_broker.error_code == MismatchedEndpointTypeError.errno
+        as_controller = describe_cluster(node, DescribeClusterRequest(endpoint_type=2))
+        assert (as_controller.cluster_id, as_controller.controller_id,
+                [b.broker_id for b in as_controller.brokers]) == ("mine", 1, [1])
+    finally:
+        await node.close()
