@@ -147,7 +147,10 @@ OnLeaderChange = Callable[[LeaderAndEpoch], None]
 #   (is_voter defaults to ``node_id in voters``; listen=(host, port) to bind; voters bind
 #   their own endpoint from ``voters`` by default):
 #     async start() / async close()
-#     leader() -> LeaderAndEpoch ; is_leader: bool ; leader_endpoint() -> Endpoint | None
+#     leader() -> LeaderAndEpoch (the quorum's view, at once)
+#     is_leader: bool  (leads AND its listeners have every entry from before its epoch;
+#                       on_leader_change names this node at that same moment)
+#     leader_endpoint() -> Endpoint | None
 #     async append(records: list[bytes]) -> int   # last offset, once committed
 #     register_listener(on_commit, on_snapshot=None, on_leader_change=None)
 #     snapshot(last_offset: int, payload: bytes)  # then the log up to it may be deleted
