@@ -387,6 +387,20 @@ class ConsumerGroupCoordinator:
                 f"The member epoch {member_epoch} is stale (the member is at "
                 f"{member.member_epoch}).")
 
+    def validate_fetch(self, group_id: str, member_id: str, member_epoch: int) -> None:
+        """OffsetFetch v9 by a member: it must be one, at its current epoch (without a
+        member id and epoch the fetch is an admin's and always allowed)."""
+        group = self.group(group_id)
+        if group is None or (member_epoch < 0 and not member_id):
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise errors.UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+        if member_epoch != member.member_epoch:
+            raise errors.StaleMemberEpochError(
+                f"The member epoch {member_epoch} is stale (the member is at "
+                f"{member.member_epoch}).")
+
     def delete(self, group_id: str) -> None:
         group = self.group(group_id)
         if group is None:

@@ -254,10 +254,14 @@ class GroupCoordinator:
                                    retention_ms=retention_ms)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[Partition] | None, *,
-                      require_stable: bool = False) -> OffsetFetchResult:
-        """OffsetFetch for one group; ``partitions=None`` means every committed partition."""
+                      require_stable: bool = False, member_id: str | None = None,
+                      member_epoch: int = -1) -> OffsetFetchResult:
+        """OffsetFetch for one group; ``partitions=None`` means every committed partition.
+        A consumer-protocol member asking (OffsetFetch v9) must be one, at its epoch."""
         try:
             self._check_available()
+            if (member_id or member_epoch >= 0) and self.consumer.group(group_id) is not None:
+                self.consumer.validate_fetch(group_id, member_id or "", member_epoch)
         except errors.BrokerResponseError as exc:
             return OffsetFetchResult(error=exc.errno)
         return self.offsets.fetch(group_id, partitions, require_stable=require_stable)

@@ -119,8 +119,11 @@ def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchRes
     if v >= 8:
         groups = []
         for group in req.groups or ():
-            result = coordinator.fetch_offsets(group.group_id, _requested(group.topics),
-                                               require_stable=require_stable)
+            result = coordinator.fetch_offsets(
+                group.group_id, _requested(group.topics), require_stable=require_stable,
+                # v9 (KIP-848): a consumer-protocol member names itself and its epoch
+                member_id=group.member_id if v >= 9 else None,
+                member_epoch=group.member_epoch if v >= 9 else -1)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=group.group_id, error_code=result.error,
                 topics=_topics_of(result.offsets, OffsetFetchResponse.OffsetFetchResponseTopics,

@@ -121,3 +121,14 @@ def test_the_journal_record_round_trips_the_group() -> None:
     assert restored.static_members == {"i1": "m1"}
     assert decode_consumer_group_key(consumer_group_key("g")) == "g"
     assert decode_consumer_group_key(b"\x00\x02\x00\x01g") is None  # a classic group key
+
+
+def test_offset_fetch_by_a_member_checks_its_epoch() -> None:
+    c = coordinator()
+    r = beat(c, "m1", 0)
+    c.validate_fetch("g", "", -1)  # an admin's fetch
+    c.validate_fetch("g", "m1", r.member_epoch)
+    with pytest.raises(errors.StaleMemberEpochError):
+        c.validate_fetch("g", "m1", r.member_epoch + 3)
+    with pytest.raises(errors.UnknownMemberIdError):
+        c.validate_fetch("g", "ghost", 1)
