@@ -32,7 +32,10 @@ class ObservedConnection(Protocol):
 
 
 class _NodeSensors:
-    __slots__ = ("incoming", "latency", "outgoing", "requests", "responses")
+    # One sensor per event kind, several metrics read from each: a request's size gives
+    # request-rate/-total (events) and outgoing-byte-rate/-total (sums); a response's
+    # latency gives response-rate/-total and request-latency-avg/-max.
+    __slots__ = ("incoming", "latency", "requests")
 
     def __init__(self, reg: MetricsRegistry, group: str, node: str) -> None:
         def one(key: str, prefix: str, stats: dict[str, Any], text: str) -> Sensor:
@@ -41,13 +44,13 @@ class _NodeSensors:
 
         self.requests = one("requests", "request", {"-rate": "count-rate",
                                                     "-total": "count-total"}, "requests sent")
-        self.responses = one("responses", "response", {"-rate": "count-rate",
-                                                       "-total": "count-total"},
-                             "responses received")
+        reg.stats(self.requests, group, "outgoing-byte", {"-rate": "rate", "-total": "total"},
+                  "bytes written", node_id=node)
         self.latency = one("latency", "request-latency", {"-avg": "avg", "-max": "max"},
                            "ms from writing a request to reading its response")
-        self.outgoing = one("outgoing", "outgoing-byte", {"-rate": "rate", "-total": "total"},
-                            "bytes written")
+        reg.stats(self.latency, group, "response", {"-rate": "count-rate",
+                                                    "-total": "count-total"},
+                  "responses received", node_id=node)
         self.incoming = one("incoming", "incoming-byte", {"-rate": "rate", "-total": "total"},
                             "bytes read")
 
@@ -70,18 +73,18 @@ class NetworkObserver:
             return
         g = self.group
         s = reg.stats
+        # As per node: one sensor per event, several metrics read from it.
         self._requests = s(reg.sensor("requests"), g, "request",
                            {"-rate": "count-rate", "-total": "count-total"}, "requests sent")
-        self._request_size = s(reg.sensor("request-size"), g, "request-size",
-                               {"-avg": "avg", "-max": "max"}, "bytes per request")
-        self._responses = s(reg.sensor("responses"), g, "response",
-                            {"-rate": "count-rate", "-total": "count-total"},
-                            "responses received")
+        s(self._requests, g, "request-size", {"-avg": "avg", "-max": "max"},
+          "bytes per request")
+        s(self._requests, g, "outgoing-byte", {"-rate": "rate", "-total": "total"},
+          "bytes written")
         self._latency = s(reg.sensor("latency"), g, "request-latency",
                           {"-avg": "avg", "-max": "max"},
                           "ms from writing a request to reading its response")
-        self._outgoing = s(reg.sensor("outgoing"), g, "outgoing-byte",
-                           {"-rate": "rate", "-total": "total"}, "bytes written")
+        s(self._latency, g, "response", {"-rate": "count-rate", "-total": "count-total"},
+          "responses received")
         self._incoming = s(reg.sensor("incoming"), g, "incoming-byte",
                            {"-rate": "rate", "-total": "total"}, "bytes read")
         self._created = s(reg.sensor("connection-creation"), g, "connection-creation",
@@ -132,12 +135,8 @@ class NetworkObserver:
         if expect_response:
             conn.sent_at[cid] = (now, api_key, version)
         if self.registry is not None:
-            self._requests.record(1, now)
-            self._request_size.record(size, now)
-            self._outgoing.record(size, now)
-            node = self._node(conn.node_id)
-            node.requests.record(1, now)
-            node.outgoing.record(size, now)
+            self._requests.record(size, now)
+            self._node(conn.node_id).requests.record(size, now)
         if protocol_log.isEnabledFor(logging.DEBUG):
             protocol_log.debug("-> node %s: api %s v%s correlation id %s, %d bytes",
                                conn.node_id, api_key, version, cid, size)
@@ -160,9 +159,7 @@ class NetworkObserver:
             at, api_key, version = entry
             latency_s = now - at
             if node is not None:
-                self._responses.record(1, now)
                 self._latency.record(latency_s * 1000, now)
-                node.responses.record(1, now)
                 node.latency.record(latency_s * 1000, now)
             if debug:
                 protocol_log.debug("<- node %s: api %s v%s correlation id %s after %.3f ms",

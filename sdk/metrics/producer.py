@@ -44,10 +44,12 @@ class ProducerObserver:
 
     def __init__(self, registry: MetricsRegistry | None, hooks: HookSet,
                  buffer_total: int = 0, buffer_available: Callable[[], int] | None = None,
-                 in_flight: Callable[[], int] | None = None) -> None:
+                 in_flight: Callable[[], int] | None = None, compression: bool = True
+                 ) -> None:
         self.registry = reg = registry
         self._ack_hook = hooks.on_acknowledgement
         self._topics: dict[str, _TopicSensors] = {}
+        self._built: list[tuple[str, float]] = []  # (topic, ratio) of batches built
         if reg is None:
             return
         s = reg.stats
@@ -55,10 +57,17 @@ class ProducerObserver:
                           "records sent")
         self._per_request = s(reg.sensor("records-per-request"), GROUP, "records-per-request",
                               {"-avg": "avg"}, "records per Produce request")
+        s(self._per_request, GROUP, "produce-request",
+          {"-rate": "count-rate", "-total": "count-total"}, "Produce requests written")
         self._batch_size = s(reg.sensor("batch-size"), GROUP, "batch-size",
                              {"-avg": "avg", "-max": "max"}, "bytes per batch as written")
-        self._compression = s(reg.sensor("compression"), GROUP, "compression-rate",
-                              {"-avg": "avg"}, "compressed / uncompressed batch size")
+        self._compression = reg.sensor("compression")
+        if compression:
+            s(self._compression, GROUP, "compression-rate", {"-avg": "avg"},
+              "compressed / uncompressed batch size")
+        else:  # batches are written as built: nothing to sample (Java reports 1.0 too)
+            reg.gauge(reg.name("compression-rate-avg", GROUP,
+                               "compressed / uncompressed batch size"), lambda: 1.0)
         self._queue_time = s(reg.sensor("queue-time"), GROUP, "record-queue-time",
                              {"-avg": "avg", "-max": "max"},
                              "ms a batch waited in the accumulator before its first send")
@@ -68,9 +77,6 @@ class ProducerObserver:
                          "records whose send failed")
         self._splits = s(reg.sensor("splits"), GROUP, "batch-split", _RATE_TOTAL,
                          "batches split after MESSAGE_TOO_LARGE")
-        self._produce_requests = s(reg.sensor("produce-requests"), GROUP, "produce-request",
-                                   {"-rate": "count-rate", "-total": "count-total"},
-                                   "Produce requests written")
         reg.gauge(reg.name("buffer-total-bytes", GROUP, "buffer_memory"),
                   lambda: float(buffer_total))
         if buffer_available is not None:
@@ -89,33 +95,58 @@ class ProducerObserver:
         return sensors
 
     def sent(self, batches: Sequence[Any]) -> None:
-        """A Produce request with ``batches`` was written (their attempts counted)."""
+        """A Produce request with ``batches`` was written (their attempts counted). One
+        update per sensor and request, not per batch."""
         if self.registry is None:
             return
         now = time.monotonic()
-        records = 0
+        records = fresh = nbytes = biggest = 0
+        waited = longest = 0.0
+        per_topic: dict[str, list[int]] = {}
         for batch in batches:
+            records += batch.count
+            if batch.attempts != 1:
+                continue
             payload = batch.payload
             size = len(payload) if payload is not None else 0
-            topic = self._topic(batch.topic)
-            if batch.attempts == 1:
-                records += batch.count
-                topic.records.record(batch.count, now)
-                topic.bytes.record(size, now)
-                self._batch_size.record(size, now)
-                self._queue_time.record((now - batch.created) * 1000, now)
-        if records:
-            self._records.record(records, now)
-        self._per_request.record(sum(b.count for b in batches), now)
-        self._produce_requests.record(1, now)
+            fresh += 1
+            nbytes += size
+            if size > biggest:
+                biggest = size
+            queued = now - batch.created
+            waited += queued
+            if queued > longest:
+                longest = queued
+            counts = per_topic.get(batch.topic)
+            if counts is None:
+                per_topic[batch.topic] = [batch.count, size, size, 1]
+            else:
+                counts[0] += batch.count
+                counts[1] += size
+                counts[2] = max(counts[2], size)
+                counts[3] += 1
+        self._per_request.record(records, now)
+        if fresh:
+            self._records.record(sum(c[0] for c in per_topic.values()), now)
+            self._batch_size.record_many(nbytes, fresh, biggest, now)
+            self._queue_time.record_many(waited * 1000, fresh, longest * 1000, now)
+            for topic, (count, size, largest, n) in per_topic.items():
+                sensors = self._topic(topic)
+                sensors.records.record(count, now)
+                sensors.bytes.record_many(size, n, largest, now)
+        built, self._built = self._built, []
+        if built:
+            total = 0.0
+            for topic, ratio in built:
+                total += ratio
+                self._topic(topic).compression.record(ratio, now)
+            self._compression.record_many(total, len(built), max(r for _, r in built), now)
 
     def compressed(self, topic: str, uncompressed: int, compressed: int) -> None:
-        """A batch was built: its compressed / uncompressed ratio (1.0 without a codec)."""
-        if self.registry is None or uncompressed <= 0:
-            return
-        ratio = compressed / uncompressed
-        self._compression.record(ratio)
-        self._topic(topic).compression.record(ratio)
+        """A batch was compressed: its compressed / uncompressed ratio, kept until the
+        request is written (:meth:`sent`)."""
+        if self.registry is not None and uncompressed > 0:
+            self._built.append((topic, compressed / uncompressed))
 
     def retried(self, batch: Any) -> None:
         if self.registry is not None:

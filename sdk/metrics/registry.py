@@ -93,6 +93,27 @@ class Sensor:
         if len(samples) > self._samples_max:
             del samples[0]
 
+    def record_many(self, total: float, count: int, largest: float, now: float) -> None:
+        """``count`` events summing to ``total``, the largest ``largest``, in one call (a
+        request's batches: one update instead of one per batch)."""
+        if count <= 0:
+            return
+        self.count += count
+        self.total += total
+        self.last = largest
+        samples = self._samples
+        if samples:
+            current = samples[-1]
+            if now - current[0] < self._window_s:
+                current[1] += count
+                current[2] += total
+                if largest > current[3]:
+                    current[3] = largest
+                return
+        samples.append([now, count, total, largest])
+        if len(samples) > self._samples_max:
+            del samples[0]
+
     def _live(self, now: float) -> list[list[float]]:
         """Samples younger than the whole window span (older ones no longer count)."""
         horizon = now - self._window_s * self._samples_max

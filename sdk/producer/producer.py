@@ -251,7 +251,8 @@ class AsyncProducer(ObservedClient, TransactionalMethods, Generic[KS, VS]):
         if telemetry.registry is not None or telemetry.hooks.on_acknowledgement is not None:
             observer = ProducerObserver(telemetry.registry, telemetry.hooks,
                                         buffer_total=cfg.buffer_memory,
-                                        buffer_available=lambda: self._pool.available)
+                                        buffer_available=lambda: self._pool.available,
+                                        compression=cfg.compression_type != "none")
         self._sender = Sender(client=client, accumulator=self._acc, config=cfg,
                               producer_ids=ids, stage=self._stage, transactions=self._txn,
                               observer=observer)

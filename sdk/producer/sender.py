@@ -448,8 +448,8 @@ class Sender:
             self._acc.recycle(builder.take_buffer())
             if builder.compression:
                 self._acc.observe_compression(batch.topic, raw, len(batch.payload))
-            if self._obs is not None:
-                self._obs.compressed(batch.topic, raw, len(batch.payload))
+                if self._obs is not None:
+                    self._obs.compressed(batch.topic, raw, len(batch.payload))
         elif ids is not None and batch.payload_state != state:
             buf = bytearray(batch.payload)
             patch_producer_state(buf, 0, *state)
