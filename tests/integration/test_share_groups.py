@@ -419,3 +419,22 @@ async def test_admin_share_groups(share_broker: ShareBroker) -> None:
         deleted = await admin.delete_share_groups([group])
         assert deleted[group].error is None
         assert group not in await admin.list_share_groups()
+
+
+# ---------------------------------------------------------------------------- tansu
+
+
+async def test_tansu_has_no_share_groups() -> None:
+    """tansu does not implement ShareGroupHeartbeat: poll raises the broker's
+    UNSUPPORTED_VERSION instead of joining (the SDK does not pretend to consume)."""
+    from sdk.errors import UnsupportedVersionError
+
+    from .conftest import start_target
+
+    with start_target("tansu") as tansu:
+        async with AsyncShareConsumer("anything", bootstrap_servers=tansu.bootstrap_servers,
+                                      group_id="g-tansu") as c:
+            with pytest.raises(UnsupportedVersionError):
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    await c.poll(200)
