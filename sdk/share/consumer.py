@@ -85,6 +85,7 @@ class AsyncShareConsumer(Generic[K, V]):
         self._background: set[asyncio.Task[Any]] = set()
         self._assigned: asyncio.Event | None = None  # made on the loop, in start()
         self.acquisition_lock_timeout_ms: int | None = None  # as the broker last said
+        self._iter_buffer: list[ShareConsumerRecord[K, V]] = []  # async iteration's rest
         self._explicit = cfg.share_acknowledgement_mode == "explicit"
         self._timeout_s = cfg.default_api_timeout_ms / 1000
         self._started = self._closed = False
@@ -274,7 +275,7 @@ class AsyncShareConsumer(Generic[K, V]):
 
     async def __anext__(self) -> ShareConsumerRecord[K, V]:
         while not self._closed:
-            if not hasattr(self, "_iter_buffer") or not self._iter_buffer:
+            if not self._iter_buffer:
                 self._iter_buffer = list(reversed(await self.poll(1000)))
                 continue
             return self._iter_buffer.pop()

@@ -179,14 +179,14 @@ def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsRespon
     )
     from server_ref.share.coordinator import listed_share_groups  # share groups (KIP-932)
 
-    listed = [*listed, *listed_share_groups(ctx.broker, req.states_filter if v >= 4 else (),
-                                            req.types_filter if v >= 5 else ())]
+    shared = listed_share_groups(ctx.broker, req.states_filter if v >= 4 else (),
+                                 req.types_filter if v >= 5 else ())
     return ListGroupsResponse(
         error_code=error,
         groups=[
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
                                            group_state=g.state, group_type=g.group_type)
-            for g in listed
+            for g in (*listed, *shared)
         ],
     )
 

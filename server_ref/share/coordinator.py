@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from server_ref.groups.results import GroupListing
 from server_ref.share.group import ShareGroup, ShareMember
 from server_ref.share.group_configs import GroupConfigStore
 from server_ref.share.journal import ShareStateJournal, StateKey
@@ -306,21 +307,14 @@ class ShareCoordinator:
 # ---------------------------------------------------------------------------- group admin
 
 
-@dataclass(frozen=True, slots=True)
-class ShareListing:
-    group_id: str
-    state: str
-    protocol_type: str = "share"
-    group_type: str = "share"
-
-
-def listed_share_groups(broker: Broker, states: Any, types: Any) -> list[ShareListing]:
+def listed_share_groups(broker: Broker, states: Any, types: Any) -> list[GroupListing]:
     """ListGroups' share groups, filtered as Kafka filters (case-insensitive)."""
     if types and "share" not in {str(t).lower() for t in types}:
         return []
     wanted = {str(s).lower() for s in states or ()}
     coordinator = ShareCoordinator.of(broker)
-    return [ShareListing(g.group_id, g.state) for g in coordinator.groups.values()
+    return [GroupListing(g.group_id, "share", g.state, "share")
+            for g in coordinator.groups.values()
             if not wanted or g.state.lower() in wanted]
 
 
