@@ -7,6 +7,7 @@ import re
 from sdk.errors import InvalidRequestError, UnsupportedVersionError
 from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from server_ref.handlers import REGISTRY, RequestContext, handles
+from server_ref.handlers.transactions import transaction_features
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -32,4 +33,5 @@ def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
         and _SOFTWARE.fullmatch(req.client_software_version)
     ):
         return ApiVersionsResponse(error_code=InvalidRequestError.errno)
-    return ApiVersionsResponse(api_keys=advertised_versions())
+    # v3+: the finalized transaction.version (2: transactions v2, KIP-890) as Kafka 4.x.
+    return ApiVersionsResponse(api_keys=advertised_versions(), **transaction_features())

@@ -6,8 +6,9 @@ per partition (INVALID_RECORD); its declared size matches the bytes (CORRUPT_MES
 fits ``max.message.bytes`` (MESSAGE_TOO_LARGE); its CRC-32C matches (CORRUPT_MESSAGE); it
 is not a control batch and its record count agrees with its last offset delta
 (INVALID_RECORD); a transactional batch is from its transactional id's current producer
-for a partition of the open transaction (INVALID_PRODUCER_EPOCH; INVALID_TXN_STATE, from
-v11 TRANSACTION_ABORTABLE); its records region parses into exactly that many records with
+for a partition of the open transaction, which from v12 the batch adds to it (KIP-890
+transactions v2) (INVALID_PRODUCER_EPOCH; INVALID_TXN_STATE, from v11
+TRANSACTION_ABORTABLE); its records region parses into exactly that many records with
 offset deltas 0, 1, 2... (CORRUPT_MESSAGE / INVALID_RECORD). Then each record, as Kafka's
 LogValidator: on a compacted topic it has a key; on a CreateTime topic its timestamp (unless
 -1) respects ``message.timestamp.before/after.max.ms``; a LogAppendTime batch is refused by
@@ -91,7 +92,7 @@ def _record_errors(errors: list[tuple[int, str, bool]]) -> _RecordErrors:
         f"total, and only showing the first three errors at most: [{shown}]"), records)
 
 
-@handles(0, 3, 11)
+@handles(0, 3, 12)
 def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     failure: KafkaError | None = None
@@ -273,7 +274,9 @@ def _check_transaction(ctx: RequestContext, transactional_id: str | None, name: 
     if coordinator is None:
         raise InvalidTxnStateError("the transaction coordinator is not started")
     try:
-        coordinator.check_produce(transactional_id, header[9], header[10], (name, index))
+        # v12+ (transactions v2): the partition joins the transaction with this batch.
+        coordinator.check_produce(transactional_id, header[9], header[10], (name, index),
+                                  add=ctx.api_version >= 12)
     except InvalidTxnStateError as exc:
         if ctx.api_version >= 11:  # KIP-890: the client aborts and carries on
             raise TransactionAbortableError(exc.message) from None

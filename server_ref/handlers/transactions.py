@@ -1,11 +1,13 @@
 """Transaction APIs over :class:`~server_ref.transactions.TransactionCoordinator`:
 InitProducerId v0-v5 (idempotent and transactional), AddPartitionsToTxn v0-v5 (v4+: the
-brokers' batched, verify-only form), AddOffsetsToTxn v0-v4, EndTxn v0-v4, WriteTxnMarkers
-v0-v1, TxnOffsetCommit v0-v4, DescribeTransactions v0, ListTransactions v0-v1.
+brokers' batched, verify-only form), AddOffsetsToTxn v0-v4, EndTxn v0-v5, WriteTxnMarkers
+v0-v1, TxnOffsetCommit v0-v5, DescribeTransactions v0, ListTransactions v0-v1.
 
-Transactions v1 only: ApiVersions advertises no ``transaction.version`` feature and EndTxn
-stops at v4 (v5, the KIP-890 epoch bump per transaction, is unstable in the schemas), so
-clients add partitions with AddPartitionsToTxn before producing to them.
+Transactions v1 and v2 (KIP-890 part 2): ApiVersions advertises the finalized feature
+``transaction.version`` 2 (``transaction_features``), so a v2 client sends Produce v12+
+(the partition joins its transaction there, see ``handlers/produce.py``), TxnOffsetCommit v5
+without AddOffsetsToTxn, and EndTxn v5, whose answer carries the bumped epoch. v1 clients
+(AddPartitionsToTxn, EndTxn <= v4) are served as before.
 
 PRODUCER_FENCED exists from InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2
 (KIP-588); older versions get INVALID_PRODUCER_EPOCH in its place, as Kafka answers them.
@@ -25,6 +27,7 @@ from sdk.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
+from sdk.protocol.messages.api_versions import ApiVersionsResponse
 from sdk.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
@@ -49,6 +52,21 @@ from server_ref.transactions import TransactionCoordinator, TxnState
 from server_ref.transactions.markers import write_marker
 
 APTResponse = AddPartitionsToTxnResponse
+TRANSACTION_VERSION = 2  # the finalized transaction.version this broker serves
+
+
+
+def transaction_features() -> dict[str, Any]:
+    """ApiVersions v3+ fields (tagged): the feature naming the transaction protocol, levels
+    0-2 supported and 2 finalized, as Apache Kafka 4.x formats a new cluster."""
+    return {
+        "supported_features": [ApiVersionsResponse.SupportedFeatureKey(
+            name="transaction.version", min_version=0, max_version=TRANSACTION_VERSION)],
+        "finalized_features_epoch": 1,
+        "finalized_features": [ApiVersionsResponse.FinalizedFeatureKey(
+            name="transaction.version", min_version_level=TRANSACTION_VERSION,
+            max_version_level=TRANSACTION_VERSION)],
+    }
 _FENCED = errors.ProducerFencedError.errno
 _OLD_EPOCH = errors.InvalidProducerEpochError.errno
 
@@ -165,10 +183,15 @@ def add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest
 # ---------------------------------------------------------------------------- EndTxn
 
 
-@handles(26, 0, 4)
+@handles(26, 0, 5)
 def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
-    code, _ = _run(ctx, 2, lambda: _coordinator(ctx).end_txn(
-        req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
+    """v5 (transactions v2): the epoch is bumped and the answer names the next pair."""
+    bump = ctx.api_version >= 5
+    pair: list[tuple[int, int]] = []
+    code, _ = _run(ctx, 2, lambda: pair.append(_coordinator(ctx).end_txn(
+        req.transactional_id, req.producer_id, req.producer_epoch, req.committed, bump=bump)))
+    if bump and not code:
+        return EndTxnResponse(producer_id=pair[0][0], producer_epoch=pair[0][1])
     return EndTxnResponse(error_code=code)
 
 
@@ -205,9 +228,10 @@ def write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequest
 # ---------------------------------------------------------------------------- TxnOffsetCommit
 
 
-@handles(28, 0, 4)
+@handles(28, 0, 5)
 def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
                       ) -> TxnOffsetCommitResponse:
+    """v5 (transactions v2): the group joins the transaction here (no AddOffsetsToTxn)."""
     v = ctx.api_version
     requested = [(t.name, p) for t in req.topics for p in t.partitions]
     codes: dict[tuple[str, int], int] = {}
@@ -225,6 +249,10 @@ def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
         groups = ctx.broker.groups
         assert groups is not None
         try:
+            if v >= 5:
+                _coordinator(ctx).add_offsets(req.transactional_id, req.producer_id,
+                                              req.producer_epoch, req.group_id,
+                                              client_version=2)
             _coordinator(ctx).check_offset_commit(req.transactional_id, req.producer_id,
                                                   req.producer_epoch, req.group_id)
         except errors.BrokerResponseError as exc:

@@ -1,5 +1,14 @@
 """The transaction coordinator: transactional ids, their producer ids and epochs, and the
-two-phase end of each transaction (Kafka's TransactionCoordinator, transactions v1).
+two-phase end of each transaction (Kafka's TransactionCoordinator, transactions v1 and v2).
+
+Transactions v2 (KIP-890 part 2, ``transaction.version`` 2): a partition joins the open
+transaction when a Produce v12+ brings its first transactional batch (``add_on_produce``),
+the group's offsets partition with TxnOffsetCommit v5, and EndTxn v5 bumps the epoch
+(``end_txn(..., bump=True)``): the markers carry the new epoch, so a late write of the ended
+transaction is refused, and the answer hands the producer its next (id, epoch) - a new
+producer id once the epochs are used up. A retry of that EndTxn (old epoch, the answer was
+lost) gets the same answer; the markers are written before the answer, so the producer's
+next transaction finds the last one complete.
 
 Every decision is written to ``__transaction_state`` before it is answered. EndTxn writes
 PrepareCommit/PrepareAbort and answers; the markers are then written to every partition of
@@ -154,9 +163,11 @@ class TransactionCoordinator:
         return meta.producer_id, meta.producer_epoch
 
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[Partition]) -> None:
-        """AddPartitionsToTxn (client path): the partitions join the open transaction."""
+                       partitions: Iterable[Partition], *, client_version: int = 0) -> None:
+        """AddPartitionsToTxn (client path): the partitions join the open transaction
+        (``client_version`` 2: added for a v2 producer by Produce or TxnOffsetCommit)."""
         meta = self._current(txn_id, producer_id, epoch)
+        meta.client_version = client_version
         if meta.state.is_prepared or meta.state is TxnState.PREPARE_EPOCH_FENCE:
             raise ConcurrentTransactionsError(f"transaction {txn_id} is completing")
         wanted = set(partitions)
@@ -178,11 +189,26 @@ class TransactionCoordinator:
         return {p: 0 if ongoing and p in meta.partitions else InvalidTxnStateError.errno
                 for p in partitions}
 
-    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> None:
-        """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins."""
+    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str, *,
+                    client_version: int = 0) -> None:
+        """AddOffsetsToTxn (and TxnOffsetCommit v5): the group's ``__consumer_offsets``
+        partition joins."""
         offsets_partition = self.broker.offsets_journal.partition_for(group_id)
         self.add_partitions(txn_id, producer_id, epoch,
-                            [(offsets_partition.topic.name, offsets_partition.index)])
+                            [(offsets_partition.topic.name, offsets_partition.index)],
+                            client_version=client_version)
+
+    def add_on_produce(self, txn_id: str, producer_id: int, epoch: int,
+                       partition: Partition) -> None:
+        """Produce v12+ (transactions v2): the batch's partition joins the producer's
+        transaction if it is not in it yet (starting one after the last ended)."""
+        self._check_loaded()
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id or meta.producer_epoch != epoch:
+            return  # check_produce answers with the precise error
+        if meta.state is TxnState.ONGOING and partition in meta.partitions:
+            return
+        self.add_partitions(txn_id, producer_id, epoch, [partition], client_version=2)
 
     def check_offset_commit(self, txn_id: str, producer_id: int, epoch: int,
                             group_id: str) -> None:
@@ -201,8 +227,13 @@ class TransactionCoordinator:
             raise InvalidTxnStateError(
                 f"group {group_id} was not added to the open transaction of {txn_id}")
 
-    def end_txn(self, txn_id: str, producer_id: int, epoch: int, committed: bool) -> None:
-        """EndTxn: write the Prepare* decision; markers and Complete* follow."""
+    def end_txn(self, txn_id: str, producer_id: int, epoch: int, committed: bool, *,
+                bump: bool = False) -> tuple[int, int]:
+        """EndTxn: write the Prepare* decision; markers and Complete* follow. ``bump``
+        (EndTxn v5, transactions v2): the epoch moves on; returns the (producer id, epoch)
+        the producer uses next."""
+        if bump:
+            return self._end_txn_v2(txn_id, producer_id, epoch, committed)
         meta = self._current(txn_id, producer_id, epoch)
         state = meta.state
         wanted_prepare = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
@@ -211,19 +242,90 @@ class TransactionCoordinator:
             meta.state = wanted_prepare
             self._write(meta)
             self._schedule_markers(meta, self._marker_delay_s)
-            return
+            return meta.producer_id, meta.producer_epoch
         if state is wanted_prepare:
             raise ConcurrentTransactionsError(f"transaction {txn_id} is completing")
         if state is wanted_complete:
-            return  # a retry of the EndTxn that completed it
+            return meta.producer_id, meta.producer_epoch  # a retry of the EndTxn that did it
         what = "commit" if committed else "abort"
         raise InvalidTxnStateError(
             f"TransactionalId {txn_id} cannot {what}: its state is {state.kafka_name}")
 
+    def _end_txn_v2(self, txn_id: str, producer_id: int, epoch: int,
+                    committed: bool) -> tuple[int, int]:
+        self._check_loaded()
+        meta = self.txns.get(txn_id)
+        wanted_prepare = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
+        wanted_complete = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        what = "commit" if committed else "abort"
+        if meta is not None and meta.previous_producer_id == producer_id >= 0 \
+                and meta.producer_id != producer_id and epoch >= MAX_EPOCH - 1:
+            # A retry of the EndTxn that moved the id on (its epochs were used up).
+            if meta.state is wanted_complete:
+                return meta.producer_id, meta.producer_epoch
+            raise InvalidTxnStateError(f"TransactionalId {txn_id} cannot {what} again")
+        if meta is None or meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"The producer ID mapping is invalid: {txn_id} has no producer {producer_id}")
+        if epoch != meta.producer_epoch:
+            if epoch == meta.last_epoch == meta.producer_epoch - 1:  # a retry
+                if meta.state is wanted_prepare:
+                    raise ConcurrentTransactionsError(f"transaction {txn_id} is completing")
+                if meta.state is wanted_complete:
+                    return self._next_pair(meta)
+                raise InvalidTxnStateError(
+                    f"TransactionalId {txn_id} cannot {what}: its last transaction ended "
+                    f"as {meta.state.kafka_name}")
+            if epoch == meta.producer_epoch - 1 and meta.state.is_complete \
+                    and meta.state is not wanted_complete:
+                # The coordinator ended it under epoch + 1 (a timeout): as Kafka answers a v2
+                # producer that asks for the other outcome. Nothing is handed out.
+                raise InvalidTxnStateError(
+                    f"TransactionalId {txn_id} cannot {what}: it ended as "
+                    f"{meta.state.kafka_name}")
+            raise ProducerFencedError(
+                f"There is a newer producer with the same transactionalId {txn_id}: epoch "
+                f"{epoch} is not the current epoch {meta.producer_epoch}")
+        if meta.state.is_prepared or meta.state is TxnState.PREPARE_EPOCH_FENCE:
+            raise ConcurrentTransactionsError(f"transaction {txn_id} is completing")
+        if meta.state is not TxnState.ONGOING and committed:
+            raise InvalidTxnStateError(
+                f"TransactionalId {txn_id} cannot commit: no transaction is open "
+                f"({meta.state.kafka_name})")
+        # The markers carry epoch + 1 (at the last epoch a new id follows them).
+        meta.last_epoch = epoch
+        meta.producer_epoch = epoch + 1
+        meta.client_version = 2
+        if meta.producer_epoch >= MAX_EPOCH:
+            meta.next_producer_id = self._allocate()
+        if meta.state is not TxnState.ONGOING:
+            # Nothing reached a partition (an abort after failed sends): no markers, but the
+            # epoch moves on all the same.
+            meta.partitions = set()
+            meta.state = TxnState.COMPLETE_ABORT
+            self._complete(meta)
+            return self._next_pair(meta)
+        meta.state = wanted_prepare
+        self._write(meta)
+        if self._marker_delay_s > 0:
+            self._schedule_markers(meta, self._marker_delay_s)
+        else:  # local markers: done before the answer, so the next transaction can start
+            self._write_markers(txn_id)
+        return self._next_pair(meta)
+
+    @staticmethod
+    def _next_pair(meta: TxnMetadata) -> tuple[int, int]:
+        if meta.next_producer_id >= 0:
+            return meta.next_producer_id, 0
+        return meta.producer_id, meta.producer_epoch
+
     def check_produce(self, txn_id: str, producer_id: int, epoch: int,
-                      partition: Partition) -> None:
+                      partition: Partition, *, add: bool = False) -> None:
         """A transactional batch may be appended (KIP-890 part 1 verification, done
-        in-process): its producer is current and the partition is in the open transaction."""
+        in-process): its producer is current and the partition is in the open transaction.
+        ``add`` (Produce v12+): the partition joins first if it is not in it yet."""
+        if add:
+            self.add_on_produce(txn_id, producer_id, epoch, partition)
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != producer_id:
             raise InvalidProducerIdMappingError(
@@ -333,8 +435,18 @@ class TransactionCoordinator:
             return
         meta.state = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
         meta.partitions = set()
-        self._write(meta)
+        self._complete(meta)
         log.debug("transaction %s %s", txn_id, meta.state.kafka_name)
+
+    def _complete(self, meta: TxnMetadata) -> None:
+        """Write the Complete* state; a v2 transaction whose epochs ran out moves to the
+        producer id its EndTxn handed out (the old one is kept for a retry of it)."""
+        if meta.next_producer_id >= 0:
+            meta.previous_producer_id = meta.producer_id
+            meta.producer_id, meta.producer_epoch = meta.next_producer_id, 0
+            meta.next_producer_id = -1
+            meta.last_epoch = -1
+        self._write(meta)
 
     async def _abort_timed_out(self) -> None:
         config = self.broker.config

@@ -72,6 +72,10 @@ class TxnMetadata:
     # stores only whether it is set, see statelog).
     last_epoch: int = -1
     client_version: int = 0  # the transaction protocol the producer speaks (0: v1, 2: v2)
+    # Transactions v2 at the last epoch: the id the EndTxn handed out, taken at Complete*
+    # (Kafka's NextProducerId), and the id before it, for a retry (PreviousProducerId).
+    next_producer_id: int = -1
+    previous_producer_id: int = -1
 
     def sorted_partitions(self) -> list[tuple[str, int]]:
         return sorted(self.partitions)

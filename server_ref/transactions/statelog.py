@@ -22,7 +22,10 @@ and the epoch it replaced is the current one minus 1. A retry of that InitProduc
 answer was lost, the broker restarted meanwhile) then gets the bumped pair back instead of
 PRODUCER_FENCED. Every other transition (a new instance, a fence, a new producer id) writes
 no previous id, so an old instance stays fenced. (Kafka 4.3 reads its last epoch as
-unknown after a coordinator move, and fences such a retry.) ClientTransactionVersion is the
+unknown after a coordinator move, and fences such a retry.) EndTxn v5 (transactions v2)
+opens the same window for a retry of itself. When a v2 EndTxn used up the epochs, the value
+names the id it handed out as NextProducerId until Complete*, then that id is current and
+the old one is PreviousProducerId (Kafka's meanings). ClientTransactionVersion is the
 transaction protocol the producer speaks (0 for v1 clients, 2 for v2), as Kafka records it.
 """
 
@@ -54,6 +57,7 @@ _TIMES = struct.Struct(">qq")
 _I64 = struct.Struct(">q")
 VALUE_VERSION = 1
 _TAG_PREVIOUS_PRODUCER_ID = 0
+_TAG_NEXT_PRODUCER_ID = 1
 _TAG_CLIENT_TRANSACTION_VERSION = 2
 
 
@@ -97,6 +101,10 @@ def encode_value(meta: TxnMetadata, version: int = VALUE_VERSION) -> bytes:
     tags: list[tuple[int, bytes]] = []
     if meta.last_epoch >= 0:  # the KIP-360 retry window (see the module docstring)
         tags.append((_TAG_PREVIOUS_PRODUCER_ID, _I64.pack(meta.producer_id)))
+    elif meta.previous_producer_id >= 0:
+        tags.append((_TAG_PREVIOUS_PRODUCER_ID, _I64.pack(meta.previous_producer_id)))
+    if meta.next_producer_id >= 0:
+        tags.append((_TAG_NEXT_PRODUCER_ID, _I64.pack(meta.next_producer_id)))
     if meta.client_version:
         tags.append((_TAG_CLIENT_TRANSACTION_VERSION, _I16.pack(meta.client_version)))
     write_uvarint(out, len(tags))
@@ -183,14 +191,21 @@ def decode_value(transactional_id: str, value: bytes) -> TxnMetadata:
                        start_ms=start, last_update_ms=last_update)
     if compact:
         tags = reader.tags()
-        previous = tags.get(_TAG_PREVIOUS_PRODUCER_ID)
-        if previous is not None and len(previous) == 8 and \
-                _I64.unpack(previous)[0] == pid and epoch > 0:
+        previous = _int64_tag(tags, _TAG_PREVIOUS_PRODUCER_ID)
+        if previous == pid and epoch > 0:
             meta.last_epoch = epoch - 1
+        elif previous >= 0 and previous != pid:
+            meta.previous_producer_id = previous
+        meta.next_producer_id = _int64_tag(tags, _TAG_NEXT_PRODUCER_ID)
         client = tags.get(_TAG_CLIENT_TRANSACTION_VERSION)
         if client is not None and len(client) == 2:
             meta.client_version = _I16.unpack(client)[0]
     return meta
+
+
+def _int64_tag(tags: dict[int, bytes], tag: int) -> int:
+    raw = tags.get(tag)
+    return _I64.unpack(raw)[0] if raw is not None and len(raw) == 8 else -1
 
 
 class TransactionStateLog:

@@ -266,10 +266,10 @@ def test_transaction_left_open_is_aborted_by_its_timeout(broker: Target, txn_top
         assert seen == [b"after"]
         fenced: tuple[type[Exception], ...] = (ProducerFencedError, InvalidProducerEpochError)
         if p._core._manager().protocol == 2:
-            # Transactions v2 (Apache Kafka at transaction.version 2): the timeout's abort
-            # bumped the epoch by one, so the coordinator takes our EndTxn (epoch - 1) for a
-            # retry of the one that ended the transaction, and a commit of what it aborted
-            # is INVALID_TXN_STATE, fatal as well.
+            # Transactions v2 (Apache Kafka at transaction.version 2, our broker): the
+            # timeout's abort bumped the epoch by one, so the coordinator takes our EndTxn
+            # (epoch - 1) for one asking again about the transaction it ended, and a commit
+            # of what it aborted is INVALID_TXN_STATE, fatal as well.
             fenced = (InvalidTxnStateError,)
         with pytest.raises(fenced):
             p.commit_transaction(timeout=30)

@@ -1,4 +1,5 @@
-"""Transactions v1 and v2 (KIP-890 part 2) on Apache Kafka at transaction.version 1 and 2.
+"""Transactions v1 and v2 (KIP-890 part 2) on Apache Kafka at transaction.version 1 and 2,
+and on our broker (transaction.version 2).
 
 The producer asks the transaction coordinator's ApiVersions at ``init_transactions``: with
 the finalized feature ``transaction.version`` >= 2 it speaks v2 (no AddPartitionsToTxn or
@@ -27,6 +28,7 @@ from sdk.producer import Producer
 from sdk.protocol.messages import ApiKey
 from sdk.protocol.messages.api_versions import ApiVersionsRequest
 from sdk.types import TopicPartition
+from server_ref import EmbeddedBroker
 
 from .conftest import create_topic, new_topic
 from .test_transactions import read_all
@@ -72,10 +74,20 @@ def _versions(seen: Counter[tuple[int, int]], key: int) -> set[int]:
     return {v for (k, v), n in seen.items() if k == key and n}
 
 
-@pytest.mark.parametrize("level", [1, 2])
-def test_commit_and_abort_at_each_transaction_version(level: int) -> None:
+@contextlib.contextmanager
+def _broker(kind: str, level: int) -> Iterator[str]:
+    if kind == "ref":
+        with EmbeddedBroker(data_dir=None, port=0) as embedded:
+            yield embedded.bootstrap_servers
+        return
     with apache_cluster(brokers=1, features={"transaction.version": level}) as cluster:
-        bootstrap = cluster.bootstrap_servers
+        yield cluster.bootstrap_servers
+
+
+@pytest.mark.parametrize(("kind", "level"), [("kafka", 1), ("kafka", 2), ("ref", 2)])
+def test_commit_and_abort_at_each_transaction_version(kind: str, level: int) -> None:
+    with _broker(kind, level) as bootstrap:
+        # Our broker advertises what Apache Kafka 4.x formats a cluster with: level 2.
         assert _finalized(bootstrap).get("transaction.version") == level
         topic = new_topic("txn-tv")
         asyncio.run(create_topic(bootstrap, topic, 2))
