@@ -16,7 +16,8 @@ Protocols (our consumer in each):
 A round: four members join a 20-partition topic and settle (not timed); then the clock
 starts, a fifth member subscribes, and it stops when the five assignments are disjoint,
 cover every partition and the newcomer owns some. Each member polls in a thread of its own
-(100 ms polls). Brokers use their defaults unless ``--fast``: classic heartbeats every 3 s
+(100 ms polls). "stopped" counts the partitions the members gave up on the way (revoked or
+lost; the median of the rounds): eager stops all of them, the others only those that move. Brokers use their defaults unless ``--fast``: classic heartbeats every 3 s
 (heartbeat.interval.ms), consumer-protocol heartbeats every 5 s
 (group.consumer.heartbeat.interval.ms) on both brokers; ``--fast`` sets 500 ms for both, so
 the figures show the protocols rather than the heartbeat timers. Apache Kafka 4.3.1 runs as
@@ -61,11 +62,18 @@ class Member:
     def __init__(self, bootstrap: str, group: str, topic: str, extra: dict[str, Any]) -> None:
         self.consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
                                  auto_offset_reset="earliest", **extra)
-        self.consumer.subscribe([topic])
+        self.revoked = 0  # partitions this member stopped consuming (revoked or lost)
+        self.consumer.subscribe([topic], listener=self)
         self.assignment: set[TopicPartition] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.revoked += len(revoked)
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        self.revoked += len(lost)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -96,17 +104,20 @@ def wait_settled(members: list[Member], everything: set[TopicPartition]) -> None
         time.sleep(0.01)
 
 
-def one_round(bootstrap: str, topic: str, protocol: str, fast: bool) -> float:
+def one_round(bootstrap: str, topic: str, protocol: str, fast: bool) -> tuple[float, int]:
+    """(seconds until settled, partitions the four members stopped consuming)."""
     group = f"bench-{protocol}-{uuid.uuid4().hex[:8]}"
     everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
     extra = settings(protocol, fast)
     members = [Member(bootstrap, group, topic, extra) for _ in range(4)]
     try:
         wait_settled(members, everything)
+        for m in members:
+            m.revoked = 0
         start = time.monotonic()
         members.append(Member(bootstrap, group, topic, extra))
         wait_settled(members, everything)
-        return time.monotonic() - start
+        return time.monotonic() - start, sum(m.revoked for m in members)
     finally:
         for m in members:
             m.close()
@@ -147,17 +158,24 @@ def main() -> None:
             with AdminClient(bootstrap_servers=bootstrap) as admin:
                 admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
             times: dict[str, list[float]] = {p: [] for p in args.protocols.split(",")}
+            stopped: dict[str, list[int]] = {p: [] for p in times}
             for _ in range(args.rounds):  # protocols interleaved round by round
                 for protocol in times:
-                    times[protocol].append(one_round(bootstrap, topic, protocol, args.fast))
+                    seconds, revoked = one_round(bootstrap, topic, protocol, args.fast)
+                    times[protocol].append(seconds)
+                    stopped[protocol].append(revoked)
             for protocol, ts in times.items():
-                rows.append((name, protocol, statistics.median(ts), min(ts), max(ts), len(ts)))
+                paused = statistics.median(stopped[protocol])
+                rows.append((name, protocol, statistics.median(ts), min(ts), max(ts), len(ts),
+                             paused))
                 print(f"{name:6} {protocol:12} median {statistics.median(ts):6.2f} s  "
-                      f"min {min(ts):6.2f}  max {max(ts):6.2f}  ({len(ts)} rounds)", flush=True)
-    print("\nbroker protocol     median   min    max  (s, a fifth member joining four; "
+                      f"min {min(ts):6.2f}  max {max(ts):6.2f}  ({len(ts)} rounds)  "
+                      f"partitions stopped {paused:g}", flush=True)
+    print("\nbroker protocol     median   min    max  stopped  (s, a fifth member joining "
+          f"four, {PARTITIONS} partitions; "
           f"{'500 ms heartbeats' if args.fast else 'default heartbeats'})")
-    for name, protocol, med, lo, hi, n in rows:
-        print(f"{name:6} {protocol:12} {med:6.2f} {lo:6.2f} {hi:6.2f}  n={n}")
+    for name, protocol, med, lo, hi, n, paused in rows:
+        print(f"{name:6} {protocol:12} {med:6.2f} {lo:6.2f} {hi:6.2f}  {paused:7g}  n={n}")
 
 
 if __name__ == "__main__":
