@@ -3,9 +3,11 @@
 The state machine is a list of entries, so a quorum can be driven and checked from outside
 (the process-level tests kill, pause and restart these processes). Commands, one per line
 on stdin: ``append HEX [HEX...]`` (one batch, leader only), ``snapshot`` (snapshot the list
-at the last applied offset), ``describe``. Events, one per line on stdout: ``ready``,
+at the last applied offset), ``state`` (print the list), ``describe``. Events, one per line
+on stdout: ``ready``,
 ``leader ID EPOCH`` (ID -1 when unknown), ``commit BASE LAST HEX[,HEX...]``,
-``snapshot LAST COUNT``, ``appended LAST``, ``append-error NAME LEADER``, ``quorum JSON``.
+``snapshot LAST COUNT``, ``appended LAST``, ``append-error NAME LEADER``, ``quorum JSON``,
+``state LAST HEX,...``.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ async def _commands(node: RaftNode, state: ListState, stop: asyncio.Event) -> No
             if state.last_offset >= 0:
                 sid = node.snapshot(state.last_offset, state.payload())
                 _emit(f"snapshot-written {sid.end_offset} {sid.epoch}")
+        elif words[0] == "state":
+            _emit(f"state {state.last_offset} " + ",".join(e.hex() for e in state.entries))
         elif words[0] == "describe":
             _emit("quorum " + json.dumps(asdict(node.describe_quorum())))
         else:

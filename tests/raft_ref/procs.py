@@ -121,6 +121,15 @@ class NodeProc:
                         f"last events: {self.events[-15:]}")
                 self._lock.wait(left)
 
+    def state(self) -> tuple[int, list[str]]:
+        """``(last applied offset, entries)`` of the node's list state machine, asked now."""
+        since = len(self.events)
+        self.send("state")
+        line = self.wait_for(lambda e: e.startswith("state "), since=since)
+        _, last, *rest = line.split(" ", 2)
+        values = rest[0].split(",") if rest and rest[0] else []
+        return int(last), [bytes.fromhex(h).decode() for h in values]
+
     def leader(self) -> tuple[int, int]:
         """The last ``(leader id, epoch)`` this life announced (-1, -1 if none)."""
         with self._lock:

@@ -1,10 +1,13 @@
 """Random faults against the quorum while entries are appended: SIGKILL and restart,
 SIGSTOP and SIGCONT, of the leader or a follower, one node at a time. Afterwards every
 acknowledged entry is applied on every node, each once, and all nodes applied the same
-sequence (unacknowledged entries may or may not be there: their outcome is unknown)."""
+sequence (unacknowledged entries may or may not be there: their outcome is unknown).
+Every third round a random node also snapshots its state, so restarts replay from
+snapshots and lagging nodes may install one with FetchSnapshot."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from pathlib import Path
@@ -12,6 +15,7 @@ from pathlib import Path
 from raft_ref.procs import Quorum
 
 ROUNDS = 12
+SEED = int(os.environ.get("RAFT_NEMESIS_SEED", "17"))  # printed: a failure can be replayed
 OBSERVER = 1001
 
 
@@ -33,9 +37,10 @@ def try_append(quorum: Quorum, value: str) -> bool:
 
 
 def test_random_kills_and_pauses_lose_no_acknowledged_entry(tmp_path: Path) -> None:
-    rng = random.Random(17)
+    rng = random.Random(SEED)
     acked: list[str] = []
     counter = 0
+    snapshots = 0
     with Quorum(tmp_path) as quorum:
         quorum.wait_leader()
         for rnd in range(ROUNDS):
@@ -59,13 +64,18 @@ def test_random_kills_and_pauses_lose_no_acknowledged_entry(tmp_path: Path) -> N
             else:
                 target.resume()
             quorum.wait_leader(among=list(quorum.nodes))
+            if rnd % 3 == 2:
+                # A snapshot on a random node: its log prefix goes; later restarts replay
+                # from it and nodes behind it may need FetchSnapshot.
+                quorum.nodes[rng.choice(list(quorum.nodes))].send("snapshot")
+                snapshots += 1
         leader, _epoch = quorum.wait_leader()
         quorum.append(leader, ["final"])
         acked.append("final")
         # Every node ends with one and the same sequence, holding every acknowledged entry.
         deadline = time.monotonic() + 30
         while True:
-            applied = {i: n.applied() for i, n in quorum.nodes.items()}
+            applied = {i: n.state()[1] for i, n in quorum.nodes.items()}
             if all(v and v[-1] == "final" for v in applied.values()):
                 break
             assert time.monotonic() < deadline, {i: v[-3:] for i, v in applied.items()}
@@ -77,7 +87,7 @@ def test_random_kills_and_pauses_lose_no_acknowledged_entry(tmp_path: Path) -> N
         duplicated = len(sequence) - len(set(sequence))
         order = [v for v in sequence if v in set(acked)]
         reordered = order != acked
-        print(f"raft nemesis: {ROUNDS} rounds, {len(acked)} acknowledged, "
+        print(f"raft nemesis (seed {SEED}): {ROUNDS} rounds, {snapshots} snapshots, {len(acked)} acknowledged, "
               f"{len(sequence)} applied, lost={len(lost)} duplicated={duplicated} "
               f"reordered={int(reordered)}")
         assert (lost, duplicated, reordered) == ([], 0, False)
