@@ -330,6 +330,10 @@ def encode_scalar(t: str, flex: bool, nullable: bool, expr: str, w: str) -> list
     req = "" if nullable or t == "records" else "required_"
     if t in FIXED:
         return [f"{w} += {em_struct(t)}.pack({expr})"]
+    if t == "records" and not nullable:
+        # Records are None when absent; a version where the field is not nullable gets
+        # them as empty (a null there breaks Kafka's decoder).
+        return [f'write_required_{cp}bytes({w}, b"" if {expr} is None else {expr})']
     if t == "string":
         return [f"write_{req}{cp}string({w}, {expr})"]
     if t in ("bytes", "records"):

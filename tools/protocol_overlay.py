@@ -15,7 +15,8 @@ Table entries:
 - ``Message(name, versions, stable=..., edits=...)`` for a message we already have:
   ``versions`` is the new valid range; ``stable=True`` drops the "top version is unstable"
   mark the old schema carried.
-- ``until(path, versions)`` narrows an existing field's versions (a field retired at v13).
+- ``until(path, versions)`` narrows an existing field's versions (a field retired at v13);
+  ``nullable(path, versions)`` sets the versions in which it may be null.
 - ``add(path, after, field)`` inserts a new field into the struct at ``path`` (dot-separated
   field names from the top, ``""`` for the message itself) after the field named ``after``
   (``None``: first).
@@ -58,6 +59,12 @@ class Until:
 
 
 @dataclass(frozen=True)
+class Nullable:
+    path: str
+    versions: str
+
+
+@dataclass(frozen=True)
 class Add:
     path: str
     after: str | None
@@ -72,12 +79,16 @@ def add(path: str, after: str | None, spec: Spec) -> Add:
     return Add(path, after, spec)
 
 
+def nullable(path: str, versions: str) -> Nullable:
+    return Nullable(path, versions)
+
+
 @dataclass(frozen=True)
 class Message:
     name: str
     versions: str
     stable: bool = True
-    edits: tuple[Until | Add, ...] = ()
+    edits: tuple[Until | Nullable | Add, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,6 +246,7 @@ SHARE_MESSAGES: tuple[Message, ...] = (
     Message("ShareFetchResponse", "0-2", edits=(
         add("", "ErrorMessage", fld("AcquisitionLockTimeoutMs", "int32", "1+", default=0,
                                     ignorable=True)),
+        nullable("Responses.Partitions.Records", "0"),  # never null from v1
     )),
     Message("ShareAcknowledgeRequest", "0-2", edits=(
         add("", "ShareSessionEpoch", fld("IsRenewAck", "bool", "2+", default="false",
@@ -356,13 +368,14 @@ def _apply_message(raw: dict, msg: Message) -> None:
     if msg.stable:
         raw.pop("latestVersionUnstable", None)
     for edit in msg.edits:
-        if isinstance(edit, Until):
+        if isinstance(edit, Until | Nullable):
             parent, _, name = edit.path.rpartition(".")
             fields = _struct_fields(raw, parent, msg.name)
             target = [f for f in fields if f["name"] == name]
             if not target:
                 raise KeyError(f"overlay: {msg.name} has no field {edit.path!r}")
-            target[0]["versions"] = edit.versions
+            key = "versions" if isinstance(edit, Until) else "nullableVersions"
+            target[0][key] = edit.versions
             continue
         fields = _struct_fields(raw, edit.path, msg.name)
         if any(f["name"] == edit.spec["name"] for f in fields):

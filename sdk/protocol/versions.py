@@ -17,7 +17,8 @@ VersionRanges = Mapping[int, tuple[int, int]]
 # Versions the codecs know but the SDK's request builders do not fill yet: these name topics
 # by id only (Produce v13, OffsetCommit and OffsetFetch v10) and the builders send names, so
 # negotiation stays below them until the builders learn topic ids.
-_BUILDER_CAPS = {ApiKey.PRODUCE: 12, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+_BUILDER_CAPS: dict[int, int] = {ApiKey.PRODUCE: 12, ApiKey.OFFSET_COMMIT: 9,
+                                 ApiKey.OFFSET_FETCH: 9}
 
 
 def our_versions() -> dict[int, tuple[int, int]]:

@@ -512,7 +512,7 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0_1(w: bytearray, o: FetchSnap
     w += _S_ih.pack(o.index, o.error_code)
     _enc_FetchSnapshotResponse_SnapshotId_v0_1(w, o.snapshot_id)
     w += _S_qq.pack(o.size, o.position)
-    write_compact_bytes(w, o.unaligned_records)
+    write_required_compact_bytes(w, b"" if o.unaligned_records is None else o.unaligned_records)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.current_leader != FetchSnapshotResponse.LeaderIdAndEpoch():
         t = bytearray()

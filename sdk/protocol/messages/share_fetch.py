@@ -658,7 +658,7 @@ def _dec_ShareFetchResponse_AcquiredRecords_v0_2(buf: Any, pos: int) -> tuple[Sh
     return ShareFetchResponse.AcquiredRecords(first_offset=f_first_offset, last_offset=f_last_offset, delivery_count=f_delivery_count, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_PartitionData_v0_2(w: bytearray, o: ShareFetchResponse.PartitionData) -> None:
+def _enc_ShareFetchResponse_PartitionData_v0(w: bytearray, o: ShareFetchResponse.PartitionData) -> None:
     w += _S_ih.pack(o.partition_index, o.error_code)
     write_compact_string(w, o.error_message)
     w += _S_h.pack(o.acknowledge_error_code)
@@ -676,7 +676,7 @@ def _enc_ShareFetchResponse_PartitionData_v0_2(w: bytearray, o: ShareFetchRespon
         w.append(0)
 
 
-def _dec_ShareFetchResponse_PartitionData_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
+def _dec_ShareFetchResponse_PartitionData_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     f_error_message, pos = read_compact_nullable_string(buf, pos)
@@ -700,25 +700,97 @@ def _dec_ShareFetchResponse_PartitionData_v0_2(buf: Any, pos: int) -> tuple[Shar
     return ShareFetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records, unknown_tags=unknown), pos
 
 
-def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(w: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
-    w += o.topic_id.bytes
-    v_partitions = o.partitions
-    write_required_compact_array_length(w, v_partitions)
-    if v_partitions:
-        for it_partitions in v_partitions:
-            _enc_ShareFetchResponse_PartitionData_v0_2(w, it_partitions)
+def _enc_ShareFetchResponse_PartitionData_v1_2(w: bytearray, o: ShareFetchResponse.PartitionData) -> None:
+    w += _S_ih.pack(o.partition_index, o.error_code)
+    write_compact_string(w, o.error_message)
+    w += _S_h.pack(o.acknowledge_error_code)
+    write_compact_string(w, o.acknowledge_error_message)
+    _enc_ShareFetchResponse_LeaderIdAndEpoch_v0_2(w, o.current_leader)
+    write_required_compact_bytes(w, b"" if o.records is None else o.records)
+    v_acquired_records = o.acquired_records
+    write_required_compact_array_length(w, v_acquired_records)
+    if v_acquired_records:
+        for it_acquired_records in v_acquired_records:
+            _enc_ShareFetchResponse_AcquiredRecords_v0_2(w, it_acquired_records)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
+def _dec_ShareFetchResponse_PartitionData_v1_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
+    f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    f_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_acknowledge_error_code, = _S_h.unpack_from(buf, pos)
+    pos += 2
+    f_acknowledge_error_message, pos = read_compact_nullable_string(buf, pos)
+    f_current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0_2(buf, pos)
+    f_records, pos = read_compact_nullable_bytes(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_acquired_records = []
+    for _ in range(n):
+        it_acquired_records, pos = _dec_ShareFetchResponse_AcquiredRecords_v0_2(buf, pos)
+        f_acquired_records.append(it_acquired_records)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records, unknown_tags=unknown), pos
+
+
+def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareFetchResponse_PartitionData_v0(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
     f_topic_id, pos = read_uuid(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_ShareFetchResponse_PartitionData_v0_2(buf, pos)
+        it_partitions, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return ShareFetchResponse.ShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v1_2(w: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
+    w += o.topic_id.bytes
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_ShareFetchResponse_PartitionData_v1_2(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v1_2(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
+    f_topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_ShareFetchResponse_PartitionData_v1_2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -765,7 +837,7 @@ def _enc_ShareFetchResponse_v0(w: bytearray, o: ShareFetchResponse) -> None:
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(w, it_responses)
+            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(w, it_responses)
     v_node_endpoints = o.node_endpoints
     write_required_compact_array_length(w, v_node_endpoints)
     if v_node_endpoints:
@@ -784,7 +856,7 @@ def _dec_ShareFetchResponse_v0(buf: Any, pos: int) -> tuple[ShareFetchResponse, 
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(buf, pos)
+        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
         f_responses.append(it_responses)
     n, pos = read_required_compact_array_length(buf, pos)
     f_node_endpoints = []
@@ -809,7 +881,7 @@ def _enc_ShareFetchResponse_v1_2(w: bytearray, o: ShareFetchResponse) -> None:
     write_required_compact_array_length(w, v_responses)
     if v_responses:
         for it_responses in v_responses:
-            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(w, it_responses)
+            _enc_ShareFetchResponse_ShareFetchableTopicResponse_v1_2(w, it_responses)
     v_node_endpoints = o.node_endpoints
     write_required_compact_array_length(w, v_node_endpoints)
     if v_node_endpoints:
@@ -830,7 +902,7 @@ def _dec_ShareFetchResponse_v1_2(buf: Any, pos: int) -> tuple[ShareFetchResponse
     n, pos = read_required_compact_array_length(buf, pos)
     f_responses = []
     for _ in range(n):
-        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0_2(buf, pos)
+        it_responses, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v1_2(buf, pos)
         f_responses.append(it_responses)
     n, pos = read_required_compact_array_length(buf, pos)
     f_node_endpoints = []
