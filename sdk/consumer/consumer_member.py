@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from sdk.errors import KafkaConnectionError, KafkaError, for_code
+from sdk.errors import KafkaConnectionError, KafkaError, UnsupportedVersionError, for_code
 from sdk.net import Coordinator, NetClient
 from sdk.net.retry import Backoff
 from sdk.protocol.messages.consumer_group_heartbeat import (
@@ -293,6 +293,11 @@ class ConsumerGroupMember:
             response: ConsumerGroupHeartbeatResponse = await self._client.send(
                 request, self._coordinator,
                 timeout_s=self._request_timeout_s + _REQUEST_MARGIN_S)
+        except UnsupportedVersionError as exc:
+            raise UnsupportedVersionError(
+                f"group {self.group_id!r}: the broker does not support the consumer group "
+                "protocol (KIP-848: ConsumerGroupHeartbeat, Apache Kafka 4.0+); set "
+                f"group.protocol=classic ({exc})") from exc
         except KafkaError as exc:
             if isinstance(exc, KafkaConnectionError) or not exc.retriable:
                 self._client.forget_coordinator(self.group_id)

@@ -298,7 +298,7 @@ def test_tansu_has_no_consumer_protocol() -> None:
     broker's UNSUPPORTED_VERSION instead of joining."""
     with start_target("tansu") as tansu, member(tansu, "g-tansu") as consumer:
         consumer.subscribe(["anything"])
-        with pytest.raises(UnsupportedVersionError):
+        with pytest.raises(UnsupportedVersionError, match=r"group\.protocol=classic"):
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 consumer.poll(timeout_ms=200)
