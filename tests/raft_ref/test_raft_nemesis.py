@@ -2,8 +2,8 @@
 SIGSTOP and SIGCONT, of the leader or a follower, one node at a time. Afterwards every
 acknowledged entry is applied on every node, each once, and all nodes applied the same
 sequence (unacknowledged entries may or may not be there: their outcome is unknown).
-Every third round a random node also snapshots its state, so restarts replay from
-snapshots and lagging nodes may install one with FetchSnapshot."""
+Every third round a live voter snapshots its state while the target is down, so restarts
+replay from snapshots and a node back from SIGKILL may install one with FetchSnapshot."""
 
 from __future__ import annotations
 
@@ -59,16 +59,19 @@ def test_random_kills_and_pauses_lose_no_acknowledged_entry(tmp_path: Path) -> N
                 value = f"r{rnd}-{counter}"
                 if try_append(quorum, value):
                     acked.append(value)
+            if rnd % 3 == 2:
+                # A snapshot on the leader while the target is down: its log prefix goes, so
+                # a killed target coming back behind it catches up with FetchSnapshot.
+                live = [n for i, n in quorum.nodes.items() if i < 1000 and n.alive
+                        and n is not target]
+                if live:
+                    max(live, key=lambda n: n.leader()[1]).send("snapshot")
+                    snapshots += 1
             if action == "kill":
                 target.start()
             else:
                 target.resume()
             quorum.wait_leader(among=list(quorum.nodes))
-            if rnd % 3 == 2:
-                # A snapshot on a random node: its log prefix goes; later restarts replay
-                # from it and nodes behind it may need FetchSnapshot.
-                quorum.nodes[rng.choice(list(quorum.nodes))].send("snapshot")
-                snapshots += 1
         leader, _epoch = quorum.wait_leader()
         quorum.append(leader, ["final"])
         acked.append("final")
