@@ -7,8 +7,10 @@ appears (or stops) at which version, with what type, default and tag. ``apply`` 
 parsed schemas before ``tools/generate_protocol.py`` reads them, so every later step (layout
 grouping, code emission, ``--check``) is unchanged.
 
-The facts come from Apache Kafka 4.3.1's own message definitions, checked field by field
-against the schemas compiled into its client jar.
+The facts come from Apache Kafka 4.3.1's own message definitions. ``python
+tools/protocol_overlay.py --verify`` checks every version of every API, field by field,
+against the wire layouts compiled into Kafka's client jar (it needs Java and the jars
+``tools/apache_kafka.py fetch`` caches); field names are not compared, only layouts.
 
 Table entries:
 
@@ -161,6 +163,19 @@ MESSAGES: tuple[Message, ...] = (
     # the next transaction (transactions v2 bump the epoch at every commit or abort).
     Message("EndTxnRequest", "0-5"),
     Message("EndTxnResponse", "0-5"),
+    # InitProducerId v6 (two-phase commit, KIP-939): still unstable in Kafka 4.3.
+    Message("InitProducerIdRequest", "0-6", stable=False, edits=(
+        add("", "ProducerEpoch", fld("Enable2Pc", "bool", "6+", default="false",
+                                     ignorable=True)),
+        add("", "Enable2Pc", fld("KeepPreparedTxn", "bool", "6+", default="false",
+                                 ignorable=True)),
+    )),
+    Message("InitProducerIdResponse", "0-6", stable=False, edits=(
+        add("", "ProducerEpoch", fld("OngoingTxnProducerId", "int64", "6+", default=-1,
+                                     ignorable=True)),
+        add("", "OngoingTxnProducerId", fld("OngoingTxnProducerEpoch", "int16", "6+",
+                                            default=-1, ignorable=True)),
+    )),
     # WriteTxnMarkers v2: each marker says which transaction version wrote it.
     Message("WriteTxnMarkersRequest", "0-2", edits=(
         add("Markers", "CoordinatorEpoch", fld("TransactionVersion", "int8", "2+", default=0,
@@ -367,6 +382,8 @@ def _apply_message(raw: dict, msg: Message) -> None:
     raw["validVersions"] = msg.versions
     if msg.stable:
         raw.pop("latestVersionUnstable", None)
+    else:
+        raw["latestVersionUnstable"] = True
     for edit in msg.edits:
         if isinstance(edit, Until | Nullable):
             parent, _, name = edit.path.rpartition(".")
@@ -407,10 +424,161 @@ def apply(raws: dict[str, dict]) -> None:
                 raws[name]["listeners"] = list(api.listeners)
 
 
+# ----------------------------------------------------------------------------- verifying
+
+# Prints every API's wire layout per version as Kafka's client jar compiles it: one line
+# "<key> <REQ|RSP> <version> <layout>" (plus "<key> RANGE <lo> <hi> <stable> <listeners>").
+_LAYOUT_DUMPER = r"""
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.common.message.ApiMessageType;
+import org.apache.kafka.common.protocol.types.*;
+
+public class LayoutDump {
+    static String type(Type t) throws Exception {
+        if (t instanceof Schema) return struct((Schema) t);
+        if (t instanceof TaggedFields) {
+            java.lang.reflect.Field f = TaggedFields.class.getDeclaredField("fields");
+            f.setAccessible(true);
+            StringBuilder b = new StringBuilder("TAGS<");
+            for (Map.Entry<?, ?> e : new TreeMap<>((Map<?, ?>) f.get(t)).entrySet())
+                b.append(e.getKey()).append('=').append(type(((Field) e.getValue()).type))
+                 .append(';');
+            return b.append('>').toString();
+        }
+        if (t.isArray()) {
+            String kind = t.getClass().getSimpleName().startsWith("Compact") ? "CARRAY" : "ARRAY";
+            return (t.isNullable() ? "N" : "") + kind + "[" + type(t.arrayElementType().get()) + "]";
+        }
+        return t.toString();
+    }
+    static String struct(Schema s) throws Exception {
+        StringBuilder b = new StringBuilder("{");
+        for (BoundField f : s.fields()) b.append(type(f.def.type)).append(',');
+        return b.append('}').toString();
+    }
+    public static void main(String[] args) throws Exception {
+        for (ApiMessageType m : ApiMessageType.values()) {
+            short hi = m.highestSupportedVersion(true);
+            if (hi < 0) continue;
+            System.out.println(m.apiKey() + " RANGE " + m.lowestSupportedVersion() + " " + hi + " "
+                + m.highestSupportedVersion(false) + " " + m.listeners());
+            for (short v = m.lowestSupportedVersion(); v <= hi; v++) {
+                System.out.println(m.apiKey() + " REQ " + v + " " + struct(m.requestSchemas()[v]));
+                System.out.println(m.apiKey() + " RSP " + v + " " + struct(m.responseSchemas()[v]));
+            }
+        }
+    }
+}
+"""
+
+_JAVA_TYPES = {"int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
+               "uint16": "UINT16", "uint32": "UNSIGNED_INT32", "float64": "FLOAT64",
+               "bool": "BOOLEAN", "uuid": "UUID", "string": "STRING", "bytes": "BYTES",
+               "records": "RECORDS"}
+
+
+def _layout(gen: Any, struct: Any, schema: Any, version: int) -> str:
+    """Our wire layout of ``struct`` at ``version``, written as the dumper writes Kafka's."""
+    flexible = version in schema.flexible
+    out, tags = [], []
+    for f in struct.fields:
+        if version not in f.versions:
+            continue
+        flex = flexible if f.flexible_override is None else version in f.flexible_override
+        nullable = version in f.nullable
+        if f.is_array:
+            elem = (_layout(gen, f.struct, schema, version) if f.struct is not None
+                    else _scalar(f.type, False, flex))
+            text = ("N" if nullable else "") + ("CARRAY" if flex else "ARRAY") + f"[{elem}]"
+        elif f.struct is not None:
+            text = _layout(gen, f.struct, schema, version)
+        else:
+            text = _scalar(f.type, nullable, flex)
+        if flexible and version in f.tagged:
+            tags.append((f.tag, f"{f.tag}={text};"))
+        else:
+            out.append(text + ",")
+    if flexible:
+        out.append("TAGS<" + "".join(t for _, t in sorted(tags)) + ">,")
+    return "{" + "".join(out) + "}"
+
+
+def _scalar(t: str, nullable: bool, flex: bool) -> str:
+    base = _JAVA_TYPES[t]
+    if t in ("string", "bytes", "records"):
+        return ("COMPACT_" if flex else "") + ("NULLABLE_" if nullable else "") + base
+    return base
+
+
+def verify(version: str | None = None) -> int:
+    """Compare every version our generator knows with the layouts compiled into Apache
+    Kafka's client jar (needs Java and ``tools/apache_kafka.py fetch``). Prints the APIs the
+    brokers serve beyond ours and every layout that differs; 0 when there is neither."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    sys.path.insert(0, str(here.parent))
+    import generate_protocol as gen
+    from apache_kafka import DEFAULT_VERSION, classpath
+
+    cp = classpath(version or DEFAULT_VERSION)
+    with tempfile.TemporaryDirectory(prefix="layout-dump-") as tmp:
+        (Path(tmp) / "LayoutDump.java").write_text(_LAYOUT_DUMPER)
+        subprocess.run(["javac", "-cp", cp, "-d", tmp, str(Path(tmp) / "LayoutDump.java")],
+                       check=True)
+        dump = subprocess.run(["java", "-cp", f"{cp}:{tmp}", "LayoutDump"], check=True,
+                              capture_output=True, text=True).stdout
+    kafka: dict[int, dict[Any, Any]] = {}
+    for line in dump.splitlines():
+        key, kind, rest = line.split(" ", 2)
+        entry = kafka.setdefault(int(key), {})
+        if kind == "RANGE":
+            lo, hi, stable, listeners = rest.split(" ", 3)
+            entry["range"] = (int(lo), int(hi), int(stable), listeners)
+        else:
+            v, layout = rest.split(" ", 1)
+            entry[(kind, int(v))] = layout
+    raws = {p.stem: gen.load_json(p) for p in sorted(gen.DEFAULT_SCHEMAS.glob("*.json"))}
+    apply(raws)
+    ours = {raw["apiKey"]: stem[: -len("Request")] for stem, raw in raws.items()
+            if raw.get("type") == "request"}
+    problems = 0
+    for key, entry in sorted(kafka.items()):
+        lo, hi, stable, listeners = entry["range"]
+        if key not in ours:
+            print(f"API {key}: Kafka serves v{lo}-{hi} {listeners}; we have none")
+            problems += "BROKER" in listeners
+            continue
+        req = gen.parse_schema(raws[ours[key] + "Request"])
+        resp = gen.parse_schema(raws[ours[key] + "Response"])
+        our_stable = req.versions.hi - (1 if req.unstable_top else 0)
+        if req.versions.hi < hi or our_stable < stable:
+            print(f"{ours[key]}: ours v{req.versions.lo}-{req.versions.hi} (stable "
+                  f"{our_stable}), Kafka v{lo}-{hi} (stable {stable}) {listeners}")
+            problems += "BROKER" in listeners
+        for v in range(lo, min(hi, req.versions.hi) + 1):
+            for kind, schema in (("REQ", req), ("RSP", resp)):
+                mine = _layout(gen, schema.root, schema, v)
+                if mine != entry[(kind, v)]:
+                    print(f"{ours[key]} {kind} v{v} differs:\n  ours  {mine}\n"
+                          f"  kafka {entry[(kind, v)]}")
+                    problems += 1
+    print(f"{problems} difference(s) for the APIs brokers serve")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--list", action="store_true", help="print what the overlay adds")
+    ap.add_argument("--verify", action="store_true",
+                    help="compare every layout with Apache Kafka's client jar (needs Java)")
     args = ap.parse_args(argv)
+    if args.verify:
+        return verify()
     if args.list:
         for msg in MESSAGES + SHARE_MESSAGES:
             if msg.name.endswith("Request"):

@@ -128,7 +128,7 @@ API_TABLE: dict[int, tuple[str, str, str, int, int, int, int]] = {
     19: ("create_topics", "CreateTopicsRequest", "CreateTopicsResponse", 0, 7, 7, 5),
     20: ("delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse", 0, 6, 6, 4),
     21: ("delete_records", "DeleteRecordsRequest", "DeleteRecordsResponse", 0, 2, 2, 2),
-    22: ("init_producer_id", "InitProducerIdRequest", "InitProducerIdResponse", 0, 5, 5, 2),
+    22: ("init_producer_id", "InitProducerIdRequest", "InitProducerIdResponse", 0, 6, 5, 2),
     23: ("offset_for_leader_epoch", "OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse", 0, 4, 4, 4),
     24: ("add_partitions_to_txn", "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse", 0, 5, 5, 3),
     25: ("add_offsets_to_txn", "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse", 0, 4, 4, 3),

@@ -22,21 +22,25 @@ from sdk.protocol.primitives import (
 
 _S_i = struct.Struct(">i")
 _S_ihqh = struct.Struct(">ihqh")
+_S_ihqhqh = struct.Struct(">ihqhqh")
 _S_iqh = struct.Struct(">iqh")
+_S_iqhoo = struct.Struct(">iqh??")
 
 
 class InitProducerIdRequest(Message):
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'unknown_tags',)
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn', 'unknown_tags',)
     transactional_id: str | None
     transaction_timeout_ms: int
     producer_id: int
     producer_epoch: int
+    enable2_pc: bool
+    keep_prepared_txn: bool
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -45,27 +49,33 @@ class InitProducerIdRequest(Message):
         transaction_timeout_ms: int = 0,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        enable2_pc: bool = False,
+        keep_prepared_txn: bool = False,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
         self.unknown_tags = unknown_tags
 
 
 class InitProducerIdResponse(Message):
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     MAX_STABLE_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 2
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'unknown_tags',)
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch', 'unknown_tags',)
     throttle_time_ms: int
     error_code: int
     producer_id: int
     producer_epoch: int
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -74,12 +84,16 @@ class InitProducerIdResponse(Message):
         error_code: int = 0,
         producer_id: int = -1,
         producer_epoch: int = 0,
+        ongoing_txn_producer_id: int = -1,
+        ongoing_txn_producer_epoch: int = -1,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
         self.unknown_tags = unknown_tags
 
 
@@ -151,6 +165,29 @@ def _dec_InitProducerIdRequest_v3_5(buf: Any, pos: int) -> tuple[InitProducerIdR
     return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, unknown_tags=unknown), pos
 
 
+def _enc_InitProducerIdRequest_v6(w: bytearray, o: InitProducerIdRequest) -> None:
+    write_compact_string(w, o.transactional_id)
+    w += _S_iqhoo.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_InitProducerIdRequest_v6(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
+    f_transactional_id, pos = read_compact_nullable_string(buf, pos)
+    f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn = _S_iqhoo.unpack_from(buf, pos)
+    pos += 16
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, enable2_pc=f_enable2_pc, keep_prepared_txn=f_keep_prepared_txn, unknown_tags=unknown), pos
+
+
 def _enc_InitProducerIdResponse_v0_1(w: bytearray, o: InitProducerIdResponse) -> None:
     w += _S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
@@ -182,7 +219,28 @@ def _dec_InitProducerIdResponse_v2_5(buf: Any, pos: int) -> tuple[InitProducerId
     return InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch, unknown_tags=unknown), pos
 
 
-InitProducerIdRequest._ENCODERS = (_enc_InitProducerIdRequest_v0_1, _enc_InitProducerIdRequest_v0_1, _enc_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v3_5, _enc_InitProducerIdRequest_v3_5, _enc_InitProducerIdRequest_v3_5,)
-InitProducerIdRequest._DECODERS = (_dec_InitProducerIdRequest_v0_1, _dec_InitProducerIdRequest_v0_1, _dec_InitProducerIdRequest_v2, _dec_InitProducerIdRequest_v3_5, _dec_InitProducerIdRequest_v3_5, _dec_InitProducerIdRequest_v3_5,)
-InitProducerIdResponse._ENCODERS = (_enc_InitProducerIdResponse_v0_1, _enc_InitProducerIdResponse_v0_1, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v2_5,)
-InitProducerIdResponse._DECODERS = (_dec_InitProducerIdResponse_v0_1, _dec_InitProducerIdResponse_v0_1, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v2_5,)
+def _enc_InitProducerIdResponse_v6(w: bytearray, o: InitProducerIdResponse) -> None:
+    w += _S_ihqhqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_InitProducerIdResponse_v6(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
+    f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch = _S_ihqhqh.unpack_from(buf, pos)
+    pos += 26
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch, ongoing_txn_producer_id=f_ongoing_txn_producer_id, ongoing_txn_producer_epoch=f_ongoing_txn_producer_epoch, unknown_tags=unknown), pos
+
+
+InitProducerIdRequest._ENCODERS = (_enc_InitProducerIdRequest_v0_1, _enc_InitProducerIdRequest_v0_1, _enc_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v3_5, _enc_InitProducerIdRequest_v3_5, _enc_InitProducerIdRequest_v3_5, _enc_InitProducerIdRequest_v6,)
+InitProducerIdRequest._DECODERS = (_dec_InitProducerIdRequest_v0_1, _dec_InitProducerIdRequest_v0_1, _dec_InitProducerIdRequest_v2, _dec_InitProducerIdRequest_v3_5, _dec_InitProducerIdRequest_v3_5, _dec_InitProducerIdRequest_v3_5, _dec_InitProducerIdRequest_v6,)
+InitProducerIdResponse._ENCODERS = (_enc_InitProducerIdResponse_v0_1, _enc_InitProducerIdResponse_v0_1, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v2_5, _enc_InitProducerIdResponse_v6,)
+InitProducerIdResponse._DECODERS = (_dec_InitProducerIdResponse_v0_1, _dec_InitProducerIdResponse_v0_1, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v2_5, _dec_InitProducerIdResponse_v6,)
