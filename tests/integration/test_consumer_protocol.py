@@ -468,3 +468,37 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins(target: Target) -> Non
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(
+        target: Target) -> None:
+    """max_poll_interval_ms without a poll: the member leaves the group (epoch -1) and its
+    partitions go to the other member; polling again rejoins it with epoch 0 and the
+    partitions are split again."""
+    topic, group = new_topic("pollgap"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 2)
+    slow = member(target, group, max_poll_interval_ms=2_000)
+    other = member(target, group)
+    try:
+        slow.subscribe([topic])
+        other.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while not (slow.assignment() and other.assignment()):
+            assert time.monotonic() < deadline
+            slow.poll(timeout_ms=100)
+            other.poll(timeout_ms=100)
+        first_id = slow.group_metadata().member_id
+        deadline = time.monotonic() + WAIT_S
+        while len(other.assignment()) < 2:  # slow does not poll meanwhile
+            assert time.monotonic() < deadline
+            other.poll(timeout_ms=100)
+        assert slow.group_metadata().generation_id == -1  # it left
+        deadline = time.monotonic() + WAIT_S
+        while not (slow.assignment() and other.assignment()):
+            assert time.monotonic() < deadline
+            slow.poll(timeout_ms=100)
+            other.poll(timeout_ms=100)
+        assert slow.group_metadata().member_id == first_id
+    finally:
+        slow.close()
+        other.close()
