@@ -50,6 +50,7 @@ __all__ = ["ClusterAgent"]
 NOT_CONTROLLER = NotControllerError.errno
 STALE_OR_UNKNOWN = (StaleBrokerEpochError.errno, BrokerIdNotRegisteredError.errno)
 CONTROLLER_RETRY_S = 0.05
+ATTEMPT_S = 2.0  # one controller's answer; then the next voter is tried
 PRODUCER_ID_BITS = 40  # broker N allocates producer ids from N * 2**40 on
 _ITEM_LISTS = ("topics", "responses", "results", "replica_election_results", "partitions",
                "partition_result")
@@ -87,7 +88,9 @@ class ClusterAgent:
         self.broker_epoch = -1
         self.fenced = True
         self.incarnation = uuid.uuid4()
-        self._controller: PeerConnection | None = None
+        self.voters = dict(voters)
+        self._peers: dict[int, PeerConnection] = {}  # controller id -> connection
+        self._target: int | None = None  # the controller that answered last
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._reconcile_scheduled = False
         self._changed = asyncio.Event()
@@ -117,8 +120,8 @@ class ClusterAgent:
             self._heartbeat_task.cancel()
             self._heartbeat_task = None
         await self.replicas.close()
-        if self._controller is not None:
-            await self._controller.close()
+        for peer in self._peers.values():
+            await peer.close()
         await self.raft.close()
 
     # ------------------------------------------------------------------ metadata replay
@@ -137,10 +140,8 @@ class ClusterAgent:
         self._schedule_reconcile()
 
     def _on_leader_change(self, leader: LeaderAndEpoch) -> None:
-        if self._controller is not None:
-            endpoint = self.raft.leader_endpoint()
-            if endpoint is not None:
-                self._controller.retarget(*endpoint)
+        if leader.leader_id is not None:
+            self._target = leader.leader_id
 
     def _schedule_reconcile(self) -> None:
         if not self._reconcile_scheduled:
@@ -204,25 +205,37 @@ class ClusterAgent:
 
     async def controller_request(self, message: Message, version: int,
                                  timeout_s: float = 10.0) -> Message:
-        """Send to the active controller, retrying while there is none or it moved."""
+        """Send to the active controller, retrying while there is none or it moved.
+
+        The target is the last controller that answered, else the Raft leader this
+        broker's observer knows; after a failure or NOT_CONTROLLER the next voter is
+        tried, so a broker whose observer has not yet heard of a new leader (a paused or
+        killed one) still reaches it before its session runs out."""
         deadline = time.monotonic() + timeout_s
         last: BaseException | None = None
+        voters = sorted(self.voters)
+        target = self._target if self._target is not None else self.raft.leader().leader_id
         while time.monotonic() < deadline:
-            endpoint = self.raft.leader_endpoint()
-            if endpoint is not None:
-                if self._controller is None:
-                    self._controller = PeerConnection(endpoint[0], endpoint[1],
-                                                      f"broker-{self.node_id}")
-                else:
-                    self._controller.retarget(*endpoint)
-                try:
-                    response = await self._controller.request(
-                        message, version, max(0.1, deadline - time.monotonic()))
-                    if not _not_controller(response):
-                        return response
-                    last = NotControllerError("the controller moved")
-                except (ConnectionError, OSError, TimeoutError) as exc:
-                    last = exc
+            if target not in self.voters:
+                target = voters[0]
+            peer = self._peers.get(target)
+            if peer is None:
+                host, port = self.voters[target]
+                peer = self._peers[target] = PeerConnection(host, port, f"broker-{self.node_id}")
+            remaining = deadline - time.monotonic()
+            try:
+                response = await peer.request(message, version,
+                                              max(0.1, min(remaining, ATTEMPT_S)))
+                if not _not_controller(response):
+                    self._target = target
+                    return response
+                last = NotControllerError(f"controller {target} is not active")
+            except (ConnectionError, OSError, TimeoutError) as exc:
+                last = exc
+            self._target = None
+            leader = self.raft.leader().leader_id
+            target = leader if leader is not None and leader != target else \
+                voters[(voters.index(target) + 1) % len(voters)]
             await asyncio.sleep(CONTROLLER_RETRY_S)
         raise RequestTimedOutError(f"no active controller answered in {timeout_s} s: {last}")
 

@@ -319,6 +319,19 @@ class EmbeddedCluster:
                 leaders = {p.partition_index: p.leader_id for p in t.partitions}
         return [b.node_id for b in response.brokers], leaders
 
+    def partition_states(self, node_id: int, topic: str) -> dict[int, tuple[int, int, list[int]]]:
+        """{partition: (leader, leader epoch, ISR)} as broker ``node_id``'s metadata image
+        says: brokers learn changes from the metadata log one by one, so tests compare them
+        before trusting any one broker's view."""
+        from sdk.protocol.messages.metadata import MetadataRequest
+
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                  allow_auto_topic_creation=False)
+        response = _ask(self.nodes[node_id].port, request, 12)
+        return {p.partition_index: (p.leader_id, p.leader_epoch, sorted(p.isr_nodes))
+                for t in response.topics if t.name == topic and t.error_code == 0
+                for p in t.partitions}
+
     def leader_of(self, topic: str, partition: int) -> int:
         """The leader's node id as a live broker answers Metadata (-1: no leader now)."""
         last: Exception | None = None

@@ -181,9 +181,14 @@ class ReplicaFetcher:
         partition = f.partition
         plog = partition.log
         if data.error_code == OffsetOutOfRangeError.errno:
-            # Behind the leader's log start (retention there): start over at it.
-            if plog.log_end_offset < data.log_start_offset or data.log_start_offset >= 0:
-                self.manager.restart_at(partition, max(data.log_start_offset, 0))
+            if 0 <= plog.log_end_offset < data.log_start_offset:
+                # Behind the leader's log start (retention there): start over at it.
+                self.manager.restart_at(partition, data.log_start_offset)
+            else:
+                # Past the leader's end: this replica has a suffix the leader lacks (or the
+                # leader is not the one the metadata will name). Never wipe a replica for
+                # that — it may be in the ISR; find the divergence by epochs again.
+                f.truncated = False
             return
         if data.error_code:
             return  # not the leader any more, or a newer epoch: the metadata will tell
