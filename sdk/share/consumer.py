@@ -30,6 +30,7 @@ from sdk.errors import (
     IllegalStateError,
     KafkaError,
     RecordDeserializationError,
+    WakeupError,
     for_code,
 )
 from sdk.net import NetClient
@@ -84,6 +85,7 @@ class AsyncShareConsumer(Generic[K, V]):
         self._completions: list[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._assigned: asyncio.Event | None = None  # made on the loop, in start()
+        self._wakeup: asyncio.Event | None = None
         self.acquisition_lock_timeout_ms: int | None = None  # as the broker last said
         self._iter_buffer: list[ShareConsumerRecord[K, V]] = []  # async iteration's rest
         self._explicit = cfg.share_acknowledgement_mode == "explicit"
@@ -100,6 +102,7 @@ class AsyncShareConsumer(Generic[K, V]):
             return
         self._started = True
         self._assigned = asyncio.Event()
+        self._wakeup = asyncio.Event()
         await self._client.start()
         await self._group_client.start()
         self._membership = ShareMembership(self._group_client, self._client,
@@ -251,6 +254,32 @@ class AsyncShareConsumer(Generic[K, V]):
                     "are not acknowledged (share.acknowledgement.mode=explicit)")
             self._acks.accept_all()
         self._run_callbacks()
+        assert self._assigned is not None and self._wakeup is not None
+        if self._wakeup.is_set():
+            self._wakeup.clear()
+            raise WakeupError("share consumer woken up")
+        inner = asyncio.ensure_future(self._poll(membership, timeout_ms))
+        woken = asyncio.ensure_future(self._wakeup.wait())
+        try:
+            await asyncio.wait((inner, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            if not inner.done():  # woken (or cancelled): the fetch in flight is dropped
+                inner.cancel()
+                await asyncio.gather(inner, return_exceptions=True)
+        if inner.cancelled():
+            self._wakeup.clear()
+            raise WakeupError("share consumer woken up")
+        return inner.result()
+
+    def wakeup(self) -> None:
+        """Make the poll in progress (or the next one) raise WakeupError. Loop-thread only;
+        the blocking ShareConsumer calls it through its loop."""
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def _poll(self, membership: ShareMembership, timeout_ms: int
+                    ) -> list[ShareConsumerRecord[K, V]]:
         assert self._assigned is not None
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
@@ -376,9 +405,11 @@ class AsyncShareConsumer(Generic[K, V]):
                 response: ShareFetchResponse = await self._client.call(
                     build, node, timeout_s=self.config.request_timeout_ms / 1000 + wait_ms / 1000,
                     max_attempts=1)
-            except KafkaError as exc:
+            except (KafkaError, asyncio.CancelledError) as exc:
+                # The answer is lost: the broker moved the epoch on, or will; start over.
                 session.reset()
-                self._fail(acks, exc)
+                self._fail(acks, exc if isinstance(exc, KafkaError)
+                           else KafkaError("the fetch carrying them was cancelled"))
                 raise
             if response.error_code:
                 error = for_code(response.error_code)(response.error_message or "")

@@ -101,6 +101,11 @@ class ShareConsumer(Generic[K, V]):
             log.info("share consumer iteration interrupted (Ctrl-C)")
             raise StopIteration from None
 
+    def wakeup(self) -> None:
+        """Make the poll in progress (or the next one) raise WakeupError. Any thread."""
+        if not self._closed:
+            self._thread.call_soon(self._core.wakeup)
+
     def acknowledge(self, record: ShareConsumerRecord[K, V],
                     type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         self._do(self._core.acknowledge, record, type)

@@ -448,3 +448,32 @@ async def test_tansu_has_no_share_groups() -> None:
                 deadline = time.monotonic() + 20
                 while time.monotonic() < deadline:
                     await c.poll(200)
+
+
+# ---------------------------------------------------------------------------- the blocking face
+
+
+def test_blocking_share_consumer_and_wakeup(share_broker: ShareBroker) -> None:
+    import threading
+
+    from sdk import ShareConsumer
+    from sdk.errors import WakeupError
+
+    topic, group = share_broker.topic(1), share_broker.group()
+    values = share_broker.produce(topic, 3)
+    done: list[Any] = []
+    with ShareConsumer(topic, bootstrap_servers=share_broker.bootstrap_servers,
+                       group_id=group, acknowledgement_commit_callback=lambda o, e: done.append(
+                           (o, e))) as c:
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < deadline:
+            got.extend(c.poll(500))
+        assert sorted(r.value for r in got) == sorted(values)
+        assert c.acquisition_lock_timeout_ms == LOCK_MS
+        assert all(error is None for error in c.commit_sync().values())
+        assert done and all(error is None for _, error in done)
+        threading.Timer(0.3, c.wakeup).start()
+        with pytest.raises(WakeupError):
+            c.poll(20_000)  # nothing left: only the wakeup ends it with an error
+        assert c.poll(100) == []  # usable after a wakeup
