@@ -214,7 +214,8 @@ class AlterConfigOpType(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True, order=True)
 class ConfigResource:
-    """A thing that has configs: a topic (by name) or a broker (by id, as a string)."""
+    """A thing that has configs: a topic (by name), a broker (by id, as a string) or a
+    group (by id)."""
 
     type: ConfigResourceType
     name: str
@@ -227,6 +228,11 @@ class ConfigResource:
     def broker(cls, broker_id: int | str = "") -> ConfigResource:
         """A broker's configs; the empty name means the cluster-wide default."""
         return cls(ConfigResourceType.BROKER, str(broker_id))
+
+    @classmethod
+    def group(cls, group_id: str) -> ConfigResource:
+        """A group's configs (share.auto.offset.reset, share.record.lock.duration.ms, ...)."""
+        return cls(ConfigResourceType.GROUP, group_id)
 
     def __str__(self) -> str:
         return f"{self.type.name.lower()}:{self.name}"
