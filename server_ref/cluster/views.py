@@ -164,3 +164,55 @@ async def forward(ctx: RequestContext, req: Any, response_type: type[Any],
     if seen is not None:
         await agent.wait_for(lambda image: seen(image, response), SEEN_TIMEOUT_S)
     return response
+
+
+def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
+    """DescribeTopicPartitions (KIP-966) from the image: topics in name order, paged by
+    partitions (``response_partition_limit`` per answer, resuming at ``cursor``)."""
+    from sdk.protocol.messages.describe_topic_partitions import (
+        DescribeTopicPartitionsResponse as Response,
+    )
+
+    image = ctx.broker.cluster.image
+    limit = max(1, req.response_partition_limit)
+    names = sorted({t.name for t in req.topics}) if req.topics else sorted(image.topics)
+    start_topic, start_partition = ("", 0) if req.cursor is None else (
+        req.cursor.topic_name, req.cursor.partition_index)
+    out = []
+    budget, next_cursor = limit, None
+    for name in names:
+        if name < start_topic:
+            continue
+        topic = image.topics.get(name)
+        if topic is None:
+            code = UnknownTopicOrPartitionError.errno
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError:
+                code = InvalidTopicError.errno
+            out.append(Response.DescribeTopicPartitionsResponseTopic(error_code=code, name=name))
+            continue
+        first = start_partition if name == start_topic else 0
+        if budget == 0:
+            next_cursor = Response.Cursor(topic_name=name, partition_index=first)
+            break
+        indexes = [i for i in sorted(topic.partitions) if i >= first]
+        taken, rest = indexes[:budget], indexes[budget:]
+        budget -= len(taken)
+        entries = []
+        for i in taken:
+            p = topic.partitions[i]
+            entries.append(Response.DescribeTopicPartitionsResponsePartition(
+                error_code=LeaderNotAvailableError.errno if p.leader == NO_LEADER else 0,
+                partition_index=i, leader_id=p.leader, leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
+                eligible_leader_replicas=[], last_known_elr=[],
+                offline_replicas=[r for r in p.replicas
+                                  if r not in image.brokers or image.brokers[r].fenced]))
+        out.append(Response.DescribeTopicPartitionsResponseTopic(
+            name=name, topic_id=uuid.UUID(topic.topic_id), is_internal=name in INTERNAL_TOPICS,
+            topic_authorized_operations=TOPIC_OPERATIONS, partitions=entries))
+        if rest:
+            next_cursor = Response.Cursor(topic_name=name, partition_index=rest[0])
+            break
+    return Response(topics=out, next_cursor=next_cursor)

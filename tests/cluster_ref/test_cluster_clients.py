@@ -1,0 +1,201 @@
+"""Clients no one here wrote, against our broker as a 3-broker cluster (issue 17, item 5).
+
+kafka-python, aiokafka and confluent-kafka each produce with ``acks=all`` to a topic with
+replication factor 3 and ``min.insync.replicas=2`` and read it back in a consumer group
+(the coordinator is the leader of the group's ``__consumer_offsets`` partition, found with
+FindCoordinator); confluent-kafka's idempotent producer also keeps going while the leader of
+a partition is SIGKILLed. Kafka's Java tools: kafka-topics describes the partitions (leader,
+replicas, ISR across the three brokers), the console producer and the console consumer (in
+a group) move records through the cluster. One cluster for the module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from apache_support import require_apache_kafka
+from cluster.conftest import heal, wait_for
+
+from sdk import AdminClient, NewTopic
+from server_ref.cluster import EmbeddedCluster
+from tools.apache_kafka import java_command
+
+COUNT = 300
+PARTITIONS = 3
+CONFIG = {"min.insync.replicas": "2", "default.replication.factor": "3",
+          "broker.session.timeout.ms": "6000", "broker.heartbeat.interval.ms": "1000",
+          "group.initial.rebalance.delay.ms": "0"}
+JAVA_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(brokers=3, controllers=1, config=CONFIG) as running:
+        yield running
+
+
+def _topic(cluster: EmbeddedCluster, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(name, PARTITIONS, 3, {"min.insync.replicas": "2"})]
+                            ).raise_if_failed()
+    return name
+
+
+def test_kafka_python(cluster: EmbeddedCluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    topic = _topic(cluster, "kafka-python")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+    futures = [producer.send(topic, key=str(i).encode(), value=f"v{i}".encode())
+               for i in range(COUNT)]
+    producer.flush(60)
+    acked = [f.get(timeout=30) for f in futures]
+    producer.close()
+    assert {m.partition for m in acked} == set(range(PARTITIONS))
+    consumer = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap_servers,
+                             group_id=f"g-{topic}", auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=20_000)
+    values = []
+    for message in consumer:
+        values.append(message.value)
+        if len(values) == COUNT:
+            break
+    consumer.commit()
+    committed = {p: consumer.committed(_kp_tp(topic, p)) for p in range(PARTITIONS)}
+    consumer.close()
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(COUNT))
+    ends = {m.partition: 0 for m in acked}
+    for m in acked:
+        ends[m.partition] = max(ends[m.partition], m.offset + 1)
+    assert committed == ends
+
+
+def _kp_tp(topic: str, partition: int) -> object:
+    from kafka import TopicPartition
+
+    return TopicPartition(topic, partition)
+
+
+def test_aiokafka(cluster: EmbeddedCluster) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    topic = _topic(cluster, "aiokafka")
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
+                                    enable_idempotence=True)
+        await producer.start()
+        try:
+            batch = [await producer.send(topic, f"v{i}".encode(), key=str(i).encode())
+                     for i in range(COUNT)]
+            await asyncio.gather(*batch)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=cluster.bootstrap_servers,
+                                    group_id=f"g-{topic}", auto_offset_reset="earliest",
+                                    enable_auto_commit=False)
+        await consumer.start()
+        values: list[bytes] = []
+        try:
+            deadline = time.monotonic() + 30
+            while len(values) < COUNT and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    values.extend(r.value for r in records)
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return values
+
+    values = asyncio.run(run())
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(COUNT))
+
+
+def test_confluent_kafka_through_a_leader_kill(cluster: EmbeddedCluster) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    topic = _topic(cluster, "confluent")
+    victim = wait_for(lambda: max(cluster.leader_of(topic, 0), 0), 30, "a leader")
+    acked: list[tuple[int, int, bytes]] = []
+    failed: list[str] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+        else:
+            acked.append((msg.partition(), msg.offset(), msg.value()))  # type: ignore[attr-defined]
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})
+    try:
+        for i in range(COUNT):
+            producer.produce(topic, f"v{i}".encode(), key=str(i).encode(),
+                             on_delivery=on_delivery)
+            if i == COUNT // 3:
+                producer.flush(30)
+                cluster.kill(victim)
+            producer.poll(0)
+            time.sleep(0.01)
+        assert producer.flush(60) == 0
+    finally:
+        cluster.start(victim, wait=False)
+    assert not failed and len(acked) == COUNT
+    heal(cluster)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + 60
+    try:
+        while len(seen) < COUNT and time.monotonic() < deadline:
+            for msg in consumer.consume(500, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                seen[(msg.partition(), msg.offset())] = msg.value()
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    assert seen == {(p, o): v for p, o, v in acked}  # every acknowledged record, once, in place
+
+
+def _java(main_class: str, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(java_command(main_class, *args), input=stdin, capture_output=True,
+                            text=True, timeout=JAVA_TIMEOUT_S)
+    assert result.returncode == 0, (f"{main_class} exited {result.returncode}\n"
+                                    f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def test_java_console_tools(cluster: EmbeddedCluster) -> None:
+    require_apache_kafka()
+    bootstrap = cluster.bootstrap_servers
+    topic = f"java-{uuid.uuid4().hex[:8]}"
+    _java("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--create",
+          "--topic", topic, "--partitions", str(PARTITIONS), "--replication-factor", "3",
+          "--config", "min.insync.replicas=2")
+    described = wait_for(lambda: _described(bootstrap, topic), 30, f"{topic} described")
+    rows = [line for line in described.splitlines() if "Partition:" in line]
+    assert len(rows) == PARTITIONS, described
+    for row in rows:
+        fields = dict(part.split(": ", 1) for part in row.strip().split("\t") if ": " in part)
+        assert sorted(fields["Replicas"].split(",")) == ["1", "2", "3"], row
+        assert sorted(fields["Isr"].split(",")) == ["1", "2", "3"], row
+        assert fields["Leader"] in ("1", "2", "3"), row
+    lines = [f"line-{i}" for i in range(50)]
+    _java("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap,
+          "--topic", topic, "--producer-property", "acks=all", stdin="\n".join(lines) + "\n")
+    out = _java("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
+                bootstrap, "--topic", topic, "--group", f"g-{topic}", "--from-beginning",
+                "--max-messages", str(len(lines)), "--timeout-ms", "60000")
+    assert sorted(out.split()) == sorted(lines)
+
+
+def _described(bootstrap: str, topic: str) -> str | None:
+    out = _java("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+                "--describe", "--topic", topic)
+    return out if out.count("Partition:") >= PARTITIONS and "Isr: " in out else None
