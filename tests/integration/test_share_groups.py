@@ -122,6 +122,8 @@ async def test_three_consumers_share_one_partition_each_record_once(share_broker
     async with contextlib.AsyncExitStack() as stack:
         members = [await stack.enter_async_context(consumer(share_broker, topic, group))
                    for _ in range(3)]
+        while not all(c.assignment() for c in members):  # all three joined and assigned
+            await asyncio.sleep(0.05)
 
         async def work(i: int, c: AsyncShareConsumer[bytes, bytes]) -> None:
             mine = got.setdefault(f"c{i}", [])
@@ -282,6 +284,19 @@ async def test_records_of_a_killed_consumer_are_redelivered_after_the_lock(
 # ---------------------------------------------------------------------------- Kafka's Java consumer
 
 
+async def _members(broker: ShareBroker, group: str, count: int) -> None:
+    from sdk import AsyncAdminClient
+
+    async with AsyncAdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            described = (await admin.describe_share_groups([group]))[group]
+            if described.error is None and len(described.members) >= count:
+                return
+            await asyncio.sleep(0.2)
+    raise AssertionError(f"share group {group} never had {count} members")
+
+
 async def test_java_share_consumer_in_the_same_group(share_broker: ShareBroker) -> None:
     from tools.apache_kafka import java_command
 
@@ -295,6 +310,7 @@ async def test_java_share_consumer_in_the_same_group(share_broker: ShareBroker) 
     ours: list[bytes] = []
     try:
         async with consumer(share_broker, topic, group) as c:
+            await _members(share_broker, group, 2)  # Kafka's consumer has joined too
             deadline = time.monotonic() + 40
             while java.poll() is None and time.monotonic() < deadline:
                 for record in await c.poll(300):
