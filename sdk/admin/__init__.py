@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
     from sdk.admin.config import AdminConfig
     from sdk.admin.configs import ConfigChanges
+    from sdk.admin.groups import ConsumerProtocolGroup, ConsumerProtocolMember
     from sdk.admin.results import (
         AlterConfigOp,
         AlterConfigOpType,
@@ -114,6 +115,8 @@ __all__ = [
     "DeletedRecords",
     "ElectionResult",
     "ElectionType",
+    "ConsumerProtocolGroup",
+    "ConsumerProtocolMember",
     "GroupDescription",
     "GroupLag",
     "GroupListing",
@@ -155,6 +158,7 @@ __all__ = [
 # model) nor the result dataclasses: where each public name that is not imported above lives.
 _LAZY = {"AdminConfig": "sdk.admin.config", "ConfigChanges": "sdk.admin.configs",
          "NewPartitions": "sdk.admin.topics",
+         "ConsumerProtocolGroup": "sdk.admin.groups", "ConsumerProtocolMember": "sdk.admin.groups",
          **dict.fromkeys(("AbortTransactionResult", "PartitionProducers", "ProducerState",
                           "TransactionDescription", "TransactionListing"),
                          "sdk.admin.transactions"),

@@ -43,7 +43,7 @@ from sdk.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRe
 from sdk.types import OffsetAndMetadata, TopicPartition
 
 __all__ = [
-    "ConsumerGroupMember",
+    "ConsumerProtocolMember",
     "ConsumerProtocolGroup",
     "alter_group_offsets",
     "consumer_group_describe",
@@ -189,7 +189,7 @@ async def describe_groups(d: Dispatcher, group_ids: Sequence[str], *,
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMember:
+class ConsumerProtocolMember:
     """A member of a consumer-protocol (KIP-848) group, as its coordinator sees it."""
 
     member_id: str
@@ -215,7 +215,7 @@ class ConsumerProtocolGroup:
     group_epoch: int = -1
     assignment_epoch: int = -1
     assignor: str = ""
-    members: tuple[ConsumerGroupMember, ...] = ()
+    members: tuple[ConsumerProtocolMember, ...] = ()
     coordinator: BrokerNode | None = None
 
 
@@ -240,7 +240,7 @@ async def consumer_group_describe(d: Dispatcher, group_ids: Sequence[str], *,
         out: dict[str, ConsumerProtocolGroup] = {}
         for g in response.groups:
             members = tuple(
-                ConsumerGroupMember(
+                ConsumerProtocolMember(
                     m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
                     m.client_host, tuple(m.subscribed_topic_names), m.subscribed_topic_regex,
                     _partitions(m.assignment), _partitions(m.target_assignment),
