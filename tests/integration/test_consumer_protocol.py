@@ -502,3 +502,31 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(
     finally:
         slow.close()
         other.close()
+
+
+def test_an_empty_classic_group_switches_protocol_and_keeps_its_offsets(
+        target: Target) -> None:
+    """The offline upgrade: a classic group commits and its members stop; consumer-protocol
+    members of the same group id then start where the classic ones committed (both brokers
+    turn an empty classic group into a consumer group and keep its offsets)."""
+    topic, group = new_topic("upgrade"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 2)
+    produce(target, topic, 0, 20)
+    with Consumer(topic, bootstrap_servers=target.bootstrap_servers, group_id=group,
+                  auto_offset_reset="earliest", enable_auto_commit=False) as classic:
+        read = 0
+        deadline = time.monotonic() + WAIT_S
+        while read < 20:
+            assert time.monotonic() < deadline
+            read += sum(len(r) for r in classic.poll(timeout_ms=100).values())
+        classic.commit()
+    produce(target, topic, 20, 10)
+    with member(target, group) as upgraded:
+        upgraded.subscribe([topic])
+        values: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(values) < 10:
+            assert time.monotonic() < deadline
+            for records in upgraded.poll(timeout_ms=100).values():
+                values.extend(r.value for r in records)
+        assert sorted(values) == sorted(f"r{i}".encode() for i in range(20, 30))
