@@ -292,7 +292,12 @@ SHARE_MESSAGES: tuple[Message, ...] = (
     )),
 )
 
-_NULLABLE_MESSAGE = {"nullable": "0+", "default": "null", "ignorable": True}
+
+
+def _message_field(name: str = "ErrorMessage") -> Spec:
+    """A nullable string that defaults to null (the error messages)."""
+    return fld(name, "string", "0+", nullable="0+", default="null", ignorable=True)
+
 
 NEW_APIS: tuple[NewApi, ...] = (
     # KIP-932 admin: share-group start offsets, by group and topic name.
@@ -316,11 +321,11 @@ NEW_APIS: tuple[NewApi, ...] = (
                     fld("LeaderEpoch", "int32", "0+"),
                     fld("Lag", "int64", "1+", default=-1, ignorable=True),
                     fld("ErrorCode", "int16", "0+"),
-                    fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+                    _message_field(),
                 )),
             )),
             fld("ErrorCode", "int16", "0+"),
-            fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+            _message_field(),
         )),
     )),
     NewApi("AlterShareGroupOffsets", 91, "0", "0+", request=(
@@ -335,14 +340,14 @@ NEW_APIS: tuple[NewApi, ...] = (
     ), response=(
         fld("ThrottleTimeMs", "int32", "0+"),
         fld("ErrorCode", "int16", "0+"),
-        fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+        _message_field(),
         fld("Responses", "[]AlterShareGroupOffsetsResponseTopic", "0+", fields=(
             fld("TopicName", "string", "0+"),
             fld("TopicId", "uuid", "0+"),
             fld("Partitions", "[]AlterShareGroupOffsetsResponsePartition", "0+", fields=(
                 fld("PartitionIndex", "int32", "0+"),
                 fld("ErrorCode", "int16", "0+"),
-                fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+                _message_field(),
             )),
         )),
     )),
@@ -354,12 +359,12 @@ NEW_APIS: tuple[NewApi, ...] = (
     ), response=(
         fld("ThrottleTimeMs", "int32", "0+"),
         fld("ErrorCode", "int16", "0+"),
-        fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+        _message_field(),
         fld("Responses", "[]DeleteShareGroupOffsetsResponseTopic", "0+", fields=(
             fld("TopicName", "string", "0+"),
             fld("TopicId", "uuid", "0+"),
             fld("ErrorCode", "int16", "0+"),
-            fld("ErrorMessage", "string", "0+", **_NULLABLE_MESSAGE),
+            _message_field(),
         )),
     )),
 )
@@ -368,7 +373,7 @@ NEW_APIS: tuple[NewApi, ...] = (
 # ----------------------------------------------------------------------------- applying
 
 
-def _struct_fields(raw: dict, path: str, message: str) -> list[Spec]:
+def _struct_fields(raw: Spec, path: str, message: str) -> list[Spec]:
     fields: list[Spec] = raw["fields"]
     for part in filter(None, path.split(".")):
         match = [f for f in fields if f["name"] == part]
@@ -378,7 +383,7 @@ def _struct_fields(raw: dict, path: str, message: str) -> list[Spec]:
     return fields
 
 
-def _apply_message(raw: dict, msg: Message) -> None:
+def _apply_message(raw: Spec, msg: Message) -> None:
     raw["validVersions"] = msg.versions
     if msg.stable:
         raw.pop("latestVersionUnstable", None)
@@ -406,7 +411,7 @@ def _apply_message(raw: dict, msg: Message) -> None:
         fields.insert(at, dict(edit.spec))
 
 
-def apply(raws: dict[str, dict]) -> None:
+def apply(raws: dict[str, Spec]) -> None:
     """Bring the parsed schemas (file stem -> JSON object) up to Kafka 4.3's versions."""
     for msg in MESSAGES + SHARE_MESSAGES:
         if msg.name not in raws:
@@ -522,8 +527,8 @@ def verify(version: str | None = None) -> int:
     here = Path(__file__).resolve().parent
     sys.path.insert(0, str(here))
     sys.path.insert(0, str(here.parent))
-    import generate_protocol as gen
-    from apache_kafka import DEFAULT_VERSION, classpath
+    import generate_protocol as gen  # type: ignore[import-not-found]
+    from apache_kafka import DEFAULT_VERSION, classpath  # type: ignore[import-not-found]
 
     cp = classpath(version or DEFAULT_VERSION)
     with tempfile.TemporaryDirectory(prefix="layout-dump-") as tmp:
@@ -534,14 +539,14 @@ def verify(version: str | None = None) -> int:
                               capture_output=True, text=True).stdout
     kafka: dict[int, dict[Any, Any]] = {}
     for line in dump.splitlines():
-        key, kind, rest = line.split(" ", 2)
-        entry = kafka.setdefault(int(key), {})
+        api, kind, rest = line.split(" ", 2)
+        entry = kafka.setdefault(int(api), {})
         if kind == "RANGE":
-            lo, hi, stable, listeners = rest.split(" ", 3)
-            entry["range"] = (int(lo), int(hi), int(stable), listeners)
+            low, high, top, where = rest.split(" ", 3)
+            entry["range"] = (int(low), int(high), int(top), where)
         else:
-            v, layout = rest.split(" ", 1)
-            entry[(kind, int(v))] = layout
+            number, layout = rest.split(" ", 1)
+            entry[(kind, int(number))] = layout
     raws = {p.stem: gen.load_json(p) for p in sorted(gen.DEFAULT_SCHEMAS.glob("*.json"))}
     apply(raws)
     ours = {raw["apiKey"]: stem[: -len("Request")] for stem, raw in raws.items()
