@@ -1,5 +1,5 @@
 """Transactions v1 and v2 (KIP-890 part 2) on Apache Kafka at transaction.version 1 and 2,
-and on our broker (transaction.version 2).
+on our broker (transaction.version 2) and on tansu (no such feature: v1).
 
 The producer asks the transaction coordinator's ApiVersions at ``init_transactions``: with
 the finalized feature ``transaction.version`` >= 2 it speaks v2 (no AddPartitionsToTxn or
@@ -30,7 +30,7 @@ from sdk.protocol.messages.api_versions import ApiVersionsRequest
 from sdk.types import TopicPartition
 from server_ref import EmbeddedBroker
 
-from .conftest import create_topic, new_topic
+from .conftest import TansuProcess, create_topic, new_topic, require_tansu
 from .test_transactions import read_all
 
 
@@ -167,3 +167,28 @@ def test_v2_abort_after_a_failed_send_needs_no_init_producer_id() -> None:
         assert _count(seen, ApiKey.INIT_PRODUCER_ID) == inits
         values = [v for _, v in read_all(bootstrap, topic, 1, "read_committed")]
         assert values == [b"after"]
+
+
+def test_a_broker_without_the_feature_gets_transactions_v1() -> None:
+    """tansu finalizes no transaction.version: the producer speaks v1 (AddPartitionsToTxn,
+    EndTxn <= v4) and the epoch stays put across commits."""
+    tansu = TansuProcess(require_tansu()).start()
+    try:
+        bootstrap = tansu.bootstrap_servers
+        assert "transaction.version" not in _finalized(bootstrap)
+        topic = new_topic("txn-v1")
+        asyncio.run(create_topic(bootstrap, topic, 1))
+        with requests_sent() as seen, Producer(
+                bootstrap_servers=bootstrap, transactional_id=f"v1-{uuid.uuid4().hex[:8]}") as p:
+            p.init_transactions(timeout=60)
+            manager = p._core._manager()
+            assert manager.protocol == 1
+            epoch = manager.describe()["epoch"]
+            for round_no in range(2):
+                with p.transaction():
+                    p.send(topic, f"c{round_no}".encode(), partition=0).result(timeout=30)
+            assert manager.describe()["epoch"] == epoch
+        assert _count(seen, ApiKey.ADD_PARTITIONS_TO_TXN) >= 2
+        assert _versions(seen, ApiKey.END_TXN) <= {0, 1, 2, 3, 4}
+    finally:
+        tansu.stop()
