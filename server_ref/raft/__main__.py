@@ -6,7 +6,7 @@ on stdin: ``append HEX [HEX...]`` (one batch, leader only), ``snapshot`` (snapsh
 at the last applied offset), ``state`` (print the list), ``describe``. Events, one per line
 on stdout: ``ready``,
 ``leader ID EPOCH`` (ID -1 when unknown), ``commit BASE LAST HEX[,HEX...]``,
-``snapshot LAST COUNT``, ``appended LAST``, ``append-error NAME LEADER``, ``quorum JSON``,
+``snapshot LAST COUNT``, ``appended LAST``, ``append-error NAME LEADER CLASS``, ``quorum JSON``,
 ``state LAST HEX,...``.
 """
 
@@ -57,8 +57,10 @@ async def _append(node: RaftNode, values: list[bytes]) -> None:
         _emit(f"appended {last}")
     except Exception as exc:  # reported to the driver, which decides what it means
         leader = node.leader().leader_id
+        # NAME is Kafka's error name; CLASS tells "not the leader: nothing written"
+        # (RaftNotLeaderError) from "leadership lost: outcome unknown" (RaftClosedError).
         _emit(f"append-error {getattr(exc, 'name', type(exc).__name__)} "
-              f"{-1 if leader is None else leader}")
+              f"{-1 if leader is None else leader} {type(exc).__name__}")
 
 
 async def _commands(node: RaftNode, state: ListState, stop: asyncio.Event) -> None:

@@ -203,13 +203,20 @@ class Quorum:
             time.sleep(0.05)
 
     def append(self, leader: int, values: list[str]) -> int:
-        """Append through ``leader``; the committed last offset."""
-        node = self.nodes[leader]
-        since = len(node.events)
-        node.send("append " + " ".join(v.encode().hex() for v in values))
-        e = node.wait_for(lambda e: e.startswith(("appended", "append-error")), since=since)
-        assert e.startswith("appended"), e
-        return int(e.split()[1])
+        """Append through ``leader``; the committed last offset. If that node no longer
+        leads (a load spike on a shared machine can cost an election) nothing was written,
+        so the entries go to the current leader instead; any other error fails."""
+        for _attempt in range(5):
+            node = self.nodes[leader]
+            since = len(node.events)
+            node.send("append " + " ".join(v.encode().hex() for v in values))
+            e = node.wait_for(lambda e: e.startswith(("appended", "append-error")),
+                              since=since)
+            if e.startswith("appended"):
+                return int(e.split()[1])
+            assert e.endswith(" RaftNotLeaderError"), e
+            leader, _epoch = self.wait_leader()
+        raise AssertionError(f"no leader took {values[:3]}...")
 
     def wait_applied(self, node_ids: list[int], expected: list[str],
                      timeout: float = WAIT_S) -> None:

@@ -53,7 +53,7 @@ def test_three_voters_elect_one_leader_and_commit_in_order_everywhere(quorum: Qu
     since = len(node.events)
     node.send("append " + b"x".hex())
     answer = node.wait_for(lambda e: e.startswith(("appended", "append-error")), since=since)
-    assert answer == f"append-error NOT_CONTROLLER {leader}"
+    assert answer == f"append-error NOT_CONTROLLER {leader} RaftNotLeaderError"
 
 
 def test_sigkill_leader_rounds_elect_higher_epochs_and_lose_nothing(quorum: Quorum) -> None:
