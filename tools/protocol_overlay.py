@@ -299,7 +299,139 @@ def _message_field(name: str = "ErrorMessage") -> Spec:
     return fld(name, "string", "0+", nullable="0+", default="null", ignorable=True)
 
 
-NEW_APIS: tuple[NewApi, ...] = (
+def _task_ids(name: str, versions: str = "0+", **extra: Any) -> Spec:
+    return fld(name, "[]TaskIds", versions, **extra, fields=(
+        fld("SubtopologyId", "string", "0+"), fld("Partitions", "[]int32", "0+")))
+
+
+def _key_values(name: str, **extra: Any) -> Spec:
+    return fld(name, "[]KeyValue", "0+", **extra, fields=(
+        fld("Key", "string", "0+"), fld("Value", "string", "0+")))
+
+
+def _topic_infos(name: str) -> Spec:
+    return fld(name, "[]TopicInfo", "0+", fields=(
+        fld("Name", "string", "0+"), fld("Partitions", "int32", "0+"),
+        fld("ReplicationFactor", "int16", "0+"), _key_values("TopicConfigs")))
+
+
+def _task_offsets(name: str, **extra: Any) -> Spec:
+    return fld(name, "[]TaskOffset", "0+", **extra, fields=(
+        fld("SubtopologyId", "string", "0+"), fld("Partition", "int32", "0+"),
+        fld("Offset", "int64", "0+")))
+
+
+def _endpoint(name: str, **extra: Any) -> Spec:
+    return fld(name, "Endpoint", "0+", **extra, fields=(
+        fld("Host", "string", "0+"), fld("Port", "uint16", "0+")))
+
+
+_NULL = {"nullable": "0+", "default": "null"}
+
+# KIP-1071 (Kafka Streams groups), v0 as Kafka 4.3 serves it. A struct type used twice is
+# defined once (as Kafka's common structs); the generator resolves the others by name.
+_STREAMS_APIS: tuple[NewApi, ...] = (
+    NewApi("StreamsGroupHeartbeat", 88, "0", "0+", request=(
+        fld("GroupId", "string", "0+"),
+        fld("MemberId", "string", "0+"),
+        fld("MemberEpoch", "int32", "0+"),
+        fld("EndpointInformationEpoch", "int32", "0+"),
+        fld("InstanceId", "string", "0+", **_NULL),
+        fld("RackId", "string", "0+", **_NULL),
+        fld("RebalanceTimeoutMs", "int32", "0+", default=-1),
+        fld("Topology", "Topology", "0+", **_NULL, fields=(
+            fld("Epoch", "int32", "0+"),
+            fld("Subtopologies", "[]Subtopology", "0+", fields=(
+                fld("SubtopologyId", "string", "0+"),
+                fld("SourceTopics", "[]string", "0+"),
+                fld("SourceTopicRegex", "[]string", "0+"),
+                _topic_infos("StateChangelogTopics"),
+                fld("RepartitionSinkTopics", "[]string", "0+"),
+                fld("RepartitionSourceTopics", "[]TopicInfo", "0+"),
+                fld("CopartitionGroups", "[]CopartitionGroup", "0+", fields=(
+                    fld("SourceTopics", "[]int16", "0+"),
+                    fld("SourceTopicRegex", "[]int16", "0+"),
+                    fld("RepartitionSourceTopics", "[]int16", "0+"))),
+            )),
+        )),
+        _task_ids("ActiveTasks", **_NULL),
+        fld("StandbyTasks", "[]TaskIds", "0+", **_NULL),
+        fld("WarmupTasks", "[]TaskIds", "0+", **_NULL),
+        fld("ProcessId", "string", "0+", **_NULL),
+        _endpoint("UserEndpoint", **_NULL),
+        _key_values("ClientTags", **_NULL),
+        _task_offsets("TaskOffsets", **_NULL),
+        fld("TaskEndOffsets", "[]TaskOffset", "0+", **_NULL),
+        fld("ShutdownApplication", "bool", "0+", default="false"),
+    ), response=(
+        fld("ThrottleTimeMs", "int32", "0+"),
+        fld("ErrorCode", "int16", "0+"),
+        _message_field(),
+        fld("MemberId", "string", "0+"),
+        fld("MemberEpoch", "int32", "0+"),
+        fld("HeartbeatIntervalMs", "int32", "0+"),
+        fld("AcceptableRecoveryLag", "int32", "0+"),
+        fld("TaskOffsetIntervalMs", "int32", "0+"),
+        fld("Status", "[]Status", "0+", nullable="0+", fields=(
+            fld("StatusCode", "int8", "0+"), fld("StatusDetail", "string", "0+"))),
+        _task_ids("ActiveTasks", **_NULL),
+        fld("StandbyTasks", "[]TaskIds", "0+", **_NULL),
+        fld("WarmupTasks", "[]TaskIds", "0+", **_NULL),
+        fld("EndpointInformationEpoch", "int32", "0+"),
+        fld("PartitionsByUserEndpoint", "[]EndpointToPartitions", "0+", **_NULL, fields=(
+            _endpoint("UserEndpoint"),
+            fld("ActivePartitions", "[]TopicPartition", "0+", fields=(
+                fld("Topic", "string", "0+"), fld("Partitions", "[]int32", "0+"))),
+            fld("StandbyPartitions", "[]TopicPartition", "0+"),
+        )),
+    )),
+    NewApi("StreamsGroupDescribe", 89, "0", "0+", request=(
+        fld("GroupIds", "[]string", "0+"),
+        fld("IncludeAuthorizedOperations", "bool", "0+", default="false"),
+    ), response=(
+        fld("ThrottleTimeMs", "int32", "0+"),
+        fld("Groups", "[]DescribedGroup", "0+", fields=(
+            fld("ErrorCode", "int16", "0+"),
+            _message_field(),
+            fld("GroupId", "string", "0+"),
+            fld("GroupState", "string", "0+"),
+            fld("GroupEpoch", "int32", "0+"),
+            fld("AssignmentEpoch", "int32", "0+"),
+            fld("Topology", "Topology", "0+", **_NULL, fields=(
+                fld("Epoch", "int32", "0+"),
+                fld("Subtopologies", "[]Subtopology", "0+", **_NULL, fields=(
+                    fld("SubtopologyId", "string", "0+"),
+                    fld("SourceTopics", "[]string", "0+"),
+                    fld("RepartitionSinkTopics", "[]string", "0+"),
+                    _topic_infos("StateChangelogTopics"),
+                    fld("RepartitionSourceTopics", "[]TopicInfo", "0+"),
+                )),
+            )),
+            fld("Members", "[]Member", "0+", fields=(
+                fld("MemberId", "string", "0+"),
+                fld("MemberEpoch", "int32", "0+"),
+                fld("InstanceId", "string", "0+", **_NULL),
+                fld("RackId", "string", "0+", **_NULL),
+                fld("ClientId", "string", "0+"),
+                fld("ClientHost", "string", "0+"),
+                fld("TopologyEpoch", "int32", "0+"),
+                fld("ProcessId", "string", "0+"),
+                _endpoint("UserEndpoint", **_NULL),
+                _key_values("ClientTags"),
+                _task_offsets("TaskOffsets"),
+                fld("TaskEndOffsets", "[]TaskOffset", "0+"),
+                fld("Assignment", "Assignment", "0+", fields=(
+                    _task_ids("ActiveTasks"), fld("StandbyTasks", "[]TaskIds", "0+"),
+                    fld("WarmupTasks", "[]TaskIds", "0+"))),
+                fld("TargetAssignment", "Assignment", "0+"),
+                fld("IsClassic", "bool", "0+", default="false"),
+            )),
+            fld("AuthorizedOperations", "int32", "0+", default=-2147483648),
+        )),
+    )),
+)
+
+_SHARE_ADMIN_APIS: tuple[NewApi, ...] = (
     # KIP-932 admin: share-group start offsets, by group and topic name.
     NewApi("DescribeShareGroupOffsets", 90, "0-1", "0+", request=(
         fld("Groups", "[]DescribeShareGroupOffsetsRequestGroup", "0+", fields=(
@@ -369,6 +501,8 @@ NEW_APIS: tuple[NewApi, ...] = (
     )),
 )
 
+
+NEW_APIS = (*_STREAMS_APIS, *_SHARE_ADMIN_APIS)
 
 # ----------------------------------------------------------------------------- applying
 
@@ -441,7 +575,7 @@ import org.apache.kafka.common.protocol.types.*;
 
 public class LayoutDump {
     static String type(Type t) throws Exception {
-        if (t instanceof Schema) return struct((Schema) t);
+        if (t instanceof Schema) return (t.isNullable() ? "N" : "") + struct((Schema) t);
         if (t instanceof TaggedFields) {
             java.lang.reflect.Field f = TaggedFields.class.getDeclaredField("fields");
             f.setAccessible(true);
@@ -497,7 +631,7 @@ def _layout(gen: Any, struct: Any, schema: Any, version: int) -> str:
                     else _scalar(f.type, False, flex))
             text = ("N" if nullable else "") + ("CARRAY" if flex else "ARRAY") + f"[{elem}]"
         elif f.struct is not None:
-            text = _layout(gen, f.struct, schema, version)
+            text = ("N" if nullable else "") + _layout(gen, f.struct, schema, version)
         else:
             text = _scalar(f.type, nullable, flex)
         if flexible and version in f.tagged:

@@ -304,6 +304,7 @@ def _described_groups(cls: Any, version: int, req: Any, code: int,
 
 _BUILDERS[69] = _described_groups  # ConsumerGroupDescribe (KIP-848)
 _BUILDERS[77] = _described_groups  # ShareGroupDescribe (KIP-932)
+_BUILDERS[89] = _described_groups  # StreamsGroupDescribe (KIP-1071)
 
 
 def _share_group_offsets(cls: Any, version: int, req: Any, code: int,

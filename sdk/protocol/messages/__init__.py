@@ -98,6 +98,8 @@ class ApiKey(enum.IntEnum):
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
     READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
@@ -194,6 +196,8 @@ API_TABLE: dict[int, tuple[str, str, str, int, int, int, int]] = {
     85: ("write_share_group_state", "WriteShareGroupStateRequest", "WriteShareGroupStateResponse", 0, 1, 1, 0),
     86: ("delete_share_group_state", "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse", 0, 0, 0, 0),
     87: ("read_share_group_state_summary", "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse", 0, 1, 1, 0),
+    88: ("streams_group_heartbeat", "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse", 0, 0, 0, 0),
+    89: ("streams_group_describe", "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse", 0, 0, 0, 0),
     90: ("describe_share_group_offsets", "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse", 0, 1, 1, 0),
     91: ("alter_share_group_offsets", "AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse", 0, 0, 0, 0),
     92: ("delete_share_group_offsets", "DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse", 0, 0, 0, 0),
