@@ -122,7 +122,8 @@ def parse_schema(raw: dict) -> Schema:
                 name=spec["name"], attr=snake(spec["name"]), type=elem, is_array=is_array,
                 versions=Versions(spec.get("versions"), top),
                 nullable=Versions(spec.get("nullableVersions"), top),
-                tagged=Versions(spec.get("taggedVersions"), top), tag=spec.get("tag"),
+                tagged=Versions(spec.get("taggedVersions"), top),
+                tag=None if spec.get("tag") is None else int(spec["tag"]),  # some are strings
                 flexible_override=(Versions(spec["flexibleVersions"], top)
                                    if "flexibleVersions" in spec else None),
                 default=None if spec.get("default") is None else str(spec["default"]).lower(),

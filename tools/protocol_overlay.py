@@ -232,6 +232,17 @@ MESSAGES: tuple[Message, ...] = (
         add("ClientMetricsResources", "Name", fld("ResourceType", "int8", "1+", default=16,
                                                   ignorable=True)),
     )),
+    # Controller APIs. Vote v2: pre-votes (KIP-996); BrokerHeartbeat v2: cordoned log
+    # directories (tagged).
+    Message("VoteRequest", "0-2", edits=(
+        add("Topics.Partitions", "LastOffset", fld("PreVote", "bool", "2+", default="false")),
+    )),
+    Message("VoteResponse", "0-2"),
+    Message("BrokerHeartbeatRequest", "0-2", edits=(
+        add("", "OfflineLogDirs", fld("CordonedLogDirs", "[]uuid", "2+", nullable="2+",
+                                      default="null", tagged="2+", tag=1, ignorable=True)),
+    )),
+    Message("BrokerHeartbeatResponse", "0-2"),
     # AddRaftVoter v1: answer once the new voter set is committed, or at once.
     Message("AddRaftVoterRequest", "0-1", edits=(
         add("", "Listeners", fld("AckWhenCommitted", "bool", "1+", default="true",

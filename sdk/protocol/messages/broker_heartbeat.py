@@ -27,17 +27,18 @@ _S_iqqoo = struct.Struct(">iqq??")
 class BrokerHeartbeatRequest(Message):
     API_KEY: ClassVar[int] = 63
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
-    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'unknown_tags',)
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'cordoned_log_dirs', 'unknown_tags',)
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int
     want_fence: bool
     want_shut_down: bool
     offline_log_dirs: list[uuid.UUID]
+    cordoned_log_dirs: list[uuid.UUID] | None
     unknown_tags: list[tuple[int, bytes]] | None
 
     def __init__(
@@ -48,6 +49,7 @@ class BrokerHeartbeatRequest(Message):
         want_fence: bool = False,
         want_shut_down: bool = False,
         offline_log_dirs: list[uuid.UUID] = _FRESH,
+        cordoned_log_dirs: list[uuid.UUID] | None = None,
         unknown_tags: list[tuple[int, bytes]] | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -56,14 +58,15 @@ class BrokerHeartbeatRequest(Message):
         self.want_fence = want_fence
         self.want_shut_down = want_shut_down
         self.offline_log_dirs = [] if offline_log_dirs is _FRESH else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self.unknown_tags = unknown_tags
 
 
 class BrokerHeartbeatResponse(Message):
     API_KEY: ClassVar[int] = 63
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'unknown_tags',)
@@ -154,7 +157,66 @@ def _dec_BrokerHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[BrokerHeartbeatR
     return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, offline_log_dirs=f_offline_log_dirs, unknown_tags=unknown), pos
 
 
-def _enc_BrokerHeartbeatResponse_v0_1(w: bytearray, o: BrokerHeartbeatResponse) -> None:
+def _enc_BrokerHeartbeatRequest_v2(w: bytearray, o: BrokerHeartbeatRequest) -> None:
+    w += _S_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
+    tags = list(o.unknown_tags) if o.unknown_tags else []
+    if o.offline_log_dirs:
+        t = bytearray()
+        v_offline_log_dirs = o.offline_log_dirs
+        write_required_compact_array_length(t, v_offline_log_dirs)
+        if v_offline_log_dirs:
+            for it_offline_log_dirs in v_offline_log_dirs:
+                t += it_offline_log_dirs.bytes
+        tags.append((0, bytes(t)))
+    if o.cordoned_log_dirs is not None:
+        t = bytearray()
+        v_cordoned_log_dirs = o.cordoned_log_dirs
+        write_compact_array_length(t, v_cordoned_log_dirs)
+        if v_cordoned_log_dirs:
+            for it_cordoned_log_dirs in v_cordoned_log_dirs:
+                t += it_cordoned_log_dirs.bytes
+        tags.append((1, bytes(t)))
+    write_tagged_fields(w, tags)
+
+
+def _dec_BrokerHeartbeatRequest_v2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
+    f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S_iqqoo.unpack_from(buf, pos)
+    pos += 22
+    f_offline_log_dirs: list[uuid.UUID] = []
+    f_cordoned_log_dirs: list[uuid.UUID] | None = None
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if tag == 0:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            n, pos = read_required_compact_array_length(buf, pos)
+            f_offline_log_dirs = []
+            for _ in range(n):
+                it_offline_log_dirs, pos = read_uuid(buf, pos)
+                f_offline_log_dirs.append(it_offline_log_dirs)
+            pos = skip_to(buf, pos, end, "tagged field OfflineLogDirs")
+        elif tag == 1:
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            n, pos = read_compact_array_length(buf, pos)
+            if n < 0:
+                f_cordoned_log_dirs = None
+            else:
+                f_cordoned_log_dirs = []
+                for _ in range(n):
+                    it_cordoned_log_dirs, pos = read_uuid(buf, pos)
+                    f_cordoned_log_dirs.append(it_cordoned_log_dirs)
+            pos = skip_to(buf, pos, end, "tagged field CordonedLogDirs")
+        else:
+            if unknown is None:
+                unknown = []
+            pos = read_unknown_tag(buf, pos, tag, unknown)
+    return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, offline_log_dirs=f_offline_log_dirs, cordoned_log_dirs=f_cordoned_log_dirs, unknown_tags=unknown), pos
+
+
+def _enc_BrokerHeartbeatResponse_v0_2(w: bytearray, o: BrokerHeartbeatResponse) -> None:
     w += _S_ihooo.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -162,7 +224,7 @@ def _enc_BrokerHeartbeatResponse_v0_1(w: bytearray, o: BrokerHeartbeatResponse) 
         w.append(0)
 
 
-def _dec_BrokerHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
+def _dec_BrokerHeartbeatResponse_v0_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
     f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S_ihooo.unpack_from(buf, pos)
     pos += 9
     unknown: list[tuple[int, bytes]] | None = None
@@ -175,7 +237,7 @@ def _dec_BrokerHeartbeatResponse_v0_1(buf: Any, pos: int) -> tuple[BrokerHeartbe
     return BrokerHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, is_caught_up=f_is_caught_up, is_fenced=f_is_fenced, should_shut_down=f_should_shut_down, unknown_tags=unknown), pos
 
 
-BrokerHeartbeatRequest._ENCODERS = (_enc_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v1,)
-BrokerHeartbeatRequest._DECODERS = (_dec_BrokerHeartbeatRequest_v0, _dec_BrokerHeartbeatRequest_v1,)
-BrokerHeartbeatResponse._ENCODERS = (_enc_BrokerHeartbeatResponse_v0_1, _enc_BrokerHeartbeatResponse_v0_1,)
-BrokerHeartbeatResponse._DECODERS = (_dec_BrokerHeartbeatResponse_v0_1, _dec_BrokerHeartbeatResponse_v0_1,)
+BrokerHeartbeatRequest._ENCODERS = (_enc_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v1, _enc_BrokerHeartbeatRequest_v2,)
+BrokerHeartbeatRequest._DECODERS = (_dec_BrokerHeartbeatRequest_v0, _dec_BrokerHeartbeatRequest_v1, _dec_BrokerHeartbeatRequest_v2,)
+BrokerHeartbeatResponse._ENCODERS = (_enc_BrokerHeartbeatResponse_v0_2, _enc_BrokerHeartbeatResponse_v0_2, _enc_BrokerHeartbeatResponse_v0_2,)
+BrokerHeartbeatResponse._DECODERS = (_dec_BrokerHeartbeatResponse_v0_2, _dec_BrokerHeartbeatResponse_v0_2, _dec_BrokerHeartbeatResponse_v0_2,)

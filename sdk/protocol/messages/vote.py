@@ -27,17 +27,18 @@ _S_ihiio = struct.Struct(">ihii?")
 _S_iii = struct.Struct(">iii")
 _S_iiiiq = struct.Struct(">iiiiq")
 _S_iq = struct.Struct(">iq")
+_S_iqo = struct.Struct(">iq?")
 
 
 class VoteRequest(Message):
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class PartitionData(Struct):
-        __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'unknown_tags',)
+        __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote', 'unknown_tags',)
         partition_index: int
         candidate_epoch: int
         candidate_id: int
@@ -45,6 +46,7 @@ class VoteRequest(Message):
         voter_directory_id: uuid.UUID
         last_offset_epoch: int
         last_offset: int
+        pre_vote: bool
         unknown_tags: list[tuple[int, bytes]] | None
 
         def __init__(
@@ -56,6 +58,7 @@ class VoteRequest(Message):
             voter_directory_id: uuid.UUID = ZERO_UUID,
             last_offset_epoch: int = 0,
             last_offset: int = 0,
+            pre_vote: bool = False,
             unknown_tags: list[tuple[int, bytes]] | None = None,
         ) -> None:
             self.partition_index = partition_index
@@ -65,6 +68,7 @@ class VoteRequest(Message):
             self.voter_directory_id = voter_directory_id
             self.last_offset_epoch = last_offset_epoch
             self.last_offset = last_offset
+            self.pre_vote = pre_vote
             self.unknown_tags = unknown_tags
 
     class TopicData(Struct):
@@ -105,8 +109,8 @@ class VoteRequest(Message):
 class VoteResponse(Message):
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    MAX_STABLE_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
+    MAX_STABLE_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int] = 0
 
     class PartitionData(Struct):
@@ -191,6 +195,8 @@ class VoteResponse(Message):
 
 
 def _enc_VoteRequest_PartitionData_v0(w: bytearray, o: VoteRequest.PartitionData) -> None:
+    if o.pre_vote != False:
+        refuse_absent_field("PartitionData", "pre_vote", 0)
     w += _S_iiiiq.pack(o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -215,6 +221,8 @@ def _enc_VoteRequest_PartitionData_v1(w: bytearray, o: VoteRequest.PartitionData
     w += _S_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id)
     w += o.candidate_directory_id.bytes
     w += o.voter_directory_id.bytes
+    if o.pre_vote != False:
+        refuse_absent_field("PartitionData", "pre_vote", 1)
     w += _S_iq.pack(o.last_offset_epoch, o.last_offset)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -237,6 +245,34 @@ def _dec_VoteRequest_PartitionData_v1(buf: Any, pos: int) -> tuple[VoteRequest.P
             unknown = []
         pos = read_unknown_tag(buf, pos, tag, unknown)
     return VoteRequest.PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, unknown_tags=unknown), pos
+
+
+def _enc_VoteRequest_PartitionData_v2(w: bytearray, o: VoteRequest.PartitionData) -> None:
+    w += _S_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id)
+    w += o.candidate_directory_id.bytes
+    w += o.voter_directory_id.bytes
+    w += _S_iqo.pack(o.last_offset_epoch, o.last_offset, o.pre_vote)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_VoteRequest_PartitionData_v2(buf: Any, pos: int) -> tuple[VoteRequest.PartitionData, int]:
+    f_partition_index, f_candidate_epoch, f_candidate_id = _S_iii.unpack_from(buf, pos)
+    pos += 12
+    f_candidate_directory_id, pos = read_uuid(buf, pos)
+    f_voter_directory_id, pos = read_uuid(buf, pos)
+    f_last_offset_epoch, f_last_offset, f_pre_vote = _S_iqo.unpack_from(buf, pos)
+    pos += 13
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return VoteRequest.PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, pre_vote=f_pre_vote, unknown_tags=unknown), pos
 
 
 def _enc_VoteRequest_TopicData_v0(w: bytearray, o: VoteRequest.TopicData) -> None:
@@ -288,6 +324,36 @@ def _dec_VoteRequest_TopicData_v1(buf: Any, pos: int) -> tuple[VoteRequest.Topic
     f_partitions = []
     for _ in range(n):
         it_partitions, pos = _dec_VoteRequest_PartitionData_v1(buf, pos)
+        f_partitions.append(it_partitions)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return VoteRequest.TopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tags=unknown), pos
+
+
+def _enc_VoteRequest_TopicData_v2(w: bytearray, o: VoteRequest.TopicData) -> None:
+    write_required_compact_string(w, o.topic_name)
+    v_partitions = o.partitions
+    write_required_compact_array_length(w, v_partitions)
+    if v_partitions:
+        for it_partitions in v_partitions:
+            _enc_VoteRequest_PartitionData_v2(w, it_partitions)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_VoteRequest_TopicData_v2(buf: Any, pos: int) -> tuple[VoteRequest.TopicData, int]:
+    f_topic_name, pos = read_compact_string(buf, pos)
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_partitions = []
+    for _ in range(n):
+        it_partitions, pos = _dec_VoteRequest_PartitionData_v2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -362,7 +428,40 @@ def _dec_VoteRequest_v1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
     return VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_PartitionData_v0_1(w: bytearray, o: VoteResponse.PartitionData) -> None:
+def _enc_VoteRequest_v2(w: bytearray, o: VoteRequest) -> None:
+    write_compact_string(w, o.cluster_id)
+    w += _S_i.pack(o.voter_id)
+    v_topics = o.topics
+    write_required_compact_array_length(w, v_topics)
+    if v_topics:
+        for it_topics in v_topics:
+            _enc_VoteRequest_TopicData_v2(w, it_topics)
+    if o.unknown_tags:
+        write_tagged_fields(w, list(o.unknown_tags))
+    else:
+        w.append(0)
+
+
+def _dec_VoteRequest_v2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
+    f_cluster_id, pos = read_compact_nullable_string(buf, pos)
+    f_voter_id, = _S_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_required_compact_array_length(buf, pos)
+    f_topics = []
+    for _ in range(n):
+        it_topics, pos = _dec_VoteRequest_TopicData_v2(buf, pos)
+        f_topics.append(it_topics)
+    unknown: list[tuple[int, bytes]] | None = None
+    n_tags, pos = read_uvarint(buf, pos)
+    for _ in range(n_tags):
+        tag, pos = read_uvarint(buf, pos)
+        if unknown is None:
+            unknown = []
+        pos = read_unknown_tag(buf, pos, tag, unknown)
+    return VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tags=unknown), pos
+
+
+def _enc_VoteResponse_PartitionData_v0_2(w: bytearray, o: VoteResponse.PartitionData) -> None:
     w += _S_ihiio.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
@@ -370,7 +469,7 @@ def _enc_VoteResponse_PartitionData_v0_1(w: bytearray, o: VoteResponse.Partition
         w.append(0)
 
 
-def _dec_VoteResponse_PartitionData_v0_1(buf: Any, pos: int) -> tuple[VoteResponse.PartitionData, int]:
+def _dec_VoteResponse_PartitionData_v0_2(buf: Any, pos: int) -> tuple[VoteResponse.PartitionData, int]:
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _S_ihiio.unpack_from(buf, pos)
     pos += 15
     unknown: list[tuple[int, bytes]] | None = None
@@ -383,25 +482,25 @@ def _dec_VoteResponse_PartitionData_v0_1(buf: Any, pos: int) -> tuple[VoteRespon
     return VoteResponse.PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, vote_granted=f_vote_granted, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_TopicData_v0_1(w: bytearray, o: VoteResponse.TopicData) -> None:
+def _enc_VoteResponse_TopicData_v0_2(w: bytearray, o: VoteResponse.TopicData) -> None:
     write_required_compact_string(w, o.topic_name)
     v_partitions = o.partitions
     write_required_compact_array_length(w, v_partitions)
     if v_partitions:
         for it_partitions in v_partitions:
-            _enc_VoteResponse_PartitionData_v0_1(w, it_partitions)
+            _enc_VoteResponse_PartitionData_v0_2(w, it_partitions)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
         w.append(0)
 
 
-def _dec_VoteResponse_TopicData_v0_1(buf: Any, pos: int) -> tuple[VoteResponse.TopicData, int]:
+def _dec_VoteResponse_TopicData_v0_2(buf: Any, pos: int) -> tuple[VoteResponse.TopicData, int]:
     f_topic_name, pos = read_compact_string(buf, pos)
     n, pos = read_required_compact_array_length(buf, pos)
     f_partitions = []
     for _ in range(n):
-        it_partitions, pos = _dec_VoteResponse_PartitionData_v0_1(buf, pos)
+        it_partitions, pos = _dec_VoteResponse_PartitionData_v0_2(buf, pos)
         f_partitions.append(it_partitions)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -431,7 +530,7 @@ def _dec_VoteResponse_NodeEndpoint_v0(buf: Any, pos: int) -> tuple[VoteResponse.
     return VoteResponse.NodeEndpoint(unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_NodeEndpoint_v1(w: bytearray, o: VoteResponse.NodeEndpoint) -> None:
+def _enc_VoteResponse_NodeEndpoint_v1_2(w: bytearray, o: VoteResponse.NodeEndpoint) -> None:
     w += _S_i.pack(o.node_id)
     write_required_compact_string(w, o.host)
     w += _S_H.pack(o.port)
@@ -441,7 +540,7 @@ def _enc_VoteResponse_NodeEndpoint_v1(w: bytearray, o: VoteResponse.NodeEndpoint
         w.append(0)
 
 
-def _dec_VoteResponse_NodeEndpoint_v1(buf: Any, pos: int) -> tuple[VoteResponse.NodeEndpoint, int]:
+def _dec_VoteResponse_NodeEndpoint_v1_2(buf: Any, pos: int) -> tuple[VoteResponse.NodeEndpoint, int]:
     f_node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     f_host, pos = read_compact_string(buf, pos)
@@ -463,7 +562,7 @@ def _enc_VoteResponse_v0(w: bytearray, o: VoteResponse) -> None:
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_VoteResponse_TopicData_v0_1(w, it_topics)
+            _enc_VoteResponse_TopicData_v0_2(w, it_topics)
     if o.unknown_tags:
         write_tagged_fields(w, list(o.unknown_tags))
     else:
@@ -476,7 +575,7 @@ def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
+        it_topics, pos = _dec_VoteResponse_TopicData_v0_2(buf, pos)
         f_topics.append(it_topics)
     unknown: list[tuple[int, bytes]] | None = None
     n_tags, pos = read_uvarint(buf, pos)
@@ -488,13 +587,13 @@ def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     return VoteResponse(error_code=f_error_code, topics=f_topics, unknown_tags=unknown), pos
 
 
-def _enc_VoteResponse_v1(w: bytearray, o: VoteResponse) -> None:
+def _enc_VoteResponse_v1_2(w: bytearray, o: VoteResponse) -> None:
     w += _S_h.pack(o.error_code)
     v_topics = o.topics
     write_required_compact_array_length(w, v_topics)
     if v_topics:
         for it_topics in v_topics:
-            _enc_VoteResponse_TopicData_v0_1(w, it_topics)
+            _enc_VoteResponse_TopicData_v0_2(w, it_topics)
     tags = list(o.unknown_tags) if o.unknown_tags else []
     if o.node_endpoints:
         t = bytearray()
@@ -502,18 +601,18 @@ def _enc_VoteResponse_v1(w: bytearray, o: VoteResponse) -> None:
         write_required_compact_array_length(t, v_node_endpoints)
         if v_node_endpoints:
             for it_node_endpoints in v_node_endpoints:
-                _enc_VoteResponse_NodeEndpoint_v1(t, it_node_endpoints)
+                _enc_VoteResponse_NodeEndpoint_v1_2(t, it_node_endpoints)
         tags.append((0, bytes(t)))
     write_tagged_fields(w, tags)
 
 
-def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
+def _dec_VoteResponse_v1_2(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     f_error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     n, pos = read_required_compact_array_length(buf, pos)
     f_topics = []
     for _ in range(n):
-        it_topics, pos = _dec_VoteResponse_TopicData_v0_1(buf, pos)
+        it_topics, pos = _dec_VoteResponse_TopicData_v0_2(buf, pos)
         f_topics.append(it_topics)
     f_node_endpoints: list[VoteResponse.NodeEndpoint] = []
     unknown: list[tuple[int, bytes]] | None = None
@@ -526,7 +625,7 @@ def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
             n, pos = read_required_compact_array_length(buf, pos)
             f_node_endpoints = []
             for _ in range(n):
-                it_node_endpoints, pos = _dec_VoteResponse_NodeEndpoint_v1(buf, pos)
+                it_node_endpoints, pos = _dec_VoteResponse_NodeEndpoint_v1_2(buf, pos)
                 f_node_endpoints.append(it_node_endpoints)
             pos = skip_to(buf, pos, end, "tagged field NodeEndpoints")
         else:
@@ -536,7 +635,7 @@ def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     return VoteResponse(error_code=f_error_code, topics=f_topics, node_endpoints=f_node_endpoints, unknown_tags=unknown), pos
 
 
-VoteRequest._ENCODERS = (_enc_VoteRequest_v0, _enc_VoteRequest_v1,)
-VoteRequest._DECODERS = (_dec_VoteRequest_v0, _dec_VoteRequest_v1,)
-VoteResponse._ENCODERS = (_enc_VoteResponse_v0, _enc_VoteResponse_v1,)
-VoteResponse._DECODERS = (_dec_VoteResponse_v0, _dec_VoteResponse_v1,)
+VoteRequest._ENCODERS = (_enc_VoteRequest_v0, _enc_VoteRequest_v1, _enc_VoteRequest_v2,)
+VoteRequest._DECODERS = (_dec_VoteRequest_v0, _dec_VoteRequest_v1, _dec_VoteRequest_v2,)
+VoteResponse._ENCODERS = (_enc_VoteResponse_v0, _enc_VoteResponse_v1_2, _enc_VoteResponse_v1_2,)
+VoteResponse._DECODERS = (_dec_VoteResponse_v0, _dec_VoteResponse_v1_2, _dec_VoteResponse_v1_2,)
