@@ -156,7 +156,10 @@ class ClusterAgent:
         image = self.image
         for local in list(topics):
             wanted = image.topics.get(local.name)
-            if wanted is None or str(local.topic_id) != wanted.topic_id:
+            # Only what the log says is gone: a restarted broker's image is empty until its
+            # observer has replayed the log, and its logs must survive that.
+            if (wanted is None and str(local.topic_id) in image.removed_topic_ids) or (
+                    wanted is not None and str(local.topic_id) != wanted.topic_id):
                 for partition in local.partitions:
                     self.replicas.forget(partition)
                 self.broker.delete_topic(local.name)

@@ -399,6 +399,8 @@ class ControllerApis:
             return ElectLeadersResponse(error_code=_code(exc)[0])
         by_topic: dict[str, ElectLeadersResponse.ReplicaElectionResult] = {}
         for (name, index), (code, message) in outcome.items():
+            if req.topic_partitions is None and code == ElectionNotNeededError.errno:
+                continue  # asked for every partition: Kafka lists only those it elected
             entry = by_topic.setdefault(name, ElectLeadersResponse.ReplicaElectionResult(
                 topic=name))
             entry.partition_result.append(ElectLeadersResponse.PartitionResult(

@@ -69,6 +69,9 @@ class MetadataImage:
         self.brokers: dict[int, BrokerImage] = {}
         self.topics: dict[str, TopicImage] = {}
         self.topic_ids: dict[str, str] = {}  # id -> name
+        # Ids of deleted topics: a broker deletes a local log only for these (or for a
+        # name now used by another id), never because its image has not caught up yet.
+        self.removed_topic_ids: set[str] = set()
         self.broker_configs: dict[str, dict[str, str]] = {}  # "" = cluster default
         self.offset = -1  # the last applied log offset
         self.cluster_id: str | None = None
@@ -111,6 +114,7 @@ class MetadataImage:
                     record.get("leader_epoch", 0), record.get("partition_epoch", 0),
                     list(record.get("adding") or []), list(record.get("removing") or []))
         elif kind == "remove_topic":
+            self.removed_topic_ids.add(record["id"])
             name = self.topic_ids.pop(record["id"], None)
             if name is not None:
                 self.topics.pop(name, None)
@@ -135,6 +139,7 @@ class MetadataImage:
                         "partitions": {str(i): p.to_json() for i, p in t.partitions.items()}}
                        for t in self.topics.values()],
             "broker_configs": self.broker_configs,
+            "removed_topic_ids": sorted(self.removed_topic_ids),
         }
         return json.dumps(data, separators=(",", ":")).encode()
 
@@ -157,4 +162,5 @@ class MetadataImage:
             image.topics[topic.name] = topic
             image.topic_ids[topic.topic_id] = topic.name
         image.broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
+        image.removed_topic_ids = set(data.get("removed_topic_ids", ()))
         return image
