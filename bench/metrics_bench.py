@@ -18,6 +18,11 @@ is shared by both settings. The machine is noisy (other processes come and go), 
 report gives, per case, the median rate and the min-max spread of each setting, and the
 median of the per-round ratios on/off (each ratio compares two runs made seconds apart),
 which is the overhead figure.
+
+``--profile`` measures the same cost another way, less at the mercy of the machine's
+noise: the asyncio faces (everything on one thread) send and then read the records once
+with metrics on under ``cProfile``, which reports the share of the time spent in
+``sdk/metrics`` code itself (an upper bound: the profiler inflates many small calls most).
 """
 
 from __future__ import annotations
@@ -94,6 +99,48 @@ def _run(a: argparse.Namespace, bootstrap: str, case: str, topic: str, metrics: 
     return float(result["rate"]), float(result["per_cpu"])
 
 
+def _profile(a: argparse.Namespace, bootstrap: str) -> None:
+    import cProfile
+    import pstats
+
+    from sdk import AsyncConsumer, AsyncProducer, TopicPartition
+    from tests.integration.conftest import create_topic
+
+    async def run() -> tuple[cProfile.Profile, cProfile.Profile]:
+        topic = f"bench-metrics-{uuid.uuid4().hex[:8]}"
+        await create_topic(bootstrap, topic, PARTITIONS)
+        value = b"x" * a.size
+        sending, polling = cProfile.Profile(), cProfile.Profile()
+        async with AsyncProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+            await (await producer.send(topic, b"warm-up"))
+            sending.enable()
+            for _ in range(a.count):
+                await producer.send(topic, value)
+            await producer.flush()
+            sending.disable()
+        consumer = AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+            seen = 0
+            polling.enable()
+            while seen < a.count + 1:
+                for records in (await consumer.getmany(timeout_ms=1000)).values():
+                    seen += len(records)
+            polling.disable()
+        finally:
+            await consumer.close()
+        return sending, polling
+
+    for case, prof in zip(("send", "poll"), asyncio.run(run())):
+        stats = pstats.Stats(prof)
+        total = stats.total_tt  # type: ignore[attr-defined]
+        ours = sum(v[2] for k, v in stats.stats.items()  # type: ignore[attr-defined]
+                   if "sdk/metrics" in k[0])
+        print(f"{case}: {total:.3f} s profiled, sdk/metrics code {ours * 1000:.1f} ms "
+              f"= {100 * ours / total:.2f}%")
+
+
 def _start_broker() -> tuple[subprocess.Popen[bytes], str, str]:
     import tempfile
 
@@ -118,6 +165,8 @@ def main() -> None:
     p.add_argument("--count", type=int, default=200_000)
     p.add_argument("--size", type=int, default=100)
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--profile", action="store_true",
+                   help="the share of time in sdk/metrics code under cProfile instead")
     a = p.parse_args()
     if a.worker:
         worker_main(a)
@@ -132,6 +181,9 @@ def main() -> None:
     rates: dict[tuple[str, str], list[float]] = {}  # (case, setting) -> rec/s
     ratios: dict[str, list[float]] = {}  # case -> per-round on/off ratios
     try:
+        if a.profile:
+            _profile(a, bootstrap)
+            return
         print(f"metrics on vs off: {a.count} records of {a.size} B, {a.rounds} rounds, "
               f"broker {'server_ref' if proc else bootstrap}", flush=True)
         for r in range(a.rounds):
