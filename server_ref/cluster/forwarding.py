@@ -7,9 +7,10 @@ every item gets REQUEST_TIMED_OUT, which clients retry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sdk.errors import RequestTimedOutError
+from sdk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from sdk.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -17,13 +18,18 @@ from sdk.protocol.messages.create_partitions import (
 from sdk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from sdk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from sdk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from sdk.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from server_ref.cluster.views import forward
 from server_ref.controller.image import MetadataImage
 
 if TYPE_CHECKING:
     from server_ref.handlers import RequestContext
 
-__all__ = ["create_partitions", "create_topics", "delete_topics", "elect_leaders"]
+__all__ = ["create_partitions", "create_topics", "delete_topics", "elect_leaders",
+           "incremental_alter_configs", "alter_configs"]
 
 TIMED_OUT = RequestTimedOutError.errno
 
@@ -100,3 +106,89 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
         return await forward(ctx, req, ElectLeadersResponse)  # type: ignore[no-any-return]
     except RequestTimedOutError:
         return ElectLeadersResponse(error_code=TIMED_OUT)
+
+
+TOPIC_RESOURCE = 2
+
+
+async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest,
+                                    local: Any, version: int | None = None
+                                    ) -> IncrementalAlterConfigsResponse:
+    """Topic configs live in the metadata log: those resources go to the controller; the
+    others (broker configs) are this broker's own, answered by ``local``. The answer keeps
+    the request's order and waits until this broker's image shows the new topic configs."""
+    topics = [r for r in req.resources if r.resource_type == TOPIC_RESOURCE]
+    others = [r for r in req.resources if r.resource_type != TOPIC_RESOURCE]
+    answered: dict[tuple[int, str], Any] = {}
+    if others:
+        sub = IncrementalAlterConfigsRequest(resources=others, validate_only=req.validate_only)
+        for entry in local(ctx, sub).responses:
+            answered[(entry.resource_type, entry.resource_name)] = entry
+    if topics:
+        forwarded = IncrementalAlterConfigsRequest(resources=topics,
+                                                   validate_only=req.validate_only)
+        wanted = {r.resource_name: r for r in topics}
+
+        def seen(image: MetadataImage, response: IncrementalAlterConfigsResponse) -> bool:
+            for entry in response.responses:
+                topic = image.topics.get(entry.resource_name)
+                if entry.error_code or topic is None:
+                    continue
+                for c in wanted[entry.resource_name].configs:
+                    if c.config_operation == 0 and topic.configs.get(c.name) != c.value:
+                        return False
+                    if c.config_operation == 1 and c.name in topic.configs:
+                        return False
+            return True
+
+        try:
+            response = await forward(ctx, forwarded, IncrementalAlterConfigsResponse,
+                                     None if req.validate_only else seen, version)
+            entries = response.responses  # type: ignore[attr-defined]
+        except RequestTimedOutError as exc:
+            entries = [IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                resource_type=r.resource_type, resource_name=r.resource_name,
+                error_code=TIMED_OUT, error_message=exc.message) for r in topics]
+        for entry in entries:
+            answered[(entry.resource_type, entry.resource_name)] = entry
+    return IncrementalAlterConfigsResponse(responses=[
+        answered[(r.resource_type, r.resource_name)] for r in req.resources
+        if (r.resource_type, r.resource_name) in answered])
+
+
+async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest, local: Any
+                        ) -> AlterConfigsResponse:
+    """The legacy whole-set AlterConfigs: for a topic, the given configs replace its
+    overrides, sent to the controller as IncrementalAlterConfigs (SET the given ones,
+    DELETE the others the metadata log holds); other resources are answered by ``local``."""
+    image = ctx.broker.cluster.image
+    resources = []
+    for r in req.resources:
+        ops = []
+        if r.resource_type == TOPIC_RESOURCE:
+            given = {c.name: c.value for c in r.configs}
+            ops = [IncrementalAlterConfigsRequest.AlterableConfig(
+                name=k, config_operation=0, value=v) for k, v in given.items()]
+            current = image.topics.get(r.resource_name)
+            for name in (current.configs if current is not None else {}):
+                if name not in given:
+                    ops.append(IncrementalAlterConfigsRequest.AlterableConfig(
+                        name=name, config_operation=1, value=None))
+        resources.append(IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=r.resource_type, resource_name=r.resource_name, configs=ops))
+
+    def local_incremental(ctx: RequestContext, sub: IncrementalAlterConfigsRequest) -> Any:
+        names = {(r.resource_type, r.resource_name) for r in sub.resources}
+        legacy = AlterConfigsRequest(resources=[
+            r for r in req.resources if (r.resource_type, r.resource_name) in names],
+            validate_only=req.validate_only)
+        return local(ctx, legacy)
+
+    converted = IncrementalAlterConfigsRequest(resources=resources,
+                                               validate_only=req.validate_only)
+    answer = await incremental_alter_configs(ctx, converted, local_incremental, 1)
+    return AlterConfigsResponse(responses=[
+        AlterConfigsResponse.AlterConfigsResourceResponse(
+            error_code=e.error_code, error_message=e.error_message,
+            resource_type=e.resource_type, resource_name=e.resource_name)
+        for e in answer.responses])

@@ -152,12 +152,13 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
 
 
 async def forward(ctx: RequestContext, req: Any, response_type: type[Any],
-                  seen: Any = None) -> Any:
+                  seen: Any = None, version: int | None = None) -> Any:
     """``req`` answered by the active controller; with ``seen(image) -> bool`` the answer
     waits (a few seconds at most) until this broker's image shows the change."""
     agent: ClusterAgent = ctx.broker.cluster
     try:
-        response = await agent.controller_request(req, ctx.api_version, FORWARD_TIMEOUT_S)
+        response = await agent.controller_request(
+            req, ctx.api_version if version is None else version, FORWARD_TIMEOUT_S)
     except RequestTimedOutError as exc:
         log.info("forwarding %s failed: %s", type(req).__name__, exc)
         raise

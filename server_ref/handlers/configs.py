@@ -287,8 +287,13 @@ def _response_entry(cls: Any, res: Any, exc: KafkaError | None) -> Any:
 
 
 @handles(33, 0, 2)
-def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
+def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> Any:
     """The legacy, whole-set variant: the given configs replace every override."""
+    if ctx.broker.cluster is not None and any(
+            r.resource_type == TOPIC_RESOURCE for r in req.resources):
+        from server_ref.cluster import forwarding  # topic configs: through the controller
+
+        return forwarding.alter_configs(ctx, req, alter_configs)
     responses = []
     for res in req.resources:
         error: KafkaError | None = None
@@ -389,7 +394,12 @@ def _incremental_broker(config: BrokerConfig, per_broker: bool,
 
 @handles(44, 0, 1)
 def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
-                              ) -> IncrementalAlterConfigsResponse:
+                              ) -> Any:
+    if ctx.broker.cluster is not None and any(
+            r.resource_type == TOPIC_RESOURCE for r in req.resources):
+        from server_ref.cluster import forwarding  # topic configs: through the controller
+
+        return forwarding.incremental_alter_configs(ctx, req, incremental_alter_configs)
     responses = []
     for res in req.resources:
         error: KafkaError | None = None

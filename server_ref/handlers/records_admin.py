@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 from sdk.errors import KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from sdk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
@@ -43,6 +44,15 @@ def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteReco
     return DeleteRecordsResponse(topics=topics)
 
 
+def _hosted(broker: Any, partition: Any) -> bool:
+    """Cluster mode: only the partitions this broker is a replica of (its other logs are
+    placeholders of the metadata image)."""
+    if broker.cluster is None:
+        return True
+    replica = partition.replica
+    return replica is not None and replica.role != "offline"
+
+
 @handles(35, 1, 4)
 def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest
                       ) -> DescribeLogDirsResponse:
@@ -61,7 +71,8 @@ def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest
         chosen = range(len(topic.partitions)) if indexes is None else indexes
         parts = [DescribeLogDirsResponse.DescribeLogDirsPartition(
             partition_index=i, partition_size=topic.partitions[i].log.size_in_bytes())
-            for i in chosen if 0 <= i < len(topic.partitions)]
+            for i in chosen if 0 <= i < len(topic.partitions)
+            and _hosted(broker, topic.partitions[i])]
         topics.append(DescribeLogDirsResponse.DescribeLogDirsTopic(name=name, partitions=parts))
     usage = shutil.disk_usage(broker.data_dir)
     results = [DescribeLogDirsResponse.DescribeLogDirsResult(

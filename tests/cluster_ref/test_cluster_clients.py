@@ -199,3 +199,55 @@ def _described(bootstrap: str, topic: str) -> str | None:
     out = _java("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
                 "--describe", "--topic", topic)
     return out if out.count("Partition:") >= PARTITIONS and "Isr: " in out else None
+
+
+def test_topic_config_changes_go_through_the_controller(cluster: EmbeddedCluster) -> None:
+    """IncrementalAlterConfigs (our admin) and the legacy AlterConfigs (kafka-python) of a
+    topic reach every broker: each describes the new value, from its metadata image."""
+    from kafka.admin import ConfigResource as KPResource
+    from kafka.admin import ConfigResourceType as KPType
+    from kafka.admin import KafkaAdminClient
+
+    from sdk.admin.results import ConfigResource
+
+    topic = _topic(cluster, "configs")
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.alter_configs({ConfigResource.topic(topic): {"retention.ms": "123456"}}
+                            ).raise_if_failed()
+    _every_broker_says(cluster, topic, "retention.ms", "123456")
+    legacy = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        legacy.alter_configs([KPResource(KPType.TOPIC, topic,
+                                         configs={"retention.ms": "654321"})])
+    finally:
+        legacy.close()
+    _every_broker_says(cluster, topic, "retention.ms", "654321")
+    # The whole-set form replaced the overrides: min.insync.replicas is back to the default.
+    _every_broker_says(cluster, topic, "min.insync.replicas", "2")  # broker default here
+
+
+def _every_broker_says(cluster: EmbeddedCluster, topic: str, name: str, value: str) -> None:
+    from sdk.admin.results import ConfigResource
+
+    for node in cluster.brokers:
+        def described(address: str = cluster.address_of(node.node_id)) -> bool:
+            with AdminClient(bootstrap_servers=address) as admin:
+                config = admin.describe_configs([ConfigResource.topic(topic)], names=[name]
+                                                )[ConfigResource.topic(topic)]
+            return config.value(name) == value
+        wait_for(described, 30, f"broker {node.node_id} showing {name}={value}")
+
+
+def test_describe_log_dirs_lists_only_hosted_replicas(cluster: EmbeddedCluster) -> None:
+    name = f"dirs-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(name, replica_assignment={0: [1], 1: [2, 3]})]
+                            ).raise_if_failed()
+        wait_for(lambda: all(cluster.partition_states(n.node_id, name)
+                             for n in cluster.brokers), 30, f"{name} known everywhere")
+        hosted = {}
+        for node in cluster.brokers:
+            dirs = admin.describe_log_dirs([node.node_id])[node.node_id]
+            hosted[node.node_id] = sorted(
+                tp.partition for d in dirs for tp in d.replicas if tp.topic == name)
+    assert hosted == {1: [0], 2: [1], 3: [1]}
