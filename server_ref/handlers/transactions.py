@@ -15,6 +15,7 @@ PRODUCER_FENCED exists from InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTx
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -52,20 +53,25 @@ from server_ref.transactions import TransactionCoordinator, TxnState
 from server_ref.transactions.markers import write_marker
 
 APTResponse = AddPartitionsToTxnResponse
-TRANSACTION_VERSION = 2  # the finalized transaction.version this broker serves
+TRANSACTION_VERSION = 2  # the highest transaction.version this broker serves
 
 
 
 def transaction_features() -> dict[str, Any]:
     """ApiVersions v3+ fields (tagged): the feature naming the transaction protocol, levels
-    0-2 supported and 2 finalized, as Apache Kafka 4.x formats a new cluster."""
+    0-2 supported and 2 finalized, as Apache Kafka 4.x formats a new cluster.
+
+    Test hook: ``SERVER_REF_TRANSACTION_VERSION`` finalizes another level (0 or 1, what
+    ``kafka-storage format --feature transaction.version=1`` does to Kafka), so clients pick
+    transactions v1; the v2 request versions stay served, as Kafka serves them."""
+    level = int(os.environ.get("SERVER_REF_TRANSACTION_VERSION", TRANSACTION_VERSION))
+    finalized = [] if level <= 0 else [ApiVersionsResponse.FinalizedFeatureKey(
+        name="transaction.version", min_version_level=level, max_version_level=level)]
     return {
         "supported_features": [ApiVersionsResponse.SupportedFeatureKey(
             name="transaction.version", min_version=0, max_version=TRANSACTION_VERSION)],
         "finalized_features_epoch": 1,
-        "finalized_features": [ApiVersionsResponse.FinalizedFeatureKey(
-            name="transaction.version", min_version_level=TRANSACTION_VERSION,
-            max_version_level=TRANSACTION_VERSION)],
+        "finalized_features": finalized,
     }
 _FENCED = errors.ProducerFencedError.errno
 _OLD_EPOCH = errors.InvalidProducerEpochError.errno

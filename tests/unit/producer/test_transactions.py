@@ -134,14 +134,18 @@ def test_fenced_commit_is_fatal(embedded_broker: Any, control: Any, topic: str) 
             p.send(topic, b"v")
 
 
-def test_partitions_join_in_one_request(embedded_broker: Any, control: Any) -> None:
-    """Partitions whose batches become sendable together are added with one
-    AddPartitionsToTxn; a partition already in the transaction needs none."""
+def test_partitions_join_in_one_request(embedded_broker: Any, control: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Transactions v1 (the broker finalizes transaction.version 1): partitions whose
+    batches become sendable together are added with one AddPartitionsToTxn; a partition
+    already in the transaction needs none."""
+    monkeypatch.setenv("SERVER_REF_TRANSACTION_VERSION", "1")
     topic = f"p-{uuid.uuid4().hex[:10]}"
     bootstrap = embedded_broker.bootstrap_servers
     with Producer(bootstrap_servers=bootstrap, transactional_id=uuid.uuid4().hex,
                   linger_ms=60_000) as p:
         p.init_transactions(timeout=10)
+        assert p._core._manager().protocol == 1
         p.partitions_for(topic)  # auto-created with the broker's default partition count
         parts = len(p.partitions_for(topic))
         before = control.seen(ADD_PARTITIONS_TO_TXN)

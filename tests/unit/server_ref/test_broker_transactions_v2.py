@@ -5,6 +5,7 @@ move to a new producer id when the epochs run out, also across a restart."""
 
 from __future__ import annotations
 
+import pytest
 from broker_kit import Served
 from test_broker_produce import create_topic, partition_result, produce_request
 from test_broker_transactions import (
@@ -48,6 +49,16 @@ async def test_api_versions_advertise_transaction_version_2(served: Served) -> N
             for f in response.finalized_features] == [("transaction.version", 2, 2)]
     tops = {k.api_key: k.max_version for k in response.api_keys}
     assert (tops[0], tops[26], tops[28]) == (12, 5, 5)  # Produce, EndTxn, TxnOffsetCommit
+
+
+async def test_a_broker_at_transaction_version_1_says_so(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVER_REF_TRANSACTION_VERSION", "1")
+    client = await served.client()
+    response = await client.call(ApiVersionsRequest(client_software_name="t",
+                                                    client_software_version="1"), 3)
+    assert [(f.name, f.max_version_level) for f in response.finalized_features] == \
+        [("transaction.version", 1)]
 
 
 async def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(
