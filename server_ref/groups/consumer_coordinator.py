@@ -71,6 +71,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         # Journal writes (key, value or None for a tombstone): __consumer_offsets.
         self.persist: Callable[[bytes, bytes | None], None] | None = None
+        # A classic group with members -> the same members in a consumer group, or None.
+        self.convert_classic: Callable[[str], ConsumerGroup | None] | None = None
         self._saved: dict[str, bytes] = {}
 
     def restore(self, groups: Iterable[ConsumerGroup]) -> None:
@@ -115,6 +117,10 @@ class ConsumerGroupCoordinator:
         if member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             return self._leave(group_id, member_id, member_epoch, instance_id)
         group = self.group(group_id)
+        if group is None and member_epoch == 0 and self.convert_classic is not None:
+            group = self.convert_classic(group_id)  # the online upgrade (classic_members.py)
+            if group is not None:
+                self.groups[group_id] = group
         if group is None:
             if member_epoch != 0:
                 raise errors.GroupIdNotFoundError(f"group {group_id} does not exist")
@@ -347,7 +353,9 @@ class ConsumerGroupCoordinator:
 
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         key = _session_key(group.group_id, member.member_id)
-        self._timers.schedule(key, self.session_timeout_ms,
+        timeout = (member.classic.session_timeout_ms if member.classic is not None
+                   else self.session_timeout_ms)
+        self._timers.schedule(key, timeout,
                               lambda: self._expire(group, member.member_id, "session timed out"))
 
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerMember,

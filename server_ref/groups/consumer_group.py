@@ -38,6 +38,14 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
+@dataclass(frozen=True)
+class ClassicInfo:
+    """A classic member (JoinGroup/SyncGroup) of a consumer group: what only it has."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, subscription), in its preference
+
+
 @dataclass(eq=False)
 class ConsumerMember:
     member_id: str
@@ -54,6 +62,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicInfo | None = None  # set for members using the classic protocol
 
     def owned(self) -> Iterable[tuple[uuid.UUID, int]]:
         """Partitions this member holds (assigned or still to revoke)."""

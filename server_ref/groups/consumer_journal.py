@@ -18,7 +18,12 @@ from typing import Any
 from sdk.errors import MalformedDataError
 from sdk.protocol.primitives import read_string, write_string
 from server_ref.groups.assignors import Assignment
-from server_ref.groups.consumer_group import ConsumerGroup, ConsumerMember, MemberState
+from server_ref.groups.consumer_group import (
+    ClassicInfo,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
 
 CONSUMER_GROUP_KEY_VERSION = 3  # Kafka's ConsumerGroupMetadataKey
 _VALUE_VERSION = 0
@@ -53,6 +58,9 @@ def encode_group(group: ConsumerGroup) -> bytes:
         "assignment_epoch": group.assignment_epoch,
         "assignor": group.assignor,
         "target": {m: _parts(a) for m, a in group.target.items()},
+        # what the target was computed from, so a restart does not count it as a change
+        "topics": {name: [str(tid), count]
+                   for name, (tid, count) in group.subscription_metadata.items()},
         "members": [{
             "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
             "client_id": m.client_id, "client_host": m.client_host,
@@ -62,6 +70,9 @@ def encode_group(group: ConsumerGroup) -> bytes:
             "epoch": m.member_epoch, "previous_epoch": m.previous_member_epoch,
             "state": m.state.value, "assigned": _parts(m.assigned),
             "revoking": _parts(m.pending_revocation),
+            "classic": None if m.classic is None else {
+                "session_timeout_ms": m.classic.session_timeout_ms,
+                "protocols": [[name, meta.hex()] for name, meta in m.classic.protocols]},
         } for m in group.members.values()],
     }
     return _INT16.pack(_VALUE_VERSION) + json.dumps(state, sort_keys=True).encode()
@@ -77,6 +88,8 @@ def decode_group(group_id: str, value: bytes) -> ConsumerGroup:
                               assignment_epoch=state["assignment_epoch"],
                               assignor=state["assignor"])
         group.target = {m: _unparts(a) for m, a in state["target"].items()}
+        group.subscription_metadata = {name: (uuid.UUID(tid), count)
+                                       for name, (tid, count) in state["topics"].items()}
         for raw in state["members"]:
             member = ConsumerMember(
                 raw["member_id"], raw["instance_id"], raw["rack_id"], raw["client_id"],
@@ -84,6 +97,10 @@ def decode_group(group_id: str, value: bytes) -> ConsumerGroup:
                 tuple(raw["topics"]), raw["regex"], raw["epoch"], raw["previous_epoch"],
                 MemberState(raw["state"]), _unparts(raw["assigned"]),
                 _unparts(raw["revoking"]))
+            classic = raw.get("classic")
+            if classic is not None:
+                member.classic = ClassicInfo(classic["session_timeout_ms"], tuple(
+                    (name, bytes.fromhex(meta)) for name, meta in classic["protocols"]))
             group.members[member.member_id] = member
             if member.instance_id is not None:
                 group.static_members[member.instance_id] = member.member_id

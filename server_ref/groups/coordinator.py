@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sdk import errors
+from server_ref.groups.classic_members import ClassicMembers
 from server_ref.groups.config import GroupConfig
 from server_ref.groups.consumer_coordinator import ConsumerGroupCoordinator, TopicLookup
 from server_ref.groups.consumer_group import ConsumerGroup
@@ -28,10 +29,13 @@ from server_ref.groups.results import (
     GroupDescription,
     GroupListing,
     JoinResult,
+    LeaveResult,
+    LeavingMember,
     MemberDescription,
     OffsetFetchResult,
     OffsetToCommit,
     Partition,
+    SyncResult,
 )
 from server_ref.groups.store import GroupStore
 from server_ref.groups.timers import Timers
@@ -77,25 +81,80 @@ class GroupCoordinator:
             max_size=self.config.consumer_max_size,
             is_classic_group=self._has_classic_members)
         self.consumer.persist = self._store.append_record
-        self.sync_group = self._membership.sync_group
-        self.heartbeat = self._membership.heartbeat
-        self.leave_group = self._membership.leave_group
+        # Classic members of consumer groups: the online upgrade (classic_members.py).
+        self.classic_members = ClassicMembers(self.consumer, self._store,
+                                              self._forget_classic_group)
+        self.consumer.convert_classic = self.classic_members.convert
 
     def _has_classic_members(self, group_id: str) -> bool:
         group = self._store.get(group_id)
         return group is not None and bool(group.members)
 
+    def _forget_classic_group(self, group: object) -> None:
+        assert isinstance(group, Group)
+        self._membership.forget(group)
+
+    def _mixed(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id`` when it has members (classic calls go there)."""
+        group = self.consumer.group(group_id)
+        return group if group is not None and group.members else None
+
     async def join_group(self, group_id: str, member_id: str, **kwargs: Any) -> JoinResult:
-        """JoinGroup (Membership.join_group). A consumer-protocol group with members
-        refuses classic members (INCONSISTENT_GROUP_PROTOCOL: this coordinator does not
-        run mixed groups); an empty one gives way to the classic group, as Kafka's does."""
+        """JoinGroup (Membership.join_group). Into a consumer group with members: a classic
+        member of it (classic_members.py); an empty one gives way to a classic group, as
+        Kafka's does."""
         consumer_group = self.consumer.group(group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                return JoinResult(error=errors.InconsistentGroupProtocolError.errno,
-                                  member_id=member_id)
+                try:
+                    self._check_available()
+                except errors.BrokerResponseError as exc:
+                    return JoinResult(error=exc.errno, member_id=member_id)
+                return self.classic_members.join(
+                    consumer_group, member_id, protocol_type=kwargs["protocol_type"],
+                    protocols=kwargs["protocols"],
+                    session_timeout_ms=kwargs["session_timeout_ms"],
+                    rebalance_timeout_ms=kwargs["rebalance_timeout_ms"],
+                    group_instance_id=kwargs.get("group_instance_id"),
+                    client_id=kwargs.get("client_id", ""),
+                    client_host=kwargs.get("client_host", ""),
+                    require_known_member_id=kwargs.get("require_known_member_id", False))
             self.consumer.delete(group_id)
         return await self._classic_join_group(group_id, member_id, **kwargs)
+
+    async def sync_group(self, group_id: str, member_id: str, generation_id: int, *,
+                         assignments: Mapping[str, bytes] | None = None,
+                         group_instance_id: str | None = None,
+                         protocol_type: str | None = None,
+                         protocol_name: str | None = None) -> SyncResult:
+        """SyncGroup (Membership.sync_group; a classic member of a consumer group: its
+        assignment from the consumer group)."""
+        mixed = self._mixed(group_id)
+        if mixed is not None:
+            return self.classic_members.sync(mixed, member_id, generation_id,
+                                             group_instance_id=group_instance_id,
+                                             protocol_name=protocol_name)
+        return await self._membership.sync_group(
+            group_id, member_id, generation_id, assignments=assignments,
+            group_instance_id=group_instance_id, protocol_type=protocol_type,
+            protocol_name=protocol_name)
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int,
+                  group_instance_id: str | None = None) -> int:
+        """Heartbeat (Membership.heartbeat, or a classic member of a consumer group)."""
+        mixed = self._mixed(group_id)
+        if mixed is not None:
+            return self.classic_members.heartbeat(mixed, member_id, generation_id,
+                                                  group_instance_id)
+        return self._membership.heartbeat(group_id, member_id, generation_id,
+                                          group_instance_id)
+
+    def leave_group(self, group_id: str, members: Sequence[LeavingMember]) -> LeaveResult:
+        """LeaveGroup (Membership.leave_group, or classic members of a consumer group)."""
+        mixed = self._mixed(group_id)
+        if mixed is not None:
+            return self.classic_members.leave(mixed, members)
+        return self._membership.leave_group(group_id, members)
 
     # ================================================================== lifecycle
 

@@ -26,7 +26,8 @@ from server_ref.handlers.groups import (
     client_host,
 )
 
-_CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 MemberType: 0 classic, 1 consumer
+_CLASSIC_MEMBER_TYPE = 0  # ConsumerGroupDescribe v1 MemberType
+_CONSUMER_MEMBER_TYPE = 1
 
 
 def _consumer(ctx: RequestContext) -> ConsumerGroupCoordinator:
@@ -111,7 +112,8 @@ def consumer_group_describe(ctx: RequestContext, req: ConsumerGroupDescribeReque
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=assignment(m.assigned),
                     target_assignment=assignment(group.target.get(m.member_id, {})),
-                    member_type=_CONSUMER_MEMBER_TYPE if ctx.api_version >= 1 else -1)
+                    member_type=(-1 if ctx.api_version < 1 else _CLASSIC_MEMBER_TYPE
+                                 if m.classic is not None else _CONSUMER_MEMBER_TYPE))
                 for m in group.members.values()
             ]))
     return ConsumerGroupDescribeResponse(groups=described)

@@ -380,13 +380,10 @@ def test_ref_broker_restart_keeps_the_group_and_its_offsets(tmp_path: Path) -> N
 
 
 def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> None:
-    """Mixed groups. Apache Kafka (group.consumer.migration.policy=bidirectional, its
-    default) converts a classic group when a consumer-protocol member joins and serves both
-    kinds of member in one group. Our broker does not run mixed groups: the newcomer is
-    refused with GROUP_ID_NOT_FOUND (what Kafka answers when migration is disabled) and the
-    classic member keeps every partition."""
-    from sdk.errors import GroupIdNotFoundError
-
+    """The online upgrade (group.consumer.migration.policy=bidirectional, Kafka's default):
+    a consumer-protocol member joins a stable classic group, the group becomes a consumer
+    group, and the classic member carries on with JoinGroup/SyncGroup/Heartbeat, giving up
+    the partitions the broker moves to the newcomer. Both brokers."""
     topic, group = new_topic("mixed"), f"g-{uuid.uuid4().hex[:8]}"
     target.create_topic(topic, 4)
     classic = Consumer(topic, bootstrap_servers=target.bootstrap_servers, group_id=group,
@@ -400,19 +397,15 @@ def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> Non
             classic.poll(timeout_ms=100)
         newcomer.subscribe([topic])
         deadline = time.monotonic() + WAIT_S
-        if target.name == "ref":
-            with pytest.raises(GroupIdNotFoundError):
-                while time.monotonic() < deadline:
-                    newcomer.poll(timeout_ms=100)
-                    classic.poll(timeout_ms=100)
-            assert len(classic.assignment()) == 4
-            return
         while not (newcomer.assignment() and classic.assignment()
                    and len(newcomer.assignment() | classic.assignment()) == 4):
             assert time.monotonic() < deadline, (classic.assignment(), newcomer.assignment())
             newcomer.poll(timeout_ms=100)
             classic.poll(timeout_ms=100)
         assert not newcomer.assignment() & classic.assignment()
+        with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+            described = admin.consumer_group_describe([group])[group]
+        assert sorted(m.member_type for m in described.members) == [0, 1]  # classic, consumer
     finally:
         newcomer.close()
         classic.close()
