@@ -41,8 +41,9 @@ class EmbeddedBroker:
         keyword ``properties`` the same with underscores (``num_partitions=3``).
         ``metrics_port`` serves Prometheus metrics at ``metrics_url`` (0: a free port)."""
         if brokers != 1:
-            raise ConfigError("multi-broker mode is not implemented by this broker",
-                              key="brokers", value=brokers, allowed=[1])
+            raise ConfigError("EmbeddedBroker runs one broker in this process; for a cluster "
+                              "use server_ref.EmbeddedCluster(brokers=N) (one process per "
+                              "node)", key="brokers", value=brokers, allowed=[1])
         merged = dict(config or {})
         merged.update({key.replace("_", "."): value for key, value in properties.items()})
         self._owns_dir = data_dir is None
