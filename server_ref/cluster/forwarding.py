@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from server_ref.handlers import RequestContext
 
 __all__ = ["create_partitions", "create_topics", "delete_topics", "elect_leaders",
-           "incremental_alter_configs", "alter_configs"]
+           "incremental_alter_configs", "alter_configs", "alter_partition_reassignments",
+           "list_partition_reassignments"]
 
 TIMED_OUT = RequestTimedOutError.errno
 
@@ -192,3 +193,25 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest, local: An
             error_code=e.error_code, error_message=e.error_message,
             resource_type=e.resource_type, resource_name=e.resource_name)
         for e in answer.responses])
+
+
+async def alter_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
+    from sdk.protocol.messages.alter_partition_reassignments import (
+        AlterPartitionReassignmentsResponse as Response,
+    )
+
+    try:
+        return await forward(ctx, req, Response)
+    except RequestTimedOutError as exc:
+        return Response(error_code=TIMED_OUT, error_message=exc.message)
+
+
+async def list_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
+    from sdk.protocol.messages.list_partition_reassignments import (
+        ListPartitionReassignmentsResponse as Response,
+    )
+
+    try:
+        return await forward(ctx, req, Response)
+    except RequestTimedOutError as exc:
+        return Response(error_code=TIMED_OUT, error_message=exc.message)

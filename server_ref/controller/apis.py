@@ -54,6 +54,7 @@ from server_ref.config import BrokerConfig
 from server_ref.controller.controller import QuorumController
 from server_ref.controller.election import assign_replicas, elect
 from server_ref.controller.image import NO_LEADER, PartitionImage
+from server_ref.controller.reassign import complete_if_caught_up, register_reassignment_apis
 from server_ref.controller.records import partition_record
 from server_ref.topics import INTERNAL_TOPICS, MAX_PARTITIONS, parse_topic_configs
 from server_ref.topics import validate_topic_name as _validate_name
@@ -81,6 +82,7 @@ def register_controller_apis(server: Any, controller: QuorumController,
     server.register(37, 0, 3, apis.create_partitions)
     server.register(43, 0, 2, apis.elect_leaders)
     server.register(44, 0, 1, apis.incremental_alter_configs)
+    register_reassignment_apis(server, controller)
 
 
 class ControllerApis:
@@ -146,6 +148,8 @@ class ControllerApis:
                         new = p.copy()
                         new.isr = [r for r in p.replicas if r in isr]
                         new.partition_epoch += 1
+                        # The last adding replica in sync finishes a reassignment.
+                        new = complete_if_caught_up(new, self.c.alive) or new
                         assert name is not None
                         batch.append(partition_record(str(t.topic_id), pd.partition_index, new))
                         p = new

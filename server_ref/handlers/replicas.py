@@ -122,7 +122,11 @@ def _assignment_problem(node_id: int, replicas: list[int]) -> str | None:
 
 @handles(45, 0, 0)
 def alter_partition_reassignments(ctx: RequestContext, req: AlterPartitionReassignmentsRequest
-                                  ) -> AlterPartitionReassignmentsResponse:
+                                  ) -> Any:
+    if ctx.broker.cluster is not None:  # the active controller moves replicas
+        from server_ref.cluster import forwarding
+
+        return forwarding.alter_partition_reassignments(ctx, req)
     return AlterPartitionReassignmentsResponse(error_message=None, responses=[
         AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
             name=t.name, partitions=[_reassignment(ctx, t.name, p) for p in t.partitions])
@@ -131,6 +135,10 @@ def alter_partition_reassignments(ctx: RequestContext, req: AlterPartitionReassi
 
 @handles(46, 0, 0)
 def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest
-                                 ) -> ListPartitionReassignmentsResponse:
+                                 ) -> Any:
+    if ctx.broker.cluster is not None:
+        from server_ref.cluster import forwarding
+
+        return forwarding.list_partition_reassignments(ctx, req)
     del ctx, req  # a single node never moves a replica
     return ListPartitionReassignmentsResponse(error_message=None, topics=[])

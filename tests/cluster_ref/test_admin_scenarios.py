@@ -1,9 +1,9 @@
 """tests/cluster's admin scenarios on our broker's cluster, unchanged: the ISR shrinking and
-growing back around a killed broker and a preferred-leader election (API and CLI), and
-unclean elections (by the controller for a topic that allows them, by ElectLeaders for one
-that does not; the lagging replica's records are lost, the returning one truncates).
-The reassignment scenarios are not run here: AlterPartitionReassignments is not built in
-our controller yet."""
+growing back around a killed broker and a preferred-leader election (API and CLI), unclean
+elections (by the controller for a topic that allows them, by ElectLeaders for one that
+does not; the lagging replica's records are lost, the returning one truncates), and
+partition reassignments (held while the new replica is down, listed, cancelled, completed;
+the same from the CLI)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,17 @@ import pytest
 from cluster.test_cluster_admin import (
     CONFIG,
     heal,
+    test_cli_reassign,
     test_isr_shrinks_and_recovers_then_preferred_election,
+    test_reassignment_and_cancel,
     test_unclean_election,
 )
 
 from sdk import AdminClient
 from server_ref.cluster import EmbeddedCluster
 
-__all__ = ["test_isr_shrinks_and_recovers_then_preferred_election", "test_unclean_election"]
+__all__ = ["test_cli_reassign", "test_isr_shrinks_and_recovers_then_preferred_election",
+           "test_reassignment_and_cancel", "test_unclean_election"]
 
 # Our controller never moves leaders on its own (what auto.leader.rebalance.enable=false asks).
 REF_CONFIG = {k: v for k, v in CONFIG.items() if k != "auto.leader.rebalance.enable"}
