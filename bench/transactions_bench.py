@@ -14,9 +14,9 @@ The Java client is ``bench/java/TxnDriver.java``, compiled with ``javac`` agains
 Apache Kafka jars (``tools/apache_kafka.py``) on first use into the cache next to them; one
 JVM per measurement with ``kafka-run-class.sh``'s options (``java_peers``). It warms up
 in-process (5 untimed transactions of 1,000 records to another topic, same producer) and
-times the same span as the Python clients; JVM start-up is outside the clock. On Apache
-Kafka 4.3.1 (transaction.version 2) the Java client and ours speak transactions v2, on our
-broker v1; confluent-kafka (librdkafka) speaks v1 everywhere.
+times the same span as the Python clients; JVM start-up is outside the clock. Both brokers
+finalize transaction.version 2, so the Java client and ours speak transactions v2 (no
+AddPartitionsToTxn, an epoch bump per EndTxn); confluent-kafka (librdkafka) speaks v1.
 
     .venv/bin/python bench/transactions_bench.py [--rounds 3] [--records 20000]
         [--brokers ref,apache] [--clients sdk,confluent,java] [--explicit-partitions]
