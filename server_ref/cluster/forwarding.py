@@ -47,7 +47,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
             name=t.name, error_code=TIMED_OUT, error_message=exc.message) for t in req.topics])
     if ctx.api_version >= 5:  # the controller lists no configs: the broker's view
         _fill_configs(ctx, response)
-    return response  # type: ignore[no-any-return]
+    return response
 
 
 def _fill_configs(ctx: RequestContext, response: CreateTopicsResponse) -> None:
@@ -80,7 +80,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     deleted = [r.name for r in response.responses if r.error_code == 0 and r.name]
     if deleted and ctx.broker.groups is not None:
         ctx.broker.groups.on_topics_deleted(deleted)  # their committed offsets go too
-    return response  # type: ignore[no-any-return]
+    return response
 
 
 async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest
@@ -93,7 +93,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest
                    for r in response.results if r.error_code == 0)
 
     try:
-        return await forward(ctx, req, CreatePartitionsResponse,  # type: ignore[no-any-return]
+        return await forward(ctx, req, CreatePartitionsResponse,
                              None if req.validate_only else seen)
     except RequestTimedOutError:
         return CreatePartitionsResponse(results=[
@@ -104,7 +104,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest
 
 async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     try:
-        return await forward(ctx, req, ElectLeadersResponse)  # type: ignore[no-any-return]
+        return await forward(ctx, req, ElectLeadersResponse)
     except RequestTimedOutError:
         return ElectLeadersResponse(error_code=TIMED_OUT)
 
@@ -145,7 +145,7 @@ async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterCo
         try:
             response = await forward(ctx, forwarded, IncrementalAlterConfigsResponse,
                                      None if req.validate_only else seen, version)
-            entries = response.responses  # type: ignore[attr-defined]
+            entries = response.responses
         except RequestTimedOutError as exc:
             entries = [IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
                 resource_type=r.resource_type, resource_name=r.resource_name,

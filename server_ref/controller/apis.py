@@ -431,7 +431,7 @@ class ControllerApis:
                             f"topic {r.resource_name} does not exist")
                     configs = dict(topic.configs)
                     for c in r.configs:
-                        if c.config_operation == 0:
+                        if c.config_operation == 0 and c.value is not None:
                             configs[c.name] = c.value
                         elif c.config_operation == 1:
                             configs.pop(c.name, None)

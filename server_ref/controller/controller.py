@@ -213,12 +213,16 @@ class QuorumController:
                     log.info("fencing broker %d: no heartbeat for %.1f s", broker.node_id,
                              now - last)
                     try:
-                        await self.write(lambda b=broker.node_id: (self._fence_records(b)
-                                                                   if self.alive(b) else [],
-                                                                   None))
+                        await self.write(self._fence_decision(broker.node_id))
                     except KafkaError as exc:
                         log.info("fencing broker %d failed: %s", broker.node_id, exc)
                         return
+
+    def _fence_decision(self, broker_id: int
+                        ) -> Callable[[], tuple[list[dict[str, Any]], None]]:
+        def decide() -> tuple[list[dict[str, Any]], None]:
+            return (self._fence_records(broker_id) if self.alive(broker_id) else []), None
+        return decide
 
     # ------------------------------------------------------------------ partitions
 

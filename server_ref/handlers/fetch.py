@@ -219,8 +219,9 @@ def _available(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> tuple[int
             return total, True
         # read_committed waits for what is stable: open transactions do not count.
         end = plog.last_stable_offset if read_committed else plog.log_end_offset
-        if partition.replica is not None and plan.replica_id < 0:  # consumers: to the HW
-            end = min(end, partition.replica.high_watermark)
+        replica = partition.replica  # type: ignore[attr-defined]
+        if replica is not None and plan.replica_id < 0:  # consumers: to the HW
+            end = min(end, replica.high_watermark)
         if sp.fetch_offset < end:
             total += plog.read(sp.fetch_offset, min(sp.max_bytes, budget),
                                max_offset=end if read_committed or end < plog.log_end_offset
@@ -292,8 +293,9 @@ def _respond(ctx: RequestContext, req: FetchRequest, plan: _Plan,
             partition = _resolve(ctx, sp)[1]
             plog = partition.log  # type: ignore[attr-defined]
             hw = leo = plog.log_end_offset
-            if partition.replica is not None:  # cluster mode: what the whole ISR has
-                hw = partition.replica.high_watermark
+            replica = partition.replica  # type: ignore[attr-defined]
+            if replica is not None:  # cluster mode: what the whole ISR has
+                hw = replica.high_watermark
             data.high_watermark = hw
             # Every answer carries the last stable offset (the first offset of the oldest
             # open transaction), as Kafka's; read_committed stops there and lists the

@@ -121,7 +121,7 @@ def describe_topic_partitions(ctx: RequestContext, req: DescribeTopicPartitionsR
     if broker.cluster is not None:  # the metadata image's view
         from server_ref.cluster.views import describe_topic_partitions as cluster_view
 
-        return cluster_view(ctx, req)  # type: ignore[no-any-return]
+        return cluster_view(ctx, req)
     limit = max(1, req.response_partition_limit)
     names = sorted({t.name for t in req.topics}) if req.topics else sorted(
         t.name for t in broker.topics)

@@ -101,7 +101,7 @@ def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     elif broker.cluster is not None:  # leaders only, acks=all waits for the ISR
         from server_ref.replication.produce_path import cluster_produce
 
-        return cluster_produce(ctx, req, _produce_partition, _error)  # type: ignore[no-any-return]
+        return cluster_produce(ctx, req, _produce_partition, _error)
     now = broker.now_ms()
     responses = []
     for topic_data in req.topic_data:

@@ -133,9 +133,10 @@ class ReplicaFetcher:
         assert isinstance(response, OffsetForLeaderEpochResponse)
         for topic in response.topics:
             for r in topic.partitions:
-                f = self.partitions.get((topic.topic, r.partition))
-                if f is None or f.truncated or r.error_code:
+                found = self.partitions.get((topic.topic, r.partition))
+                if found is None or found.truncated or r.error_code:
                     continue
+                f = found
                 plog = f.partition.log
                 if r.end_offset < 0:
                     continue  # the leader does not know the epoch yet: ask again
@@ -172,10 +173,9 @@ class ReplicaFetcher:
         now = time.time_ns() // 1_000_000
         for topic in response.responses:
             for data in topic.partitions:
-                f = self.partitions.get((topic.topic, data.partition_index))
-                if f is None:
-                    continue
-                self._apply(f, data, now)
+                fetched = self.partitions.get((topic.topic, data.partition_index))
+                if fetched is not None:
+                    self._apply(fetched, data, now)
 
     def _apply(self, f: _Fetched, data: FetchResponse.PartitionData, now: int) -> None:
         partition = f.partition
