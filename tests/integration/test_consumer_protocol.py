@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -133,6 +134,30 @@ CRASHER = textwrap.dedent("""
 """)
 
 
+class Lines:
+    """A child process's stdout lines, collected by a thread (reads never block a test)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.lines.append(line.strip())
+
+    def wait_for(self, predicate, what: str, timeout_s: float = WAIT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self.lines):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {self.lines}"
+            time.sleep(0.05)
+
+    def finish(self) -> list[str]:
+        self._thread.join(10)
+        return list(self.lines)
+
+
 def until(condition, what: str, members: list[Member], timeout_s: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -165,20 +190,14 @@ def test_members_join_leave_and_crash_without_losing_records(target: Target) -> 
                                                   bootstrap=target.bootstrap_servers,
                                                   group=group)],
             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        lines: list[str] = []
+        output = Lines(crasher)
         produce(target, topic, produced, 300)
         produced += 300
-
-        def crasher_read_some() -> bool:
-            line = crasher.stdout.readline() if crasher.stdout else ""
-            if line:
-                lines.append(line)
-            return any(x.startswith("C ") for x in lines)
-        until(crasher_read_some, "the crashing member to commit", members)
+        until(lambda: any(x.startswith("C ") for x in output.lines),
+              "the crashing member to commit", members)
         crasher.send_signal(signal.SIGKILL)
         crasher.wait(10)
-        rest = crasher.stdout.read() if crasher.stdout else ""
-        lines.extend(rest.splitlines())
+        lines = output.finish()
         crash_commits: dict[int, int] = {}
         for line in lines:
             kind, *fields = line.split()
@@ -441,23 +460,16 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins(target: Target) -> Non
         [sys.executable, "-c", PAUSED.format(root=str(ROOT), topic=topic, group=group,
                                               bootstrap=target.bootstrap_servers)],
         stdout=subprocess.PIPE, text=True)
-    events: list[str] = []
     try:
-        assert proc.stdout is not None
-
-        def until_event(wanted: str) -> None:
-            while wanted not in events:
-                line = proc.stdout.readline()
-                assert line, f"the member exited; events {events}"
-                events.append(line.strip())
-        until_event("assigned 2")
+        output = Lines(proc)
+        output.wait_for(lambda lines: "assigned 2" in lines, "the first assignment")
         proc.send_signal(signal.SIGSTOP)
         time.sleep(SESSION_MS / 1000 + 3)  # the session timeout passes while it is stopped
         proc.send_signal(signal.SIGCONT)
-        until_event("lost 2")
-        events.clear()
-        until_event("assigned 2")
-        assert not any(e.startswith("revoked") for e in events)
+        output.wait_for(lambda lines: "lost 2" in lines, "the partitions to be lost")
+        output.wait_for(lambda lines: "assigned 2" in lines[lines.index("lost 2"):],
+                        "the partitions to come back")
+        assert not any(e.startswith("revoked") for e in output.lines)
     finally:
         proc.kill()
         proc.wait(10)
