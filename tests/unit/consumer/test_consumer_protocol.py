@@ -46,7 +46,7 @@ def test_remote_assignor_is_refused_under_the_classic_protocol() -> None:
 
 
 def test_the_constructor_refuses_them_too() -> None:
-    with pytest.raises(ConfigError, match="session.timeout.ms"):
+    with pytest.raises(ConfigError, match=r"session\.timeout\.ms"):
         Consumer("t", bootstrap_servers="localhost:9092", group_id="g",
                  group_protocol="consumer", session_timeout_ms=10_000)
 
