@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _STALE_MEMBER_EPOCH = 113
-_UNKNOWN_MEMBER = 25
 
 
 class ConsumerProtocolCoordinator(ConsumerCoordinator):
