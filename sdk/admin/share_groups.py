@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sdk.admin.dispatch import Deadline, Dispatcher
-from sdk.admin.results import BrokerNode, GroupListing, GroupResult, ResultSet
-from sdk.admin.topics import error_from
 from sdk.errors import KafkaError
 from sdk.net import Coordinator
 from sdk.types import TopicPartition
 
-if TYPE_CHECKING:  # the message modules load with the first share-group call
+if TYPE_CHECKING:  # these load with the first share-group call (import time of the clients)
+    from sdk.admin.results import BrokerNode, GroupListing, GroupResult, ResultSet
     from sdk.protocol.messages.alter_share_group_offsets import (
         AlterShareGroupOffsetsResponse,
     )
@@ -92,6 +91,9 @@ def _group(group_id: str, what: str) -> str:
 
 async def describe_share_groups(d: Dispatcher, group_ids: Sequence[str], *,
                                 deadline: Deadline) -> ResultSet[str, ShareGroupDescription]:
+    from sdk.admin.results import BrokerNode, ResultSet
+    from sdk.admin.topics import error_from
+
     if isinstance(group_ids, str):
         raise TypeError("describe_share_groups takes a list of group ids, not one string")
     groups = [_group(g, "describe_share_groups") for g in group_ids]
@@ -126,6 +128,9 @@ async def list_share_group_offsets(d: Dispatcher, group_id: str,
                                    partitions: Sequence[TopicPartition] | None, *,
                                    deadline: Deadline
                                    ) -> ResultSet[TopicPartition, SharePartitionOffset]:
+    from sdk.admin.results import ResultSet
+    from sdk.admin.topics import error_from
+
     group = _group(group_id, "list_share_group_offsets")
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(set(partitions or ())):
@@ -165,6 +170,9 @@ async def alter_share_group_offsets(d: Dispatcher, group_id: str,
                                     offsets: Mapping[TopicPartition, int], *,
                                     deadline: Deadline
                                     ) -> ResultSet[TopicPartition, SharePartitionOffset]:
+    from sdk.admin.results import ResultSet
+    from sdk.admin.topics import error_from
+
     group = _group(group_id, "alter_share_group_offsets")
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for tp, offset in sorted(offsets.items()):
@@ -199,6 +207,9 @@ async def alter_share_group_offsets(d: Dispatcher, group_id: str,
 async def delete_share_group_offsets(d: Dispatcher, group_id: str, topics: Sequence[str], *,
                                      deadline: Deadline) -> ResultSet[str, GroupResult]:
     """Forget the group's state of whole topics (Kafka deletes share offsets per topic)."""
+    from sdk.admin.results import GroupResult, ResultSet
+    from sdk.admin.topics import error_from
+
     group = _group(group_id, "delete_share_group_offsets")
     if isinstance(topics, str):
         raise TypeError("delete_share_group_offsets takes a list of topic names")
@@ -244,6 +255,7 @@ class ShareGroupAdmin:
     async def describe_share_groups(self, group_ids: Sequence[str], *,
                                     timeout_ms: int | None = None
                                     ) -> ResultSet[str, ShareGroupDescription]:
+        """Members, assignments and state of each share group (ShareGroupDescribe)."""
         d, deadline = await self._ready(timeout_ms)
         return await describe_share_groups(d, group_ids, deadline=deadline)
 
@@ -266,6 +278,8 @@ class ShareGroupAdmin:
     async def delete_share_group_offsets(self, group_id: str, topics: Sequence[str], *,
                                          timeout_ms: int | None = None
                                          ) -> ResultSet[str, GroupResult]:
+        """Forget the group's share-partition state for whole topics (the group must have no members).
+        """
         d, deadline = await self._ready(timeout_ms)
         return await delete_share_group_offsets(d, group_id, topics, deadline=deadline)
 
@@ -289,11 +303,13 @@ class ShareGroupAdminSync:
 
     def list_share_groups(self, *, states: Sequence[str] | None = None,
                           timeout_ms: int | None = None) -> dict[str, GroupListing]:
+        """Every share group of the cluster (ListGroups with the "share" type filter)."""
         return self._run(self._core.list_share_groups(states=states, timeout_ms=timeout_ms),
                          timeout_ms)
 
     def describe_share_groups(self, group_ids: Sequence[str], *, timeout_ms: int | None = None
                               ) -> ResultSet[str, ShareGroupDescription]:
+        """Members, assignments and state of each share group (ShareGroupDescribe)."""
         return self._run(self._core.describe_share_groups(group_ids, timeout_ms=timeout_ms),
                          timeout_ms)
 
@@ -301,21 +317,27 @@ class ShareGroupAdminSync:
                                  partitions: Sequence[TopicPartition] | None = None, *,
                                  timeout_ms: int | None = None
                                  ) -> ResultSet[TopicPartition, SharePartitionOffset]:
+        """Start offsets (and lag) of the group's share-partitions; all of them by default."""
         return self._run(self._core.list_share_group_offsets(
             group_id, partitions, timeout_ms=timeout_ms), timeout_ms)
 
     def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], *,
                                   timeout_ms: int | None = None
                                   ) -> ResultSet[TopicPartition, SharePartitionOffset]:
+        """Move start offsets (the group must have no members)."""
         return self._run(self._core.alter_share_group_offsets(
             group_id, offsets, timeout_ms=timeout_ms), timeout_ms)
 
     def delete_share_group_offsets(self, group_id: str, topics: Sequence[str], *,
                                    timeout_ms: int | None = None) -> ResultSet[str, GroupResult]:
+        """Forget the group's share-partition state for whole topics (the group must have no members).
+        """
         return self._run(self._core.delete_share_group_offsets(
             group_id, topics, timeout_ms=timeout_ms), timeout_ms)
 
     def delete_share_groups(self, group_ids: Sequence[str], *, timeout_ms: int | None = None
                             ) -> ResultSet[str, GroupResult]:
+        """Delete share groups and their state (DeleteGroups); a group with members fails with NonEmptyGroupError.
+        """
         return self._run(self._core.delete_share_groups(group_ids, timeout_ms=timeout_ms),
                          timeout_ms)
