@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy sdk server_ref
 	$(BIN)/python tools/apache_kafka.py fetch --optional
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo_pipeline.py
