@@ -322,8 +322,8 @@ NAMES: dict[str, tuple[Entry, ...]] = {
                                               quiet=("0",)),),
     "internal.throw.on.fetch.stable.offset.unsupported": (Ignored(
         "a Java-internal switch", roles="C", quiet=("false",)),),
-    "share.acknowledgement.mode": (Ignored("share groups are not supported", roles="C"),),
-    "share.acquire.mode": (Ignored("share groups are not supported", roles="C"),),
+    "share.acknowledgement.mode": (Ignored("a ShareConsumer setting (share groups)", roles="C"),),
+    "share.acquire.mode": (Ignored("a ShareConsumer setting (share groups)", roles="C"),),
     "consume_cb": (Refused("iterate over the consumer or call poll()", roles="C"),),
     "rebalance_cb": (Refused("pass listener= to subscribe()", roles="C"),),
     "offset_commit_cb": (Refused("use commit_async(callback=...)", roles="C"),),

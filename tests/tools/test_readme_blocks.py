@@ -21,6 +21,9 @@ gets the empty prelude unless listed), each documented:
   completion of what is available and stopped; its counts and the batch copy are checked.
 * Reference-broker block: ``run_app(bootstrap)`` (the README's placeholder) sends and
   reads back one record. The block starts a broker of its own.
+* Share-group block: ``jobs`` holds ``b"a"``, ``b"bad"`` and ``b"c"``; ``handle(value)``
+  (the placeholder) collects the values and raises ValueError for ``b"bad"``, and
+  ``finished()`` is true once three were handled; afterwards each was handled once.
 * Transactions block: ``payments`` holds three records; afterwards a read_committed
   reader finds their upper-cased copies in ``payments-enriched``, once each.
 * Security blocks: a reference broker of their own with SASL_SSL (PLAIN users alice and
@@ -244,6 +247,22 @@ def transactions_check(ctx: Context) -> None:
     assert sorted(copies) == [(b"k1", b"A"), (b"k1", b"C"), (b"k2", b"B")]
 
 
+def share_prelude(ctx: Context) -> None:
+    send(ctx.bootstrap, "jobs", [(None, b"a"), (None, b"bad"), (None, b"c")])
+
+    def handle(value: bytes) -> None:
+        ctx.handled.append(value)
+        if value == b"bad":
+            raise ValueError(value)
+
+    ctx.ns["handle"] = handle
+    ctx.ns["finished"] = lambda: len(ctx.handled) >= 3
+
+
+def share_check(ctx: Context) -> None:
+    assert sorted(ctx.handled) == [b"a", b"bad", b"c"]
+
+
 def security_clients_prelude(ctx: Context) -> None:
     from sdk import ScramMechanism, UserScramCredentialUpsertion
 
@@ -301,6 +320,7 @@ PRELUDES: dict[str, tuple[Callable[[Context], None] | None,
     "from pyspark.sql import SparkSession": (spark_prelude, spark_check),
     "import server_ref": (reference_prelude, None),
     "producer.init_transactions()": (transactions_prelude, transactions_check),
+    'ShareConsumer("jobs"': (share_prelude, share_check),
     "my_identity_provider()": (security_clients_prelude, security_clients_check),
     "admin.create_acls(": (security_acls_prelude, security_acls_check),
 }
