@@ -84,7 +84,7 @@ async def test_stored_batch_is_served_as_sent_with_headers(served: Served) -> No
     (None, errors.InvalidRecordError.errno),
     (b"", errors.InvalidRecordError.errno),
     (make_batch()[:30], errors.CorruptMessageError.errno),
-])
+], ids=["null", "empty", "truncated"])  # the batch's bytes hold a timestamp: not an id
 async def test_missing_or_truncated_records(served: Served, records: bytes | None,
                                             code: int) -> None:
     await create_topic(served, "t")
