@@ -25,15 +25,29 @@ def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteReco
             result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
                 partition_index=p.partition_index, low_watermark=-1)
             partition = ctx.broker.topics.partition(topic.name, p.partition_index)
-            if partition is None:
+            offset = p.offset
+            if partition is not None and ctx.broker.cluster is not None:
+                # Cluster mode: the leader deletes, up to the high watermark; followers
+                # take its log start offset from their next fetch.
+                from server_ref.replication.reads import leader_error
+
+                replica = partition.replica
+                result.error_code = leader_error(partition, -1)
+                if not result.error_code and offset == HIGH_WATERMARK:
+                    offset = replica.high_watermark
+                elif not result.error_code and offset > replica.high_watermark:
+                    result.error_code = OffsetOutOfRangeError.errno
+            if result.error_code:
+                pass
+            elif partition is None:
                 result.error_code = UnknownTopicOrPartitionError.errno
-            elif p.offset < HIGH_WATERMARK or p.offset > partition.log.log_end_offset:
+            elif offset < HIGH_WATERMARK or offset > partition.log.log_end_offset:
                 result.error_code = OffsetOutOfRangeError.errno
             else:
                 try:
                     # across both tiers for a tiered partition
                     result.low_watermark = ctx.broker.remote.delete_records(partition,
-                                                                            p.offset)
+                                                                            offset)
                 except KafkaError as exc:
                     result.error_code = getattr(exc, "errno", OffsetOutOfRangeError.errno)
                 else:

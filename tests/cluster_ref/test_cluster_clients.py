@@ -251,3 +251,35 @@ def test_describe_log_dirs_lists_only_hosted_replicas(cluster: EmbeddedCluster) 
             hosted[node.node_id] = sorted(
                 tp.partition for d in dirs for tp in d.replicas if tp.topic == name)
     assert hosted == {1: [0], 2: [1], 3: [1]}
+
+
+def test_delete_records_reaches_every_replica(cluster: EmbeddedCluster) -> None:
+    """DeleteRecords at the leader (-1: up to the high watermark) moves the log start of the
+    followers too: after the leader is killed, the new leader reports the same start."""
+    from sdk import Producer, TopicPartition
+    from sdk.admin import OffsetSpec
+
+    topic = _topic(cluster, "delete-records")
+    tp = TopicPartition(topic, 0)
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        for i in range(20):
+            producer.send(topic, f"v{i}".encode(), partition=0)
+        producer.flush(30)
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        deleted = admin.delete_records({tp: -1})[tp]
+        assert deleted.error is None and deleted.low_watermark == 20
+        victim = cluster.leader_of(topic, 0)
+        time.sleep(1.0)  # the followers' next fetches carry the new log start
+        cluster.kill(victim)
+        try:
+            wait_for(lambda: cluster.leader_of(topic, 0) not in (victim, -1), 60,
+                     "a new leader")
+
+            def earliest() -> int:
+                listed = admin.list_offsets({tp: OffsetSpec.EARLIEST})[tp]
+                if listed.error is not None:
+                    raise listed.error
+                return listed.offset
+            assert wait_for(lambda: earliest() == 20, 30, "log start 20 at the new leader")
+        finally:
+            cluster.start(victim)
