@@ -21,12 +21,17 @@ off, it is left alone.
 Errors are those of the generic reader (``MalformedDataError`` for bad framing); the CRC is
 the caller's business (``RecordBatch.validate_crc``). Legacy message sets stay on the
 generic path.
+
+The record loop has a compiled twin (``sdk/records/_fast.c``, picked by
+``sdk.records.fast_path``): same arguments, same records, same errors and messages. It reads
+``bytes`` only; anything else takes the pure loop.
 """
 
 from __future__ import annotations
 
 import gc
 
+from sdk.records import fast_path
 from sdk.records._varint import DEC1, LOW2, decode_varint
 from sdk.records.errors import MalformedDataError
 from sdk.records.header import TIMESTAMP_TYPE_MASK
@@ -64,23 +69,24 @@ def _decode_batch(batch: RecordBatch, topic: str, partition: int,
                   cls: type[ConsumerRecord]) -> list[ConsumerRecord]:
     data, start, end = batch.record_bytes()
     epoch = batch.partition_leader_epoch
+    loop = _compiled if _compiled is not None and type(data) is bytes else _decode_pure
     if batch.attributes & TIMESTAMP_TYPE_MASK:
-        out = _decode(data, start, end, batch.record_count, batch.base_offset,
-                      batch.base_timestamp, topic, partition, _LOG_APPEND_TIME,
-                      epoch if epoch >= 0 else None, cls)
+        out = loop(data, start, end, batch.record_count, batch.base_offset,
+                   batch.base_timestamp, topic, partition, _LOG_APPEND_TIME,
+                   epoch if epoch >= 0 else None, cls)
         ts = batch.max_timestamp
         for rec in out:
             rec.timestamp = ts
         return out
-    return _decode(data, start, end, batch.record_count, batch.base_offset,
-                   batch.base_timestamp, topic, partition, _CREATE_TIME,
-                   epoch if epoch >= 0 else None, cls)
+    return loop(data, start, end, batch.record_count, batch.base_offset,
+                batch.base_timestamp, topic, partition, _CREATE_TIME,
+                epoch if epoch >= 0 else None, cls)
 
 
-def _decode(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-            topic: str, partition: int, ts_type: TimestampType,
-            epoch: int | None, cls: type[ConsumerRecord] = ConsumerRecord
-            ) -> list[ConsumerRecord]:
+def _decode_pure(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+                 base_ts: int, topic: str, partition: int, ts_type: TimestampType,
+                 epoch: int | None, cls: type[ConsumerRecord] = ConsumerRecord
+                 ) -> list[ConsumerRecord]:
     """The hot loop: ``reader._decode_records`` with the record built in place. Varints of
     one and two bytes are decoded inline; longer ones take ``decode_varint``."""
     out: list[ConsumerRecord] = []
@@ -197,3 +203,7 @@ def _decode(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_t
     if pos != end:
         raise MalformedDataError(f"{end - pos} bytes follow the last of {count} records")
     return out
+
+
+# The compiled loop when built (and not turned off by KAFKA_SDK_PURE_PYTHON); tests swap it.
+_compiled = fast_path.compiled_decode

@@ -1,4 +1,8 @@
-"""decode_consumer_records (the consumer's one-pass path) against the generic reader."""
+"""decode_consumer_records (the consumer's one-pass path) against the generic reader.
+
+Every test runs on both record loops: the pure one and the compiled one (sdk/records/_fast.c,
+sdk.records.fast_path), so CI checks both whichever the environment would pick.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,34 @@ import random
 
 import pytest
 
-from sdk.records import MalformedDataError, RecordBatch, RecordBatchBuilder, patch_batch
+from sdk.records import (
+    MalformedDataError,
+    RecordBatch,
+    RecordBatchBuilder,
+    consumer_records,
+    fast_path,
+    patch_batch,
+)
 from sdk.records.consumer_records import decode_consumer_records
 from sdk.records.reader import RECORD_BATCH_OVERHEAD
 from sdk.types import ConsumerRecord, TimestampType
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(autouse=True, params=["pure", "compiled"])
+def record_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test with the pure loop, then with the compiled one (which must be built:
+    ``pip install -e .`` with a C compiler; without one this fails rather than skip)."""
+    if request.param == "pure":
+        monkeypatch.setattr(consumer_records, "_compiled", None)
+    else:
+        compiled = fast_path.load_compiled()
+        if compiled is None:
+            pytest.fail("sdk.records._fast is not built (pip install -e . needs a C compiler)")
+        monkeypatch.setattr(consumer_records, "_compiled", compiled)
+    return str(request.param)
 
 
 def _records(rng: random.Random, n: int) -> list[tuple]:

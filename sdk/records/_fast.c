@@ -1,0 +1,395 @@
+/* The compiled fast path of the consumer's record decoder (sdk.records.fast_path).
+ *
+ * decode(buf, pos, end, count, base_offset, base_ts, topic, partition, ts_type, epoch, cls)
+ * is consumer_records._decode in C: the records section of a RecordBatch v2 (already
+ * decompressed, as `bytes`) straight to ConsumerRecord objects. It follows the pure loop
+ * step by step -- the same reads, bounds and checks in the same order -- so it returns the
+ * same objects and raises MalformedDataError with the same messages on the same inputs.
+ *
+ * Varint values are decoded into 128-bit integers: a 10-byte varint carries 70 bits, which
+ * the pure path turns into a Python int of any size; values outside int64 are rebuilt as
+ * Python ints so even absurd timestamp deltas match.
+ *
+ * Records are allocated with cls->tp_alloc and their slots written directly, at offsets read
+ * once from ConsumerRecord's slot descriptors (init()); a subclass (the share consumer's)
+ * shares those offsets. All of this builds Python objects, so the GIL is held throughout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+
+#ifndef __SIZEOF_INT128__
+#error "needs a 128-bit integer type (gcc or clang); the pure-Python path is used instead"
+#endif
+
+typedef __int128 i128;
+
+enum { F_TOPIC, F_PARTITION, F_OFFSET, F_KEY, F_VALUE, F_HEADERS, F_TIMESTAMP, F_TS_TYPE,
+       F_KEY_SIZE, F_VALUE_SIZE, F_EPOCH, F_COUNT };
+
+static const char *const FIELD_NAMES[F_COUNT] = {
+    "topic", "partition", "offset", "key", "value", "headers", "timestamp",
+    "timestamp_type", "serialized_key_size", "serialized_value_size", "leader_epoch"};
+
+static Py_ssize_t field_offset[F_COUNT];
+static PyTypeObject *record_base = NULL;  /* ConsumerRecord */
+static PyObject *malformed = NULL;        /* sdk.errors.MalformedDataError */
+
+/* Set MalformedDataError(message); returns -1 for `return fail(...)`. */
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (msg != NULL) {
+        PyErr_SetObject(malformed, msg);
+        Py_DECREF(msg);
+    }
+    return -1;
+}
+
+/* A 128-bit value as a Python int (exact, like the pure path's arbitrary precision). */
+static PyObject *long_from_i128(i128 v) {
+    if (v >= INT64_MIN && v <= INT64_MAX)
+        return PyLong_FromLongLong((long long)v);
+    int neg = v < 0;
+    unsigned __int128 u = neg ? (unsigned __int128)(-v) : (unsigned __int128)v;
+    PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(u >> 64));
+    PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)u);
+    PyObject *sh = PyLong_FromLong(64), *hs = NULL, *sum = NULL, *out = NULL;
+    if (hi && lo && sh && (hs = PyNumber_Lshift(hi, sh)) && (sum = PyNumber_Or(hs, lo)))
+        out = neg ? PyNumber_Negative(sum) : (Py_INCREF(sum), sum);
+    Py_XDECREF(hi); Py_XDECREF(lo); Py_XDECREF(sh); Py_XDECREF(hs); Py_XDECREF(sum);
+    return out;
+}
+
+/* "%lld" of a 128-bit value for messages (values past int64 are formatted via Python). */
+static PyObject *i128_str(i128 v) {
+    PyObject *n = long_from_i128(v);
+    if (n == NULL) return NULL;
+    PyObject *s = PyObject_Str(n);
+    Py_DECREF(n);
+    return s;
+}
+
+/* _varint.decode_varint: a signed zig-zag varint of up to 10 bytes, bounded by `end`. */
+static int slow_varint(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end, i128 *out) {
+    unsigned __int128 z = 0;
+    int shift = 0;
+    Py_ssize_t p = *pos;
+    for (;;) {
+        if (p >= end)
+            return fail("data ends inside a varint at offset %zd", p);
+        unsigned char c = b[p++];
+        z |= (unsigned __int128)(c & 0x7F) << shift;
+        if (c < 0x80) {
+            *out = (i128)(z >> 1) ^ -(i128)(z & 1);
+            *pos = p;
+            return 0;
+        }
+        shift += 7;
+        if (shift >= 70)
+            return fail("varint at offset %zd is longer than 10 bytes", p - 10);
+    }
+}
+
+static int fail_i128(const char *before, i128 v, const char *after) {
+    PyObject *s = i128_str(v);
+    if (s == NULL) return -1;
+    int r = fail("%s%U%s", before, s, after);
+    Py_DECREF(s);
+    return r;
+}
+
+/* reader.decode_headers: the header list of one record, every read bounded by `end`. */
+static PyObject *decode_headers(const char *buf, Py_ssize_t *pos, Py_ssize_t end) {
+    const unsigned char *b = (const unsigned char *)buf;
+    i128 n;
+    if (slow_varint(b, pos, end, &n) < 0) return NULL;
+    if (n < 0 || n * 2 > (i128)(end - *pos)) {
+        PyObject *s = i128_str(n);
+        if (s != NULL) {
+            fail("record claims %U headers in %zd bytes", s, end - *pos);
+            Py_DECREF(s);
+        }
+        return NULL;
+    }
+    PyObject *headers = PyList_New(0);
+    if (headers == NULL) return NULL;
+    for (i128 i = 0; i < n; i++) {
+        i128 kl, vl;
+        if (slow_varint(b, pos, end, &kl) < 0) goto error;
+        if (kl < 0 || kl > (i128)(end - *pos)) {
+            fail_i128("header key length ", kl, " is negative or past the record");
+            goto error;
+        }
+        PyObject *hkey = PyUnicode_DecodeUTF8(buf + *pos, (Py_ssize_t)kl, NULL);
+        if (hkey == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyObject *type, *exc, *tb;
+                PyErr_Fetch(&type, &exc, &tb);
+                PyErr_NormalizeException(&type, &exc, &tb);
+                PyObject *s = exc ? PyObject_Str(exc) : NULL;
+                Py_XDECREF(type); Py_XDECREF(exc); Py_XDECREF(tb);
+                if (s != NULL) {
+                    fail("header key is not UTF-8: %U", s);
+                    Py_DECREF(s);
+                }
+            }
+            goto error;
+        }
+        *pos += (Py_ssize_t)kl;
+        if (slow_varint(b, pos, end, &vl) < 0) { Py_DECREF(hkey); goto error; }
+        PyObject *hval;
+        if (vl < 0) {
+            if (vl != -1) {
+                Py_DECREF(hkey);
+                fail_i128("header value length ", vl, " is negative");
+                goto error;
+            }
+            hval = Py_NewRef(Py_None);
+        } else {
+            if (vl > (i128)(end - *pos)) {
+                Py_DECREF(hkey);
+                fail_i128("header value of ", vl, " bytes runs past the record");
+                goto error;
+            }
+            hval = PyBytes_FromStringAndSize(buf + *pos, (Py_ssize_t)vl);
+            if (hval == NULL) { Py_DECREF(hkey); goto error; }
+            *pos += (Py_ssize_t)vl;
+        }
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) { Py_DECREF(hkey); Py_DECREF(hval); goto error; }
+        PyTuple_SET_ITEM(pair, 0, hkey);
+        PyTuple_SET_ITEM(pair, 1, hval);
+        int r = PyList_Append(headers, pair);
+        Py_DECREF(pair);
+        if (r < 0) goto error;
+    }
+    return headers;
+error:
+    Py_DECREF(headers);
+    return NULL;
+}
+
+/* Store `value` (a new reference, stolen) in slot `f` of a fresh record. */
+static inline void set_slot(PyObject *rec, int f, PyObject *value) {
+    PyObject **slot = (PyObject **)((char *)rec + field_offset[f]);
+    PyObject *old = *slot;
+    *slot = value;
+    Py_XDECREF(old);
+}
+
+/* base + delta as a Python int, exact (the pure path adds Python ints). */
+static PyObject *add_delta(long long base, PyObject *base_obj, i128 delta) {
+    long long r;
+    if (delta >= INT64_MIN && delta <= INT64_MAX &&
+        !__builtin_add_overflow(base, (long long)delta, &r))
+        return PyLong_FromLongLong(r);
+    PyObject *d = long_from_i128(delta);
+    if (d == NULL) return NULL;
+    PyObject *sum = PyNumber_Add(base_obj, d);
+    Py_DECREF(d);
+    return sum;
+}
+
+/* One varint the way the pure loop reads it: one byte and the non-negative two-byte form
+   inline, anything else through slow_varint bounded by `bound`. Returns 1 when the read
+   ran past the buffer (the pure loop's IndexError), -1 on error, 0 otherwise. */
+static inline int read_len(const unsigned char *b, Py_ssize_t len, Py_ssize_t *pos,
+                           Py_ssize_t bound, i128 *out) {
+    Py_ssize_t p = *pos;
+    if (p >= len) return 1;
+    unsigned char c = b[p];
+    if (c < 128) {
+        *out = (c >> 1) ^ -(i128)(c & 1);
+        *pos = p + 1;
+        return 0;
+    }
+    if (p + 1 >= len) return 1;  /* the pure loop reads buf[pos + 1] before deciding */
+    unsigned char d = b[p + 1];
+    if (d < 128 && !(c & 1)) {
+        *out = (i128)(((c & 0x7F) >> 1) | (d << 6));
+        *pos = p + 2;
+        return 0;
+    }
+    return slow_varint(b, pos, bound, out);
+}
+
+static PyObject *fast_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes 11 arguments");
+        return NULL;
+    }
+    if (record_base == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "sdk.records._fast.init() was not called");
+        return NULL;
+    }
+    PyObject *bufobj = args[0];
+    if (!PyBytes_CheckExact(bufobj)) {
+        PyErr_SetString(PyExc_TypeError, "decode() reads bytes");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    long long base_offset = PyLong_AsLongLong(args[4]);
+    long long base_ts = PyLong_AsLongLong(args[5]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *topic = args[6], *partition = args[7], *ts_type = args[8], *epoch = args[9];
+    PyObject *cls = args[10];
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, record_base)) {
+        PyErr_SetString(PyExc_TypeError, "cls must be ConsumerRecord or a subclass");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    const char *buf = PyBytes_AS_STRING(bufobj);
+    const unsigned char *b = (const unsigned char *)buf;
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj);
+    if (pos < 0 || end > len || pos > end) {
+        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
+        return NULL;
+    }
+
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    Py_ssize_t rec_end = pos;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        i128 ln, td, od, n;
+        int r = read_len(b, len, &pos, end, &ln);
+        if (r) goto varint_or_index;
+        if (ln < 6 || ln > (i128)(end - pos)) {
+            PyObject *s = i128_str(ln);
+            if (s != NULL) {
+                fail("record length %U at offset %zd is too short or runs past the batch",
+                     s, pos);
+                Py_DECREF(s);
+            }
+            goto error;
+        }
+        rec_end = pos + (Py_ssize_t)ln;
+        /* attributes (unused), then the timestamp delta */
+        if (pos + 1 >= len) goto index_error;
+        if (b[pos + 1] < 128) {
+            unsigned char c = b[pos + 1];
+            td = (c >> 1) ^ -(i128)(c & 1);
+            pos += 2;
+        } else {
+            pos += 1;
+            if (slow_varint(b, &pos, rec_end, &td) < 0) goto error;
+        }
+        r = read_len(b, len, &pos, rec_end, &od);
+        if (r) goto varint_or_index;
+
+        PyObject *rec = tp->tp_alloc(tp, 0);
+        if (rec == NULL) goto error;
+        if (PyList_Append(out, rec) < 0) { Py_DECREF(rec); goto error; }
+        Py_DECREF(rec);  /* the list holds it; a failure below drops it with the list */
+
+        /* key, then value */
+        for (int f = F_KEY; f <= F_VALUE; f++) {
+            r = read_len(b, len, &pos, rec_end, &n);
+            if (r) goto varint_or_index;
+            if (n >= 0) {
+                Py_ssize_t avail = len - pos;
+                /* the pure slice is cut at the buffer's end and the next read fails */
+                if (n > (i128)avail) goto index_error;
+                PyObject *v = PyBytes_FromStringAndSize(buf + pos, (Py_ssize_t)n);
+                if (v == NULL) goto error;
+                set_slot(rec, f, v);
+                pos += (Py_ssize_t)n;
+            } else if (n == -1) {
+                set_slot(rec, f, Py_NewRef(Py_None));
+            } else {
+                fail_i128(f == F_KEY ? "key length " : "value length ", n, " is negative");
+                goto error;
+            }
+            PyObject *size = long_from_i128(n);
+            if (size == NULL) goto error;
+            set_slot(rec, f == F_KEY ? F_KEY_SIZE : F_VALUE_SIZE, size);
+        }
+        /* headers: a fresh list per record */
+        if (pos >= len) goto index_error;
+        PyObject *headers;
+        if (b[pos] == 0) {
+            headers = PyList_New(0);
+            pos += 1;
+        } else {
+            headers = decode_headers(buf, &pos, rec_end);
+        }
+        if (headers == NULL) goto error;
+        set_slot(rec, F_HEADERS, headers);
+        if (pos != rec_end) {
+            fail("record ends at offset %zd, but its length says %zd", pos, rec_end);
+            goto error;
+        }
+        set_slot(rec, F_TOPIC, Py_NewRef(topic));
+        set_slot(rec, F_PARTITION, Py_NewRef(partition));
+        PyObject *v = add_delta(base_offset, args[4], od);
+        if (v == NULL) goto error;
+        set_slot(rec, F_OFFSET, v);
+        v = add_delta(base_ts, args[5], td);
+        if (v == NULL) goto error;
+        set_slot(rec, F_TIMESTAMP, v);
+        set_slot(rec, F_TS_TYPE, Py_NewRef(ts_type));
+        set_slot(rec, F_EPOCH, Py_NewRef(epoch));
+        continue;
+    varint_or_index:
+        if (r < 0) goto error;
+        goto index_error;
+    }
+    if (pos != end) {
+        fail("%zd bytes follow the last of %zd records", end - pos, count);
+        goto error;
+    }
+    return out;
+index_error:
+    fail("records end inside a record starting near offset %zd", rec_end);
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* init(ConsumerRecord, MalformedDataError): read the slot offsets once. */
+static PyObject *fast_init(PyObject *self, PyObject *args) {
+    PyObject *cls, *exc;
+    if (!PyArg_ParseTuple(args, "O!O:init", &PyType_Type, &cls, &exc)) return NULL;
+    Py_ssize_t offsets[F_COUNT];
+    for (int f = 0; f < F_COUNT; f++) {
+        PyObject *descr = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, FIELD_NAMES[f]);
+        if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot of the record class",
+                         FIELD_NAMES[f]);
+            return NULL;
+        }
+        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) {
+            PyErr_Format(PyExc_TypeError, "slot %s is not a writable object slot",
+                         FIELD_NAMES[f]);
+            return NULL;
+        }
+        offsets[f] = m->offset;
+    }
+    memcpy(field_offset, offsets, sizeof offsets);
+    Py_INCREF(cls);
+    Py_INCREF(exc);
+    Py_XSETREF(record_base, (PyTypeObject *)cls);
+    Py_XSETREF(malformed, exc);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))fast_decode, METH_FASTCALL,
+     "decode(buf, pos, end, count, base_offset, base_ts, topic, partition, ts_type, epoch,"
+     " cls) -> list of records (consumer_records._decode, compiled)"},
+    {"init", fast_init, METH_VARARGS,
+     "init(ConsumerRecord, MalformedDataError): bind the record class and error type"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "sdk.records._fast",
+    "Compiled per-record work of sdk.records (see sdk.records.fast_path).", -1, methods,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&module); }

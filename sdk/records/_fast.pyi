@@ -1,0 +1,7 @@
+# Types of the compiled module built from _fast.c (see sdk.records.fast_path).
+from typing import Any
+
+def init(record_class: type, malformed_error: type[BaseException], /) -> None: ...
+def decode(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
+           topic: str, partition: int, ts_type: Any, epoch: int | None,
+           cls: type, /) -> list[Any]: ...

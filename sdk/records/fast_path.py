@@ -1,0 +1,41 @@
+"""Which implementation of the per-record work is in use: compiled or pure Python.
+
+The compiled module (``sdk.records._fast``, built from ``_fast.c`` by the package's build when
+a C compiler is there) is used when it imports; ``KAFKA_SDK_PURE_PYTHON=1`` in the
+environment forces the pure path. Both sit behind the same interface and are tested against
+each other (tests/unit/records/test_records_fast_path.py)::
+
+    >>> from sdk.records import fast_path
+    >>> fast_path.IMPLEMENTATION          # "compiled" or "pure"
+
+``compiled_decode`` is the consumer's record loop (``consumer_records._decode_pure``'s
+signature), or None. It keeps the GIL throughout: all it does is build Python objects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from sdk.errors import MalformedDataError
+from sdk.types import ConsumerRecord
+
+__all__ = ["FORCED_PURE", "IMPLEMENTATION", "compiled_decode", "load_compiled"]
+
+FORCED_PURE = os.environ.get("KAFKA_SDK_PURE_PYTHON", "") not in ("", "0")
+
+
+def load_compiled() -> Callable[..., list[Any]] | None:
+    """The compiled ``decode``, bound to ``ConsumerRecord``; None when it is not built."""
+    try:
+        from sdk.records import _fast
+    except ImportError:
+        return None
+    _fast.init(ConsumerRecord, MalformedDataError)
+    decode: Callable[..., list[Any]] = _fast.decode
+    return decode
+
+
+compiled_decode = None if FORCED_PURE else load_compiled()
+IMPLEMENTATION = "pure" if compiled_decode is None else "compiled"
