@@ -86,6 +86,7 @@ class AdminClient(ShareGroupAdminSync):
             self._thread.stop(timeout=5)
             raise
         self.config = self._core.config
+        self._thread.client_id = self.config.client_id  # known once the core is made
         watch(self)  # unusable in the child of a fork (sdk.net.fork)
 
     @staticmethod

@@ -109,7 +109,8 @@ class Consumer(Generic[K, V]):
                  config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         self._core: AsyncConsumer[K, V] = AsyncConsumer(*topics, config=config,
                                                         **settings)  # validates first
-        self._thread = LoopThread(name="kafka-sdk-consumer")
+        self._thread = LoopThread(name="kafka-sdk-consumer",
+                                  client_id=self._core.config.client_id)
         self._closed = False
         try:
             self._run(self._core.start(), self._core.config.request_timeout_ms / 1000)

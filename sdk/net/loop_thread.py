@@ -26,11 +26,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from sdk.errors import IllegalStateError, KafkaTimeoutError, WakeupError
+from sdk.metrics.logs import client_id_var
 
 __all__ = ["LoopThread"]
 
@@ -40,7 +42,10 @@ T = TypeVar("T")
 class LoopThread:
     """An asyncio event loop running on a dedicated daemon thread."""
 
-    def __init__(self, name: str = "kafka-sdk-loop") -> None:
+    def __init__(self, name: str = "kafka-sdk-loop", client_id: str | None = None) -> None:
+        # The client whose work this thread runs: coroutines submitted from other threads
+        # run with it in sdk.metrics.logs.client_id_var, so their log lines name it.
+        self.client_id = client_id
         self.loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._lock = threading.Lock()
@@ -90,7 +95,12 @@ class LoopThread:
         if not self.running:
             coro.close()
             raise IllegalStateError("the event loop thread is stopped")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        if self.client_id is None:
+            return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        # The task is created in a copy of the context current at the call: set the id there.
+        context = contextvars.copy_context()
+        context.run(client_id_var.set, self.client_id)
+        return context.run(asyncio.run_coroutine_threadsafe, coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result (see the module docstring)."""

@@ -60,7 +60,8 @@ class Producer(Generic[KS, VS]):
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._core: AsyncProducer[KS, VS] = AsyncProducer(config, **kwargs)  # validates first
-        self._thread = LoopThread(name=f"{self._core.config.client_id}-loop")
+        self._thread = LoopThread(name=f"{self._core.config.client_id}-loop",
+                                  client_id=self._core.config.client_id)
         # The core's per-instance fast path (Stage.stager), bound directly: a plain send
         # is then a single Python call. The method below documents it (and a subclass
         # that overrides it keeps its own).

@@ -38,7 +38,8 @@ class ShareConsumer(Generic[K, V]):
         self._core: AsyncShareConsumer[K, V] = AsyncShareConsumer(
             *topics, config=config,
             acknowledgement_commit_callback=acknowledgement_commit_callback, **settings)
-        self._thread = LoopThread(name="kafka-sdk-share-consumer")
+        self._thread = LoopThread(name="kafka-sdk-share-consumer",
+                                  client_id=self._core.config.client_id)
         self._closed = False
         try:
             self._run(self._core.start(), self._core.config.request_timeout_ms / 1000)

@@ -429,6 +429,29 @@ def test_debug_contexts_log_the_protocol_with_the_client_id(
     assert all(getattr(r, "client_id", None) == "dbg-p" for r in lines)
 
 
+def test_blocking_calls_log_with_the_client_id(
+        broker: Target, caplog: pytest.LogCaptureFixture) -> None:
+    """Work a blocking face hands to its loop thread (every admin call, not only the
+    first; consumer polls) logs with the client's id too."""
+    topic = new_topic("obs")
+    broker.create_topic(topic, 1)
+    protocol = logging.getLogger("sdk.net.protocol")
+    level = protocol.level
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sdk"):
+            with AdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="dbg-a",
+                             debug="protocol") as admin:
+                for _ in range(3):
+                    admin.list_topics()
+                admin.describe_cluster()
+    finally:
+        protocol.setLevel(level)
+    lines = [r for r in caplog.records if r.name == "sdk.net.protocol"]
+    assert sum("api 3 v" in r.getMessage() for r in lines) >= 3  # Metadata, each call
+    assert all(r.getMessage().startswith("[dbg-a] ") for r in lines), [
+        r.getMessage() for r in lines if not r.getMessage().startswith("[dbg-a] ")][:3]
+
+
 # Not per broker: the reference broker with a SASL listener (PLAIN users from JAAS).
 _JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
          'username="admin" password="admin-pw-s3cret" user_admin="admin-pw-s3cret" '
