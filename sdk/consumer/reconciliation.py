@@ -99,6 +99,9 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
         assigned = {TopicPartition(names[tid], p) for tid, ps in target.items() for p in ps}
         owned = self._subs.assigned_partitions()
         revoked, added = owned - assigned, assigned - owned
+        changed = bool(revoked or added or not self._joined)
+        if changed:  # a reconciliation is this protocol's rebalance (metrics and hooks)
+            self._observer.rebalance_started(owned)
         self._client.add_topics({tp.topic for tp in assigned})
         if revoked:
             await self._hand_over_open_commits(revoked)
@@ -116,6 +119,8 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
         log.info("group %s: epoch %d: %d partitions (revoked %s; added %s)", self.group_id,
                  self.member.generation, len(assigned), _names(revoked) or "none",
                  _names(added) or "none")
+        if changed:
+            self._observer.rebalanced(self._subs.assigned_partitions())
         self._next_auto_commit = self._loop.time() + self._auto_commit_s
         self._fetcher.wake()
         return True

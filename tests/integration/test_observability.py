@@ -171,6 +171,44 @@ def test_records_lag_max_is_the_lag_the_admin_client_computes(broker: Target) ->
         assert value(metrics, "connection-count", "consumer-metrics") >= 1
 
 
+def test_consumer_protocol_reconciliations_feed_the_rebalance_metrics_and_hook(
+        broker: Target) -> None:
+    """Under KIP-848 a reconciliation is the member's rebalance: rebalance-total,
+    rebalance-latency-avg and on_rebalance see it as they see a classic one."""
+    topic = new_topic("obs848")
+    broker.create_topic(topic, 2)
+    if broker.name == "tansu":  # no ConsumerGroupHeartbeat there: no reconciliation either
+        from sdk.errors import UnsupportedVersionError
+
+        with Consumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                      group_id=new_topic("g848"), group_protocol="consumer") as consumer:
+            with pytest.raises(UnsupportedVersionError, match=r"group\.protocol=classic"):
+                consumer.poll(timeout_ms=5000)
+        return
+
+    class Seen(ClientHooks):
+        def __init__(self) -> None:
+            self.calls: list[tuple[list[Any], list[Any]]] = []
+
+        def on_rebalance(self, revoked: Any, assigned: Any) -> None:
+            self.calls.append((list(revoked), list(assigned)))
+
+    seen = Seen()
+    with Consumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                  group_id=new_topic("g848"), group_protocol="consumer",
+                  hooks=[seen]) as consumer:
+        deadline = time.monotonic() + 60
+        while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+        assert len(consumer.assignment()) == 2
+        metrics = consumer.metrics()
+        assert value(metrics, "rebalance-total", "consumer-coordinator-metrics") >= 1
+        assert value(metrics, "rebalance-latency-avg", "consumer-coordinator-metrics") >= 0
+        assert value(metrics, "assigned-partitions", "consumer-coordinator-metrics") == 2
+    assigned = {tp for _, added in seen.calls for tp in added}
+    assert assigned == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+
+
 # ----------------------------------------------------------------------------- exporters
 
 
