@@ -7,13 +7,19 @@ confluent-kafka, on the same broker in the same run.
     .venv/bin/python bench/consumer_bench.py --bootstrap 127.0.0.1:9092   # a running broker
     .venv/bin/python bench/consumer_bench.py --baseline /tmp/old --clients \
         base-sync,ours-sync,base-async,ours-async,aiokafka     # before/after, interleaved
+    .venv/bin/python bench/consumer_bench.py --broker server_ref --rounds 7 \
+        --clients pure-sync,ours-sync,pure-async,ours-async    # pure vs compiled decode
 
 For each message size a topic of 6 partitions is filled once (by confluent-kafka, the
 fastest producer), then every client reads it all from the beginning with a manual
 assignment (no group, so no join delay), each in a fresh subprocess. Clients are
 interleaved round by round because this machine's CPU speed drifts; the table shows the
 median rate of the rounds, measured from creating the consumer to receiving the last record
-(imports left out), and ratios against aiokafka and kafka-python.
+(imports left out), and ratios against aiokafka and kafka-python. ``pure-sync`` and
+``pure-async`` are ours with ``KAFKA_SDK_PURE_PYTHON=1`` (the pure-Python record loop; the
+``ours-*`` workers say which path they used). Below the table, each client's CPU time per
+record: the worker process's user+system time (imports and start-up included), which other
+processes on a shared machine do not inflate.
 
 ``java`` is Kafka's Java consumer through its ConsumerPerformance tool, with its defaults.
 It subscribes with a group, so its figure is the rate after the group join (the join, its
@@ -30,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -238,6 +245,9 @@ def fill_topic(bootstrap: str, topic: str, size: int, count: int) -> None:
 
 
 BASELINE_CLIENTS = {"base-sync": "ours-sync", "base-async": "ours-async"}
+# ours with the pure-Python record loop (sdk.records.fast_path), against the compiled one
+PURE_CLIENTS = {"pure-sync": "ours-sync", "pure-async": "ours-async"}
+CPU_S: dict[str, list[float]] = {}  # client -> the worker's CPU seconds per record, per run
 
 
 def run_worker(client: str, bootstrap: str, topic: str, count: int,
@@ -257,6 +267,12 @@ def run_worker(client: str, bootstrap: str, topic: str, count: int,
             raise SystemExit(f"{client} needs --baseline DIR (a tree holding sdk/)")
         client, path = BASELINE_CLIENTS[client], baseline
     env = dict(os.environ, PYTHONPATH=path)
+    name = client
+    if client in PURE_CLIENTS:
+        client, env["KAFKA_SDK_PURE_PYTHON"] = PURE_CLIENTS[client], "1"
+    elif client.startswith("ours"):
+        env.pop("KAFKA_SDK_PURE_PYTHON", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, __file__, "--worker", client, "--bootstrap", bootstrap,
          "--topic", topic, "--count", str(count)],
@@ -264,7 +280,14 @@ def run_worker(client: str, bootstrap: str, topic: str, count: int,
     )
     if out.returncode != 0:
         raise RuntimeError(f"{client} failed:\n{out.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = json.loads(out.stdout.strip().splitlines()[-1])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU_S.setdefault(name, []).append(cpu / result["records"])
+    want = {"pure-sync": "pure", "pure-async": "pure", "ours-sync": "compiled",
+            "ours-async": "compiled"}.get(name)
+    if want and result.get("path") not in (want, None) and not baseline:
+        print(f"  note: {name} ran the {result.get('path')} record loop", flush=True)
     return result["records"] / result["seconds"]
 
 
@@ -290,15 +313,23 @@ def main() -> None:
 
     if args.worker:
         records, seconds = WORKERS[args.worker](args.bootstrap, args.topic, args.count)
-        print(json.dumps({"records": records, "seconds": seconds}))
+        result: dict[str, object] = {"records": records, "seconds": seconds}
+        if args.worker.startswith("ours"):
+            try:  # which record loop ran (a --baseline tree may predate sdk.records.fast_path)
+                from sdk.records import fast_path
+                result["path"] = fast_path.IMPLEMENTATION
+            except ImportError:
+                pass
+        print(json.dumps(result))
         return
 
     import java_peers
 
     clients = args.clients.split(",")
-    unknown = sorted(set(clients) - set(CLIENTS) - set(BASELINE_CLIENTS))
+    known = CLIENTS + list(BASELINE_CLIENTS) + list(PURE_CLIENTS)
+    unknown = sorted(set(clients) - set(known))
     if unknown:
-        parser.error(f"unknown clients {unknown}; choose from {CLIENTS + list(BASELINE_CLIENTS)}")
+        parser.error(f"unknown clients {unknown}; choose from {known}")
     needs_java = "java" in clients or (args.broker == "apache" and not args.bootstrap)
     missing = java_peers.unavailable() if needs_java else None
     if missing and args.broker == "apache" and not args.bootstrap:
@@ -308,6 +339,7 @@ def main() -> None:
         print(f"java client: unavailable ({missing})", flush=True)
         clients.remove("java")
     rows = []
+    cpu_rows: list[tuple[int, dict[str, list[float]]]] = []
     java_rows: list[tuple[int, list[java_peers.JavaConsumerRun]]] = []
     for size, base_count in SIZES.items():
         count = max(1000, int(base_count * args.scale))
@@ -331,6 +363,7 @@ def main() -> None:
                 broker.stop()
         medians = {c: statistics.median(r) for c, r in rates.items()}
         rows.append((size, count, medians))
+        cpu_rows.append((size, {c: CPU_S.pop(c, []) for c in clients}))
         if java_runs:
             java_rows.append((size, java_runs))
 
@@ -338,6 +371,10 @@ def main() -> None:
           f"median of {args.rounds} interleaved rounds")
     for line in table(rows, with_java="java" in clients):
         print(line)
+    for size, cpu in cpu_rows:
+        print(f"{size} B, worker CPU us/record, median (lowest-highest): " + ", ".join(
+            f"{c} {statistics.median(v) * 1e6:.2f} ({min(v) * 1e6:.2f}-{max(v) * 1e6:.2f})"
+            for c, v in cpu.items() if v and c != "java"))
     for size, runs in java_rows:
         print(f"java, {size} B: rate after the group join; whole run from creating the consumer "
               f"{statistics.median(r.whole_rate for r in runs):,.0f} msgs/s, group join "

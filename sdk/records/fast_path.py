@@ -39,3 +39,7 @@ def load_compiled() -> Callable[..., list[Any]] | None:
 
 compiled_decode = None if FORCED_PURE else load_compiled()
 IMPLEMENTATION = "pure" if compiled_decode is None else "compiled"
+
+
+if __name__ == "__main__":  # python -m sdk.records.fast_path: which path this install uses
+    print(IMPLEMENTATION)

@@ -1,0 +1,95 @@
+"""The consumer's record decode per record: the pure loop against the compiled one.
+
+Batches as a producer builds them (1 MB of 100 B or 1 KB values, small keys, a header on
+every fourth record), decoded with ``decode_consumer_records`` (the consumer's call: record
+bytes, decompression for lz4, the GC pause and the record loop) by each implementation in
+turn, interleaved within every round since this machine's CPU speed drifts. Times are the
+process's CPU time (other processes on a shared machine do not count; the decode is
+single-threaded). The table shows the median ns per record over the rounds and the spread
+(lowest-highest round).
+
+    .venv/bin/python bench/fast_path_bench.py [--rounds 15] [--batches 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sdk.records import RecordBatch, RecordBatchBuilder, consumer_records, fast_path
+
+BATCH_BYTES = 1 << 20
+
+
+def build_batches(size: int, codec: str, batches: int) -> list[RecordBatch]:
+    rng = random.Random(size)
+    value = rng.randbytes(size)
+    out = []
+    for n in range(batches):
+        b = RecordBatchBuilder(codec)
+        i = 0
+        while b.has_room_for(b"key-00000", value, None, max_bytes=BATCH_BYTES):
+            headers = [("trace", b"abcdef")] if i % 4 == 0 else []
+            b.append(i, 1_700_000_000_000 + i, f"key-{i:05d}".encode(), value, headers)
+            i += 1
+        out.append(RecordBatch(bytes(b.build())))
+        del n
+    return out
+
+
+def time_decode(loop: Callable[..., list[Any]] | None, batches: list[RecordBatch]) -> float:
+    """CPU seconds to decode every batch once with ``loop`` (None: the pure loop)."""
+    consumer_records._compiled = loop
+    decode = consumer_records.decode_consumer_records
+    start = time.process_time()
+    for batch in batches:
+        decode(batch, "bench", 0)
+    return time.process_time() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--batches", type=int, default=20, help="1 MB batches per case")
+    args = parser.parse_args()
+    compiled = fast_path.load_compiled()
+    if compiled is None:
+        raise SystemExit("sdk.records._fast is not built (pip install -e . with a C compiler)")
+    saved = consumer_records._compiled
+    print(f"{'size':>6} {'codec':<5} {'records':>8} {'pure ns/rec':>18} {'compiled ns/rec':>18}"
+          f" {'speed-up':>9}")
+    try:
+        for size in (100, 1000):
+            for codec in ("none", "lz4"):
+                batches = build_batches(size, codec, args.batches)
+                count = sum(b.record_count for b in batches)
+                times: dict[str, list[float]] = {"pure": [], "compiled": []}
+                time_decode(compiled, batches)  # warm caches and the allocator once
+                for r in range(args.rounds):
+                    order = [("pure", None), ("compiled", compiled)]
+                    for name, loop in order if r % 2 else order[::-1]:
+                        times[name].append(time_decode(loop, batches) / count * 1e9)
+                cells = []
+                for name in ("pure", "compiled"):
+                    t = times[name]
+                    cells.append(f"{statistics.median(t):>6.0f} ({min(t):>4.0f}-{max(t):>4.0f})")
+                ratio = statistics.median(times["pure"]) / statistics.median(times["compiled"])
+                print(f"{size:>6} {codec:<5} {count:>8} {cells[0]:>18} {cells[1]:>18}"
+                      f" {ratio:>8.2f}x", flush=True)
+    finally:
+        consumer_records._compiled = saved
+    print(f"\nmedian of {args.rounds} interleaved rounds (lowest-highest), process CPU time; "
+          f"decode_consumer_records incl. lz4 decompression")
+
+
+if __name__ == "__main__":
+    main()
