@@ -13,6 +13,10 @@
  * Records are allocated with cls->tp_alloc and their slots written directly, at offsets read
  * once from ConsumerRecord's slot descriptors (init()); a subclass (the share consumer's)
  * shares those offsets. All of this builds Python objects, so the GIL is held throughout.
+ *
+ * encode_values(...) is the producer's bulk encoding (RecordBatchBuilder.append_values):
+ * keyless, header-less records written straight into the batch's bytearray. It holds the
+ * GIL too: it reads the caller's lists and resizes a bytearray others may reference.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -351,6 +355,93 @@ error:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- producer: bulk encoding */
+
+/* Zig-zag varint of v at p; returns the bytes written (at most 10). */
+static inline int put_varint(unsigned char *p, long long v) {
+    unsigned long long z = ((unsigned long long)v << 1) ^ (unsigned long long)(v >> 63);
+    int n = 0;
+    while (z > 0x7F) {
+        p[n++] = (unsigned char)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    p[n++] = (unsigned char)z;
+    return n;
+}
+
+static inline int varint_len(long long v) {
+    unsigned char tmp[10];
+    return put_varint(tmp, v);
+}
+
+/* encode_values(buf, used, values, timestamps, start, stop, room, base, od, count_before)
+ * is RecordBatchBuilder.append_values's loop: keyless, header-less records values[i] at
+ * timestamps[i] written into the bytearray buf from `used` on, until stop or until a record
+ * would take `room` below zero (an empty batch -- count_before 0 and no record yet -- takes
+ * its first record in any case). Returns (index reached, new used, next offset delta, the
+ * largest timestamp written), or None when an input is outside what this loop handles (a
+ * value that is not bytes, a timestamp outside int64): the caller then runs the pure loop,
+ * which handles or reports it. Only bytes past `used` are written before that. */
+static PyObject *fast_encode_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "encode_values() takes 10 arguments");
+        return NULL;
+    }
+    PyObject *buf = args[0], *values = args[2], *stamps = args[3];
+    if (!PyByteArray_CheckExact(buf) || !PyList_CheckExact(values) ||
+        !PyList_CheckExact(stamps)) {
+        PyErr_SetString(PyExc_TypeError, "encode_values() takes a bytearray and two lists");
+        return NULL;
+    }
+    Py_ssize_t used = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t start = PyLong_AsSsize_t(args[4]);
+    Py_ssize_t stop = PyLong_AsSsize_t(args[5]);
+    long long room = PyLong_AsLongLong(args[6]);
+    long long base = PyLong_AsLongLong(args[7]);
+    long long od = PyLong_AsLongLong(args[8]);
+    long long count_before = PyLong_AsLongLong(args[9]);
+    if (PyErr_Occurred()) return NULL;
+    if (start < 0 || stop > PyList_GET_SIZE(values) || stop > PyList_GET_SIZE(stamps) ||
+        used < 0 || used > PyByteArray_GET_SIZE(buf) || od < 0 || od > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "encode_values() arguments out of range");
+        return NULL;
+    }
+    long long first_od = od, top = INT64_MIN;
+    Py_ssize_t i = start;
+    for (; i < stop; i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        PyObject *stamp = PyList_GET_ITEM(stamps, i);
+        if (!PyBytes_CheckExact(value) || !PyLong_CheckExact(stamp)) Py_RETURN_NONE;
+        int overflow = 0;
+        long long ts = PyLong_AsLongLongAndOverflow(stamp, &overflow);
+        long long td;
+        if (overflow || __builtin_sub_overflow(ts, base, &td)) Py_RETURN_NONE;
+        Py_ssize_t n = PyBytes_GET_SIZE(value);
+        /* attributes, timestamp delta, offset delta, null key, value length, value, 0 headers */
+        long long body = 1 + varint_len(td) + varint_len(od) + 1 + varint_len(n) + n + 1;
+        long long size = varint_len(body) + body;
+        room -= size;
+        if (room < 0 && (od > first_od || count_before)) break;  /* full */
+        Py_ssize_t need = used + (Py_ssize_t)size;
+        if (need > PyByteArray_GET_SIZE(buf) && PyByteArray_Resize(buf, need) < 0)
+            return NULL;
+        unsigned char *p = (unsigned char *)PyByteArray_AS_STRING(buf) + used;
+        p += put_varint(p, body);
+        *p++ = 0;
+        p += put_varint(p, td);
+        p += put_varint(p, od);
+        *p++ = 1;  /* zig-zag -1: null key */
+        p += put_varint(p, n);
+        memcpy(p, PyBytes_AS_STRING(value), (size_t)n);
+        p += n;
+        *p = 0;
+        used = need;
+        if (ts > top) top = ts;
+        od++;
+    }
+    return Py_BuildValue("(nnLL)", i, used, od, top);
+}
+
 /* init(ConsumerRecord, MalformedDataError): read the slot offsets once. */
 static PyObject *fast_init(PyObject *self, PyObject *args) {
     PyObject *cls, *exc;
@@ -383,6 +474,9 @@ static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))fast_decode, METH_FASTCALL,
      "decode(buf, pos, end, count, base_offset, base_ts, topic, partition, ts_type, epoch,"
      " cls) -> list of records (consumer_records._decode, compiled)"},
+    {"encode_values", (PyCFunction)(void (*)(void))fast_encode_values, METH_FASTCALL,
+     "encode_values(buf, used, values, timestamps, start, stop, room, base, od,"
+     " count_before) -> (i, used, od, top) or None (RecordBatchBuilder.append_values)"},
     {"init", fast_init, METH_VARARGS,
      "init(ConsumerRecord, MalformedDataError): bind the record class and error type"},
     {NULL, NULL, 0, NULL}};

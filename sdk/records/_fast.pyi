@@ -5,3 +5,6 @@ def init(record_class: type, malformed_error: type[BaseException], /) -> None: .
 def decode(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
            topic: str, partition: int, ts_type: Any, epoch: int | None,
            cls: type, /) -> list[Any]: ...
+def encode_values(buf: bytearray, used: int, values: list[bytes], timestamps: list[int],
+                  start: int, stop: int, room: int, base: int, od: int, count_before: int,
+                  /) -> tuple[int, int, int, int] | None: ...

@@ -14,7 +14,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from sdk.records import _varint, header
+from sdk.records import _varint, fast_path, header
 from sdk.records.compression import Compression, compress
 from sdk.records.control import ControlType, encode_control_key, encode_marker_value
 from sdk.records.header import (
@@ -48,6 +48,9 @@ _encode = _varint.encode_varint
 _JOIN_BYTES = 32768
 _BULK_MIN = 32
 _vsize = _varint.varint_size
+# The compiled append_values loop (sdk/records/_fast.c) when built and not turned off by
+# KAFKA_SDK_PURE_PYTHON; same bytes as the pure loop (tests/unit/records/test_records_fast_path.py).
+_fast_encode = fast_path.compiled_encode_values
 
 
 def _value_record_shape(n: int, td: int, od: int) -> tuple[bytes, bytes, int, int]:
@@ -271,6 +274,14 @@ class RecordBatchBuilder:
         if start >= stop:
             return start
         base = self._base_ts if self._count else timestamps[start]
+        if (_fast_encode is not None and type(values) is list and type(timestamps) is list
+                and type(self._buf) is bytearray):
+            # None: an input the compiled loop leaves to this one (not bytes, past int64)
+            got: tuple[int, int, int, int] | None = _fast_encode(
+                self._buf, self._size, values, timestamps, start, stop, max_bytes - self._size,
+                base, self._next_delta, self._count)
+            if got is not None:
+                return self._appended_values(*got, base=base)
         zz, small, encode, shape = _ZZ, _SMALL, _encode, _value_record_shape
 
         # The batch's state changes only at the end: an exception (a value that is not
@@ -376,6 +387,23 @@ class RecordBatchBuilder:
         self._size = used + 1
         if top_at >= od:  # the record that raised it did not fit
             top = max(timestamps[start:i])
+        if self._count:
+            if top > self._max_ts:
+                self._max_ts = top
+        else:
+            self._base_ts = base
+            self._max_ts = top
+        self._count += od - first_od
+        self._next_delta = od
+        return i
+
+    def _appended_values(self, i: int, used: int, od: int, top: int, base: int) -> int:
+        """The batch's state after the compiled ``append_values`` loop wrote records up to
+        ``used`` (offset deltas up to ``od``, largest timestamp ``top``); returns ``i``."""
+        first_od = self._next_delta
+        if od == first_od:
+            return i
+        self._size = used
         if self._count:
             if top > self._max_ts:
                 self._max_ts = top

@@ -9,7 +9,9 @@ each other (tests/unit/records/test_records_fast_path.py)::
     >>> fast_path.IMPLEMENTATION          # "compiled" or "pure"
 
 ``compiled_decode`` is the consumer's record loop (``consumer_records._decode_pure``'s
-signature), or None. It keeps the GIL throughout: all it does is build Python objects.
+signature), ``compiled_encode_values`` the producer's bulk encoding
+(``RecordBatchBuilder.append_values``'s loop); None when not in use. Both keep the GIL: they
+build Python objects or read the caller's lists and resize its bytearray.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 from sdk.errors import MalformedDataError
 from sdk.types import ConsumerRecord
 
-__all__ = ["FORCED_PURE", "IMPLEMENTATION", "compiled_decode", "load_compiled"]
+__all__ = ["FORCED_PURE", "IMPLEMENTATION", "compiled_decode", "compiled_encode_values",
+           "load_compiled", "load_compiled_encoder"]
 
 FORCED_PURE = os.environ.get("KAFKA_SDK_PURE_PYTHON", "") not in ("", "0")
 
@@ -37,7 +40,19 @@ def load_compiled() -> Callable[..., list[Any]] | None:
     return decode
 
 
+def load_compiled_encoder() -> Callable[..., Any] | None:
+    """The compiled ``encode_values``; None when it is not built."""
+    try:
+        from sdk.records import _fast
+    except ImportError:
+        return None
+    # getattr: a stale build from before encode_values existed leaves it to the pure loop
+    encode: Callable[..., Any] | None = getattr(_fast, "encode_values", None)
+    return encode
+
+
 compiled_decode = None if FORCED_PURE else load_compiled()
+compiled_encode_values = None if FORCED_PURE else load_compiled_encoder()
 IMPLEMENTATION = "pure" if compiled_decode is None else "compiled"
 
 
