@@ -1,12 +1,17 @@
-"""The consumer's record decode per record: the pure loop against the compiled one.
+"""Per-record work, the pure loops against the compiled ones (sdk.records.fast_path).
 
-Batches as a producer builds them (1 MB of 100 B or 1 KB values, small keys, a header on
+Decode: batches as a producer builds them (1 MB of 100 B or 1 KB values, small keys, a header on
 every fourth record), decoded with ``decode_consumer_records`` (the consumer's call: record
 bytes, decompression for lz4, the GC pause and the record loop) by each implementation in
 turn, interleaved within every round since this machine's CPU speed drifts. Times are the
 process's CPU time (other processes on a shared machine do not count; the decode is
 single-threaded). The table shows the median ns per record over the rounds and the spread
 (lowest-highest round).
+
+Encode: ``RecordBatchBuilder.append_values`` (the producer's bulk encoding of staged
+keyless records into 16 KB batches, as the accumulator fills them; 50 records per
+millisecond), then ``build()`` (header and CRC32C, which stays with the crc32c package; lz4
+compression for lz4). Same rounds, same CPU-time measure.
 
     .venv/bin/python bench/fast_path_bench.py [--rounds 15] [--batches 20]
 """
@@ -25,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sdk.records import RecordBatch, RecordBatchBuilder, consumer_records, fast_path
+from sdk.records import builder as builder_module
 
 BATCH_BYTES = 1 << 20
 
@@ -55,6 +61,19 @@ def time_decode(loop: Callable[..., list[Any]] | None, batches: list[RecordBatch
     return time.process_time() - start
 
 
+def time_encode(loop: Callable[..., Any] | None, values: list[bytes], stamps: list[int],
+                codec: str) -> float:
+    """CPU seconds to encode ``values`` into 16 KB batches with ``loop`` (None: pure)."""
+    builder_module._fast_encode = loop
+    start = time.process_time()
+    i, n = 0, len(values)
+    while i < n:
+        b = RecordBatchBuilder(codec)
+        i = b.append_values(values, stamps, i, n, 16384)
+        b.build()
+    return time.process_time() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -64,7 +83,10 @@ def main() -> None:
     compiled = fast_path.load_compiled()
     if compiled is None:
         raise SystemExit("sdk.records._fast is not built (pip install -e . with a C compiler)")
-    saved = consumer_records._compiled
+    encoder = fast_path.load_compiled_encoder()
+    if encoder is None:
+        raise SystemExit("sdk.records._fast is stale: rebuild it (pip install -e .)")
+    saved, saved_encoder = consumer_records._compiled, builder_module._fast_encode
     print(f"{'size':>6} {'codec':<5} {'records':>8} {'pure ns/rec':>18} {'compiled ns/rec':>18}"
           f" {'speed-up':>9}")
     try:
@@ -85,10 +107,29 @@ def main() -> None:
                 ratio = statistics.median(times["pure"]) / statistics.median(times["compiled"])
                 print(f"{size:>6} {codec:<5} {count:>8} {cells[0]:>18} {cells[1]:>18}"
                       f" {ratio:>8.2f}x", flush=True)
+        print(f"\nencode {'size':>6} {'codec':<5} {'records':>8} {'pure ns/rec':>18}"
+              f" {'compiled ns/rec':>18} {'speed-up':>9}")
+        for size in (100, 1000):
+            values = [random.Random(size).randbytes(size)] * (BATCH_BYTES * 4 // size)
+            stamps = [1_700_000_000_000 + i // 50 for i in range(len(values))]
+            for codec in ("none", "lz4"):
+                enc: dict[str, list[float]] = {"pure": [], "compiled": []}
+                time_encode(encoder, values, stamps, codec)
+                for r in range(args.rounds):
+                    pair = [("pure", None), ("compiled", encoder)]
+                    for name, loop in pair if r % 2 else pair[::-1]:
+                        enc[name].append(time_encode(loop, values, stamps, codec)
+                                         / len(values) * 1e9)
+                cells = [f"{statistics.median(t):>6.0f} ({min(t):>4.0f}-{max(t):>4.0f})"
+                         for t in (enc["pure"], enc["compiled"])]
+                ratio = statistics.median(enc["pure"]) / statistics.median(enc["compiled"])
+                print(f"       {size:>6} {codec:<5} {len(values):>8} {cells[0]:>18}"
+                      f" {cells[1]:>18} {ratio:>8.2f}x", flush=True)
     finally:
         consumer_records._compiled = saved
+        builder_module._fast_encode = saved_encoder
     print(f"\nmedian of {args.rounds} interleaved rounds (lowest-highest), process CPU time; "
-          f"decode_consumer_records incl. lz4 decompression")
+          f"decode_consumer_records incl. lz4 decompression; append_values + build()")
 
 
 if __name__ == "__main__":

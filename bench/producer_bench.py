@@ -5,6 +5,8 @@ confluent-kafka, on the same broker, in the same run, interleaved.
     python bench/producer_bench.py --broker tansu --rounds 3
     python bench/producer_bench.py --bootstrap-server HOST:PORT --quick
     python bench/producer_bench.py --broker apache --clients sdk-sync,sdk-batch,confluent,java
+    python bench/producer_bench.py --broker ref --acks-list 1 --rounds 7 \
+        --clients pure-sdk-sync,sdk-sync,pure-sdk-batch,sdk-batch   # pure vs compiled encoding
 
 Each measurement runs in a fresh subprocess (no shared imports, threads or heap) and
 produces N records to a new 6-partition topic: the clock runs from the first send until
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -55,6 +58,10 @@ import java_peers  # noqa: E402  (bench/, this script's directory, is on sys.pat
 
 CLIENTS = ["sdk-sync", "sdk-async", "sdk-batch", "sdk-async-batch", "aiokafka", "aiokafka-batch",
            "kafka-python", "confluent", "java"]
+# ours with KAFKA_SDK_PURE_PYTHON=1 (the pure-Python record loops, sdk.records.fast_path),
+# against the same client with the compiled ones
+PURE_CLIENTS = {"pure-sdk-sync": "sdk-sync", "pure-sdk-async": "sdk-async",
+                "pure-sdk-batch": "sdk-batch", "pure-sdk-async-batch": "sdk-async-batch"}
 BROKERS = {"tansu": ["tansu"], "ref": ["ref"], "apache": ["apache"], "both": ["tansu", "ref"],
            "all": ["tansu", "ref", "apache"]}
 PARTITIONS = 6
@@ -309,13 +316,18 @@ def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec
 
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     asyncio.run(create_topic(broker.bootstrap, topic, PARTITIONS))
+    env = dict(os.environ)
+    env.pop("KAFKA_SDK_PURE_PYTHON", None)
+    if client in PURE_CLIENTS:
+        client, env["KAFKA_SDK_PURE_PYTHON"] = PURE_CLIENTS[client], "1"
     cmd = [sys.executable, __file__, "--worker", client, "--bootstrap-server", broker.bootstrap,
            "--topic", topic, "--count", str(count), "--size", str(size), "--acks", acks,
            "--codec", codec]
     if batch_size:
         cmd += ["--batch-size", str(batch_size)]
     try:
-        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s,
+                             env=env)
     except subprocess.TimeoutExpired:
         print(f"    {client}: timed out after {timeout_s:.0f} s", flush=True)
         return None
@@ -382,9 +394,9 @@ def main() -> None:
 
     rounds = 1 if a.quick else a.rounds
     clients = [c for c in a.clients.split(",") if c]
-    unknown = sorted(set(clients) - set(CLIENTS))
+    unknown = sorted(set(clients) - set(CLIENTS) - set(PURE_CLIENTS))
     if unknown:
-        parser.error(f"unknown clients {unknown}; choose from {CLIENTS}")
+        parser.error(f"unknown clients {unknown}; choose from {CLIENTS + list(PURE_CLIENTS)}")
     cases = [tuple(int(x) for x in c.split(":")) for c in a.cases.split(",")]
     if a.bootstrap_server:
         brokers = [Broker("given", a.bootstrap_server)]
