@@ -8,6 +8,8 @@ each other (tests/unit/records/test_records_fast_path.py)::
     >>> from sdk.records import fast_path
     >>> fast_path.IMPLEMENTATION          # "compiled" or "pure"
 
+From a shell: ``python -c "from sdk.records import fast_path; print(fast_path.IMPLEMENTATION)"``.
+
 ``compiled_decode`` is the consumer's record loop (``consumer_records._decode_pure``'s
 signature), ``compiled_encode_values`` the producer's bulk encoding
 (``RecordBatchBuilder.append_values``'s loop); None when not in use. Both keep the GIL: they
@@ -54,7 +56,3 @@ def load_compiled_encoder() -> Callable[..., Any] | None:
 compiled_decode = None if FORCED_PURE else load_compiled()
 compiled_encode_values = None if FORCED_PURE else load_compiled_encoder()
 IMPLEMENTATION = "pure" if compiled_decode is None else "compiled"
-
-
-if __name__ == "__main__":  # python -m sdk.records.fast_path: which path this install uses
-    print(IMPLEMENTATION)

@@ -223,12 +223,12 @@ def test_bad_arguments_are_type_errors() -> None:
 
 @pytest.mark.parametrize(("env", "want"), [("1", "pure"), ("", "compiled")])
 def test_environment_variable_forces_the_pure_path(env: str, want: str) -> None:
-    code = ("from sdk.records import fast_path, consumer_records as c; "
-            "print(fast_path.IMPLEMENTATION, c._compiled is None)")
+    code = ("from sdk.records import fast_path, consumer_records as c, builder as b; "
+            "print(fast_path.IMPLEMENTATION, c._compiled is None, b._fast_encode is None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "KAFKA_SDK_PURE_PYTHON": env}, check=True,
                          cwd=Path(consumer_records.__file__).parents[2])
-    assert out.stdout.split() == [want, str(want == "pure")]
+    assert out.stdout.split() == [want, str(want == "pure"), str(want == "pure")]
 
 
 # ---------------------------------------------------------------- producer: bulk encoding
