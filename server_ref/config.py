@@ -270,6 +270,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               minimum=1),
     ConfigDef("offsets.topic.segment.bytes", _I, 100 * 1024 * 1024,
               "segment.bytes of __consumer_offsets", minimum=14),
+    ConfigDef("offsets.commit.timeout.ms", _I, 5000, "Cluster mode: how long an offset "
+              "commit waits for the ISR of its __consumer_offsets partition", minimum=1),
     ConfigDef("offsets.retention.minutes", _I, 10080, "How long committed offsets of an "
               "empty group are kept", minimum=1),
     ConfigDef("group.initial.rebalance.delay.ms", _I, 3000,

@@ -8,6 +8,13 @@ The journal is replicated like any partition; when this broker gains or loses th
 leadership of one of its partitions, the group coordinator is rebuilt from the local log
 (what the replicas have), so a new leader serves the groups the old one journaled.
 
+Offset commits are answered only once the ISR of the group's partition has the journal
+record (``replicated``), as Kafka's coordinator appends with acks=-1; a failed wait becomes
+the error Kafka's coordinator runtime answers (REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS as
+COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER as NOT_COORDINATOR), so the client finds
+the coordinator again and retries. (The in-memory offset is not rolled back on such a
+failure, unlike Kafka's runtime: a fetch on the same coordinator may see it before a retry.)
+
 Transaction coordinators are not placed yet: in cluster mode FindCoordinator for a
 transactional id answers COORDINATOR_NOT_AVAILABLE (the transaction markers would have to
 travel to partition leaders on other brokers, WriteTxnMarkers, which is not built).
@@ -19,7 +26,17 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sdk.errors import CoordinatorNotAvailableError, InvalidRequestError
+from sdk.errors import (
+    CoordinatorNotAvailableError,
+    InvalidRequestError,
+    KafkaError,
+    KafkaStorageError,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
 from sdk.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -35,7 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CoordinatorPlacement", "find_coordinator"]
+__all__ = ["CoordinatorPlacement", "find_coordinator", "replicated"]
 
 GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 NOT_AVAILABLE = CoordinatorNotAvailableError.errno
@@ -61,6 +78,33 @@ def _locate(ctx: RequestContext, key: str, key_type: int
     if endpoint is None:
         return NOT_AVAILABLE, f"broker {p.leader} is not registered", -1, "", -1
     return 0, None, p.leader, endpoint[0], endpoint[1]
+
+
+def _coordinator_error(error: KafkaError) -> int:
+    """Kafka's mapping of a failed coordinator write (CoordinatorOperationExceptionHelper)."""
+    if isinstance(error, (UnknownTopicOrPartitionError, NotEnoughReplicasError,
+                          RequestTimedOutError)):
+        return NOT_AVAILABLE
+    if isinstance(error, (NotLeaderOrFollowerError, KafkaStorageError)):
+        return NotCoordinatorError.errno
+    return int(getattr(error, "errno", -1))
+
+
+async def replicated(broker: Broker, partition: Partition, codes: dict[Any, int]
+                     ) -> dict[Any, int]:
+    """``codes`` (a write's per-key outcome) once the ISR of ``partition`` has everything
+    in its log; every success turns into the coordinator error if it does not get there."""
+    last = partition.log.log_end_offset - 1
+    timeout_ms = int(broker.config.get("offsets.commit.timeout.ms"))
+    topic = partition.topic
+    min_isr = int(topic.config_value("min.insync.replicas", broker.config))
+    error = await broker.cluster.replicas.wait_for_isr(partition, last, timeout_ms, min_isr)
+    if error is None:
+        return codes
+    code = _coordinator_error(error)
+    log.info("offsets on %s not replicated (%s): answering error %d", partition.name,
+             error, code)
+    return {key: code if c == 0 else c for key, c in codes.items()}
 
 
 def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest

@@ -7,7 +7,7 @@ commit and delete, before the group is consulted; a fetch simply finds nothing (
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
 
 from sdk import errors
@@ -51,7 +51,8 @@ def _error_topics(requested: Iterable[Partition], results: Mapping[Partition, in
 
 
 @handles(ApiKey.OFFSET_COMMIT, 0, 9)
-def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
+def offset_commit(ctx: RequestContext, req: OffsetCommitRequest
+                  ) -> OffsetCommitResponse | Coroutine[Any, Any, OffsetCommitResponse]:
     v = ctx.api_version
     requested: list[Partition] = []
     results: dict[Partition, int] = {}
@@ -83,9 +84,25 @@ def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommit
             illegal = errors.IllegalGenerationError.errno
             outcome = {k: illegal if e == missing else e for k, e in outcome.items()}
         results.update(outcome)
+        if ctx.broker.cluster is not None and 0 in outcome.values():
+            # Cluster mode: answered once the ISR has the journal record (acks=-1).
+            return _after_replication(ctx, req.group_id, requested, results)
+    return _commit_response(requested, results)
+
+
+def _commit_response(requested: list[Partition], results: dict[Partition, int]
+                     ) -> OffsetCommitResponse:
     return OffsetCommitResponse(topics=_error_topics(
         requested, results, OffsetCommitResponse.OffsetCommitResponseTopic,
         OffsetCommitResponse.OffsetCommitResponsePartition))
+
+
+async def _after_replication(ctx: RequestContext, group_id: str, requested: list[Partition],
+                             results: dict[Partition, int]) -> OffsetCommitResponse:
+    from server_ref.cluster.coordinators import replicated  # cluster mode only
+
+    partition = ctx.broker.offsets_journal.partition_for(group_id)
+    return _commit_response(requested, await replicated(ctx.broker, partition, results))
 
 
 # ---------------------------------------------------------------------------- OffsetFetch
