@@ -56,6 +56,7 @@ from server_ref.controller.election import assign_replicas, elect
 from server_ref.controller.image import NO_LEADER, PartitionImage
 from server_ref.controller.reassign import complete_if_caught_up, register_reassignment_apis
 from server_ref.controller.records import partition_record
+from server_ref.tiered.settings import validate_topic
 from server_ref.topics import INTERNAL_TOPICS, MAX_PARTITIONS, parse_topic_configs
 from server_ref.topics import validate_topic_name as _validate_name
 
@@ -200,6 +201,7 @@ class ControllerApis:
                         raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
                     configs = {c.name: c.value for c in t.configs}
                     overrides = parse_topic_configs(configs)
+                    validate_topic({}, overrides, self.config)  # tiered storage's rules
                     assignment = self._assignment(t, live)
                     rf = len(assignment[0])
                     result.num_partitions, result.replication_factor = len(assignment), rf
@@ -438,7 +440,10 @@ class ControllerApis:
                         else:
                             raise InvalidRequestError(
                                 f"operation {c.config_operation} is not supported for topics")
-                    parse_topic_configs(configs)
+                    # tiered storage's rules see the change (turning it off needs
+                    # remote.log.delete.on.disable, ...)
+                    validate_topic(parse_topic_configs(topic.configs),
+                                   parse_topic_configs(configs), self.config)
                     if not req.validate_only:
                         batch.append({"type": "topic_configs", "topic_id": topic.topic_id,
                                       "configs": configs})

@@ -82,6 +82,7 @@ class RemoteLogManager:
         self._wake = asyncio.Event()
         self._closing = threading.Event()  # tells upload threads of a stopped broker to quit
         self.copied_bytes = 0  # since start, for the benchmark and logs
+        self._writes: set[asyncio.Task[None]] = set()  # floors written in the background
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -103,12 +104,9 @@ class RemoteLogManager:
                     "remote.log.storage.system.enable", value=False,
                     allowed=f"true while {', '.join(sorted(tiered))} have remote storage")
             return
-        if getattr(self.broker, "cluster", None) is not None:
-            # The metadata events would have to go through each metadata partition's leader
-            # and topic configs through the controller's checks: not wired up yet.
-            raise ConfigError("tiered storage runs on a single-node reference broker only "
-                              "for now", key="remote.log.storage.system.enable", value=True,
-                              allowed="false in cluster mode")
+        # Cluster mode: every broker must name the same remote.log.storage.uri (a new leader
+        # reads what its predecessor copied); the default, inside each data directory, is
+        # only right for a single node.
         uri = store_location(self.broker.config, self.broker.data_dir.resolve())
         self.store = open_store(uri, self.broker.config)
         log.info("tiered storage on: remote tier %s; %d partition(s) with remote data",
@@ -127,6 +125,9 @@ class RemoteLogManager:
             except asyncio.CancelledError:
                 pass  # asked for just above; an interrupted copy is cleaned up next start
             self._task = None
+        for task in list(self._writes):
+            task.cancel()
+        await self.metadata.close()
         if self.store is not None:
             self.store.close()
 
@@ -163,14 +164,37 @@ class RemoteLogManager:
         else:
             state.apply(RemoteSegment.from_json(doc))
 
-    def _record(self, segment: RemoteSegment) -> None:
-        self.metadata.append(segment.topic_id, segment.partition, segment.to_json())
+    async def _record(self, segment: RemoteSegment) -> None:
+        await self.metadata.write(segment.topic_id, segment.partition, segment.to_json())
         self._apply(segment.topic_id, segment.partition, segment.to_json())
 
-    def _record_floor(self, partition: Partition, offset: int) -> None:
+    async def _record_floor(self, partition: Partition, offset: int) -> None:
         topic_id = str(partition.topic.topic_id)
-        self.metadata.append(topic_id, partition.index, {"type": "log_start", "offset": offset})
-        self._apply(topic_id, partition.index, {"type": "log_start", "offset": offset})
+        doc = {"type": "log_start", "offset": offset}
+        self._apply(topic_id, partition.index, doc)  # in force here at once
+        await self.metadata.write(topic_id, partition.index, doc)
+
+    def _record_floor_now(self, partition: Partition, offset: int) -> None:
+        """DeleteRecords answers without waiting: written at once on a single node, by a
+        task in cluster mode (a failure is logged; the followers still take the new log
+        start from their fetches)."""
+        if getattr(self.broker, "cluster", None) is None:
+            topic_id = str(partition.topic.topic_id)
+            doc = {"type": "log_start", "offset": offset}
+            self.metadata.append(topic_id, partition.index, doc)
+            self._apply(topic_id, partition.index, doc)
+            return
+
+        async def write() -> None:
+            try:
+                await self._record_floor(partition, offset)
+            except RemoteStorageError as exc:
+                log.warning("%s: log start %d not recorded in %s: %s", partition.name,
+                            offset, METADATA_TOPIC, exc)
+
+        task = asyncio.get_running_loop().create_task(write())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     def state_of(self, partition: Partition) -> PartitionRemoteState | None:
         return self.states.get((str(partition.topic.topic_id), partition.index))
@@ -273,7 +297,7 @@ class RemoteLogManager:
             raise OffsetOutOfRangeError(
                 f"cannot delete records before {before}: log ends at {plog.log_end_offset}")
         if before > self.log_start_offset(partition):
-            self._record_floor(partition, before)
+            self._record_floor_now(partition, before)
             if before > plog.log_start_offset:
                 plog.delete_records(before)
             log.info("%s: log start offset moved to %d across tiers", partition.name, before)
@@ -288,6 +312,7 @@ class RemoteLogManager:
             return
         self.catch_up()
         now = self.broker.now_ms()
+        clustered = getattr(self.broker, "cluster", None) is not None
         live: set[_Key] = set()
         for topic in self.broker.topics:
             if topic.name == METADATA_TOPIC:
@@ -299,17 +324,28 @@ class RemoteLogManager:
                 state = self.states.get(key)
                 if not tiering.enabled and (state is None or not state.segments):
                     continue
+                if clustered and getattr(partition, "replica", None) is None:
+                    continue  # not a replica here: a placeholder of the metadata image
                 try:
                     await self._maintain(partition, tiering, now)
                 except RemoteStorageError as exc:
                     log.warning("%s: remote tier %s unavailable (%s); retrying in the next run",
                                 partition.name, self.store.describe(), exc)
         for key, state in list(self.states.items()):
-            if key not in live and key[0] and state.segments:  # the topic was deleted
+            if key not in live and key[0] and state.segments and self._cleans_up(key):
+                # the topic was deleted
                 try:
                     await self._delete_segments(list(state.segments.values()), "topic deleted")
                 except RemoteStorageError as exc:
                     log.warning("remote data of deleted topic %s: %s; retrying", key[0], exc)
+
+    def _cleans_up(self, key: _Key) -> bool:
+        """Whether this broker deletes the remote data of a deleted topic: the only one on a
+        single node; in cluster mode the leader of the metadata partition of its events."""
+        cluster = getattr(self.broker, "cluster", None)
+        if cluster is None:
+            return True
+        return self.metadata.leader_for(cluster, key[0], key[1]) == self.broker.node_id
 
     async def _maintain(self, partition: Partition, tiering: TopicTiering, now: int) -> None:
         state = self.states.setdefault((str(partition.topic.topic_id), partition.index),
@@ -317,11 +353,13 @@ class RemoteLogManager:
         stale = [s for s in state.segments.values()
                  if s.segment_id not in self._in_flight and s.state in (
                      SegmentState.COPY_SEGMENT_STARTED, SegmentState.DELETE_SEGMENT_STARTED)]
-        if stale:
-            await self._delete_segments(stale, "left by an interrupted copy or delete")
-        if not _leads(partition):  # a follower: the leader copies; local retention only
+        if not _leads(partition):
+            # A follower: the leader copies and cleans up (a STARTED segment may be its
+            # copy in flight); a follower drops only local segments already remote.
             self.apply_local_retention(partition, now)
             return
+        if stale:
+            await self._delete_segments(stale, "left by an interrupted copy or delete")
         if not tiering.enabled:  # turned off with remote.log.delete.on.disable=true
             await self._delete_segments(state.finished(), "remote storage disabled")
             return
@@ -374,8 +412,8 @@ class RemoteLogManager:
             extras[TXN_INDEX] = b"".join(reader._TXN_ENTRY.pack(0, t.producer_id, t.first_offset,
                                                                 t.last_offset, t.last_stable_offset)
                                          for t in txns)
+        await self._record(remote)
         source = open(segment.log_path, "rb")  # stays readable even if the file is deleted
-        self._record(remote)
         self._in_flight.add(remote.segment_id)
         store = self.store
         try:
@@ -396,7 +434,8 @@ class RemoteLogManager:
         finally:
             self._in_flight.discard(remote.segment_id)
             source.close()
-        self._record(remote.with_state(SegmentState.COPY_SEGMENT_FINISHED, self.broker.now_ms()))
+        await self._record(remote.with_state(SegmentState.COPY_SEGMENT_FINISHED,
+                                             self.broker.now_ms()))
         self.copied_bytes += remote.size
         log.info("%s: copied segment %d-%d (%d bytes) to %s", partition.name,
                  remote.start_offset, end, remote.size, store.describe())
@@ -410,9 +449,9 @@ class RemoteLogManager:
             if segment.state is not SegmentState.DELETE_SEGMENT_STARTED:
                 segment = segment.with_state(SegmentState.DELETE_SEGMENT_STARTED,
                                              self.broker.now_ms())
-                self._record(segment)
+                await self._record(segment)
             await asyncio.to_thread(store.delete, segment.keys())
-            self._record(segment.with_state(SegmentState.DELETE_SEGMENT_FINISHED,
+            await self._record(segment.with_state(SegmentState.DELETE_SEGMENT_FINISHED,
                                             self.broker.now_ms()))
             log.info("%s-%d: deleted remote segment %d-%d (%s)", segment.topic,
                      segment.partition, segment.start_offset, segment.end_offset, why)
@@ -478,7 +517,7 @@ class RemoteLogManager:
             return
         new_start = doomed[-1].end_offset + 1
         if new_start > floor:
-            self._record_floor(partition, new_start)
+            await self._record_floor(partition, new_start)
             if new_start > partition.log.log_start_offset:
                 partition.log.delete_records(min(new_start, partition.log.log_end_offset))
         await self._delete_segments(doomed, "retention")

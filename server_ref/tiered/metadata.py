@@ -11,10 +11,17 @@ JSON encoding (Kafka's is its own serde; nothing outside the broker reads them):
   being deleted), DELETE_SEGMENT_FINISHED (gone);
 - ``log_start``: the partition's log start offset moved into the remote tier (DeleteRecords,
   retention), so offsets below it are not served even while their segment still exists.
+
+In cluster mode the topic is created through the controller (replicated like the other
+internal topics) and an event is produced, acks=all, to the leader of its metadata partition
+over a broker-to-broker connection (as Kafka's topic-based metadata manager produces with a
+client); every broker replays the replicas it holds up to their high watermark, so a new
+leader of a tiered partition knows what its predecessor copied.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import logging
@@ -24,11 +31,15 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.reader import RecordBatch, iter_batches
+from server_ref.tiered.store import RemoteStorageError
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
+    from server_ref.cluster.agent import ClusterAgent
+    from server_ref.cluster.peer import PeerConnection
     from server_ref.topics import Topic
 
 __all__ = ["METADATA_TOPIC", "PartitionRemoteState", "RemoteLogMetadataLog", "RemoteSegment",
@@ -38,6 +49,12 @@ log = logging.getLogger(__name__)
 
 METADATA_TOPIC = "__remote_log_metadata"
 METADATA_PARTITIONS = 50  # Kafka's remote.log.metadata.topic.num.partitions default
+# In cluster mode each partition is a replica set to keep in sync: fewer of them, as the
+# launcher's defaults give __consumer_offsets 10 (tools/apache_kafka.py does the same).
+CLUSTER_METADATA_PARTITIONS = 10
+PRODUCE_VERSION = 9
+PRODUCE_TIMEOUT_S = 10.0
+PRODUCE_ATTEMPTS = 5
 _READ_CHUNK = 1 << 20
 
 
@@ -47,6 +64,8 @@ class SegmentState(enum.Enum):
     DELETE_SEGMENT_STARTED = "DELETE_SEGMENT_STARTED"
     DELETE_SEGMENT_FINISHED = "DELETE_SEGMENT_FINISHED"
 
+
+_RANK = {state: rank for rank, state in enumerate(SegmentState)}
 
 # The objects of one segment, by suffix (Kafka's RemoteLogSegmentFileset names).
 LOG, OFFSET_INDEX, TIME_INDEX, TXN_INDEX = ".log", ".index", ".timeindex", ".txnindex"
@@ -111,12 +130,23 @@ class PartitionRemoteState:
     segments: dict[str, RemoteSegment] = field(default_factory=dict)  # by segment id
     log_start_floor: int = -1  # the log start moved into the remote tier; -1 none
     _finished: list[RemoteSegment] | None = None  # sorted view, rebuilt after a change
+    _gone: set[str] = field(default_factory=set)  # ids of deleted segments
 
     def apply(self, segment: RemoteSegment) -> None:
+        """A segment's states only move forward: an event replayed from the metadata log
+        after a later one was applied (in cluster mode a broker applies its own writes at
+        once and reads them back from its replica later) changes nothing."""
+        sid = segment.segment_id
+        if sid in self._gone:
+            return
         if segment.state is SegmentState.DELETE_SEGMENT_FINISHED:
-            self.segments.pop(segment.segment_id, None)
+            self.segments.pop(sid, None)
+            self._gone.add(sid)
         else:
-            self.segments[segment.segment_id] = segment
+            current = self.segments.get(sid)
+            if current is not None and _RANK[current.state] >= _RANK[segment.state]:
+                return
+            self.segments[sid] = segment
         self._finished = None
 
     def finished(self) -> list[RemoteSegment]:
@@ -165,6 +195,8 @@ class RemoteLogMetadataLog:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._positions: dict[int, int] = {}  # metadata partition -> next offset to read
+        self._peers: dict[int, PeerConnection] = {}  # leader id -> connection (cluster mode)
+        self._creating: asyncio.Task[None] | None = None
 
     def _topic(self, create: bool) -> Topic | None:
         topics = self.broker.topics
@@ -175,17 +207,97 @@ class RemoteLogMetadataLog:
                                    "retention.bytes": "-1"})
         return topic
 
+    async def write(self, topic_id: str, partition: int, doc: dict[str, Any]) -> None:
+        """Write one event durably before the caller goes on (the object writes or deletes
+        it announces come after it): appended and flushed on a single node, acknowledged by
+        the metadata partition's ISR in cluster mode. Raises RemoteStorageError when the
+        event could not be written (the manager's next run tries again)."""
+        cluster = getattr(self.broker, "cluster", None)
+        if cluster is None:
+            self.append(topic_id, partition, doc)
+        else:
+            await self._produce(cluster, topic_id, partition, doc)
+
+    def _event(self, topic_id: str, partition: int, doc: dict[str, Any]) -> bytes:
+        builder = RecordBatchBuilder()
+        builder.append(None, self.broker.now_ms(), _key(topic_id, partition),
+                       json.dumps(doc, separators=(",", ":")).encode())
+        return bytes(builder.build())
+
+    def _create_topic(self, cluster: ClusterAgent) -> None:
+        from server_ref.cluster.views import create_topic
+
+        if self._creating is not None and not self._creating.done():
+            return
+        replication = max(1, min(3, len(cluster.image.live_brokers())))
+        self._creating = asyncio.get_running_loop().create_task(create_topic(
+            cluster, METADATA_TOPIC, CLUSTER_METADATA_PARTITIONS, replication,
+            {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}))
+
+    def leader_for(self, cluster: ClusterAgent, topic_id: str, partition: int) -> int:
+        """The leader of the metadata partition holding a partition's events, -1."""
+        topic = cluster.image.topics.get(METADATA_TOPIC)
+        if topic is None or not topic.partitions:
+            return -1
+        index = zlib.crc32(_key(topic_id, partition)) % len(topic.partitions)
+        found = topic.partitions.get(index)
+        return -1 if found is None else found.leader
+
+    async def _produce(self, cluster: ClusterAgent, topic_id: str, partition: int,
+                       doc: dict[str, Any]) -> None:
+        from server_ref.cluster.peer import PeerConnection
+
+        key = _key(topic_id, partition)
+        records = self._event(topic_id, partition, doc)
+        problem = "no attempt"
+        for attempt in range(PRODUCE_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(0.2 * attempt)  # a leader election in progress
+            topic = cluster.image.topics.get(METADATA_TOPIC)
+            if topic is None or not topic.partitions:
+                self._create_topic(cluster)
+                problem = f"{METADATA_TOPIC} is being created"
+                continue
+            index = zlib.crc32(key) % len(topic.partitions)
+            leader = self.leader_for(cluster, topic_id, partition)
+            endpoint = cluster.endpoint_of(leader) if leader >= 0 else None
+            if endpoint is None:
+                problem = f"{METADATA_TOPIC}-{index} has no leader"
+                continue
+            peer = self._peers.get(leader)
+            if peer is None:
+                peer = self._peers[leader] = PeerConnection(
+                    endpoint[0], endpoint[1], f"remote-log-metadata-{self.broker.node_id}")
+            peer.retarget(*endpoint)
+            request = ProduceRequest(acks=-1, timeout_ms=int(PRODUCE_TIMEOUT_S * 1000),
+                                     topic_data=[ProduceRequest.TopicProduceData(
+                                         name=METADATA_TOPIC, partition_data=[
+                                             ProduceRequest.PartitionProduceData(
+                                                 index=index, records=records)])])
+            try:
+                response = await peer.request(request, PRODUCE_VERSION, PRODUCE_TIMEOUT_S + 2)
+            except (ConnectionError, OSError, TimeoutError) as exc:
+                problem = f"leader {leader} of {METADATA_TOPIC}-{index}: {exc}"
+                continue
+            assert isinstance(response, ProduceResponse)
+            code = response.responses[0].partition_responses[0].error_code
+            if code == 0:
+                return
+            problem = f"leader {leader} of {METADATA_TOPIC}-{index} answered error {code}"
+        raise RemoteStorageError(f"remote log metadata event not written: {problem}")
+
+    async def close(self) -> None:
+        for peer in self._peers.values():
+            await peer.close()
+        self._peers.clear()
+
     def append(self, topic_id: str, partition: int, doc: dict[str, Any]) -> None:
-        """Write one event, flushed before the caller goes on (the object writes or
-        deletes it announces come after it)."""
+        """Write one event on a single node, flushed before the caller goes on."""
         topic = self._topic(create=True)
         assert topic is not None
         key = _key(topic_id, partition)
         target = topic.partitions[zlib.crc32(key) % len(topic.partitions)]
-        builder = RecordBatchBuilder()
-        builder.append(None, self.broker.now_ms(), key,
-                       json.dumps(doc, separators=(",", ":")).encode())
-        target.log.append(bytearray(builder.build()), leader_epoch=0)
+        target.log.append(bytearray(self._event(topic_id, partition, doc)), leader_epoch=0)
         target.log.flush()
         target.notify_appended()
 
