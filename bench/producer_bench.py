@@ -42,6 +42,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -62,6 +63,9 @@ CLIENTS = ["sdk-sync", "sdk-async", "sdk-batch", "sdk-async-batch", "aiokafka", 
 # against the same client with the compiled ones
 PURE_CLIENTS = {"pure-sdk-sync": "sdk-sync", "pure-sdk-async": "sdk-async",
                 "pure-sdk-batch": "sdk-batch", "pure-sdk-async-batch": "sdk-async-batch"}
+# client -> CPU seconds per record of its worker process (user + system, start-up included),
+# one per run of the current case: a figure other processes on a shared machine do not inflate
+CPU_S: dict[str, list[float]] = {}
 BROKERS = {"tansu": ["tansu"], "ref": ["ref"], "apache": ["apache"], "both": ["tansu", "ref"],
            "all": ["tansu", "ref", "apache"]}
 PARTITIONS = 6
@@ -318,6 +322,7 @@ def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec
     asyncio.run(create_topic(broker.bootstrap, topic, PARTITIONS))
     env = dict(os.environ)
     env.pop("KAFKA_SDK_PURE_PYTHON", None)
+    name = client
     if client in PURE_CLIENTS:
         client, env["KAFKA_SDK_PURE_PYTHON"] = PURE_CLIENTS[client], "1"
     cmd = [sys.executable, __file__, "--worker", client, "--bootstrap-server", broker.bootstrap,
@@ -325,6 +330,7 @@ def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec
            "--codec", codec]
     if batch_size:
         cmd += ["--batch-size", str(batch_size)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s,
                              env=env)
@@ -335,6 +341,9 @@ def run_one(broker: Broker, client: str, count: int, size: int, acks: str, codec
         last = (out.stderr.strip().splitlines() or ["?"])[-1]
         print(f"    {client}: failed: {last}", flush=True)
         return None
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU_S.setdefault(name, []).append(cpu / count)
     return float(json.loads(out.stdout.strip().splitlines()[-1])["rate"])
 
 
@@ -442,6 +451,12 @@ def main() -> None:
                                     rates[client].append(rate)
                             broker.restart()
                         _report(broker.kind, size, count, acks, codec, rates, results)
+                        cpu = {c: CPU_S.pop(c) for c in clients if c in CPU_S}
+                        if cpu:
+                            print("  worker CPU us/record, median (lowest-highest): " + ", ".join(
+                                f"{c} {statistics.median(v) * 1e6:.2f} "
+                                f"({min(v) * 1e6:.2f}-{max(v) * 1e6:.2f})"
+                                for c, v in cpu.items()), flush=True)
                         _report_java(java_runs, int(count * a.java_warmup), results)
         finally:
             broker.stop()
