@@ -9,7 +9,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
+$(STAMP): $(BIN)/python pyproject.toml setup.py sdk/records/_fast.c
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	touch $(STAMP)
 
