@@ -38,6 +38,7 @@ from server_ref.controller.image import MetadataImage
 from server_ref.producer_state import ProducerIdAllocator
 from server_ref.raft.api import CommittedBatch, LeaderAndEpoch, RaftConfig
 from server_ref.replication.manager import ReplicaManager
+from server_ref.share.coordinator import ShareCoordinator
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
@@ -197,9 +198,11 @@ class ClusterAgent:
 
     def became_leader(self, partition: Partition) -> None:
         self.placement.leadership_changed(partition)
+        ShareCoordinator.leadership_changed(self.broker, partition)
 
     def resigned(self, partition: Partition) -> None:
         self.placement.leadership_changed(partition)
+        ShareCoordinator.leadership_changed(self.broker, partition)
 
     @property
     def controller_id(self) -> int:

@@ -157,8 +157,22 @@ class _Fetch:
                 continue
             partition = topic.partitions[key[1]]
             plog = partition.log
-            sp = coordinator.share_partition(group_id, key[0], partition)
             end = plog.last_stable_offset if committed else plog.log_end_offset
+            if broker.cluster is not None:  # the partition's leader serves, to its HW
+                from server_ref.replication.reads import leader_error
+
+                code = leader_error(partition, -1)
+                if code:  # the client looks for the leader the metadata log names
+                    data = self.answer(key)
+                    data.error_code = code
+                    found = broker.cluster.image.topics.get(topic.name)
+                    p = None if found is None else found.partitions.get(key[1])
+                    if p is not None:
+                        data.current_leader = ShareFetchResponse.LeaderIdAndEpoch(
+                            leader_id=p.leader, leader_epoch=p.leader_epoch)
+                    continue
+                end = min(end, partition.replica.high_watermark)
+            sp = coordinator.share_partition(group_id, key[0], partition)
             ranges = sp.acquire(member_id, plog.log_start_offset, end,
                                 self.max_records - self.acquired, lock_ms, max_locks,
                                 broker.now_ms())

@@ -95,6 +95,20 @@ class ShareCoordinator:
         if count:
             log.info("share coordinator loaded %d share-partitions", len(self.partitions))
 
+    @classmethod
+    def leadership_changed(cls, broker: Broker, partition: Partition) -> None:
+        """Cluster mode: this broker gained or lost the leadership of ``partition``; the
+        share-partitions of it are dropped, and reloaded from the journal when it leads."""
+        found = broker.__dict__.get(_ATTRIBUTE)
+        if found is None or partition.topic.name.startswith("__"):
+            return  # (a coordinator made later loads the journal then)
+        from server_ref.share.cluster_state import reload_partition
+
+        replica = getattr(partition, "replica", None)
+        leads = replica is not None and bool(replica.is_leader)
+        reload_partition(found, partition.topic.topic_id, partition.index, leads)
+        found.wake()
+
     def _ensure_ticking(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._tick(),

@@ -29,6 +29,7 @@ from server_ref.topics import Topic
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
+    from server_ref.share.cluster_state import StateWriter
 
 __all__ = ["STATE_TOPIC", "ShareStateJournal", "StateKey"]
 
@@ -64,11 +65,12 @@ def decode_key(data: bytes) -> StateKey | None:
 class ShareStateJournal:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self.writer: StateWriter | None = None  # cluster mode: produced to the leaders
 
     def _topic(self, create: bool) -> Topic | None:
         topics = self.broker.topics
         topic = topics.get(STATE_TOPIC)
-        if topic is None and create:
+        if topic is None and create and getattr(self.broker, "cluster", None) is None:
             config = self.broker.config
             topic = topics.create(
                 STATE_TOPIC, int(config.get("share.coordinator.state.topic.num.partitions")), 1,
@@ -78,6 +80,14 @@ class ShareStateJournal:
         return topic
 
     def write(self, key: StateKey, value: dict[str, Any] | None) -> None:
+        if getattr(self.broker, "cluster", None) is not None:
+            from server_ref.share.cluster_state import StateWriter
+
+            if self.writer is None:
+                self.writer = StateWriter(self.broker)
+            body = None if value is None else json.dumps(value, separators=(",", ":")).encode()
+            self.writer.send(f"{key[0]}:{key[1]}:{key[2]}", encode_key(key), body)
+            return
         topic = self._topic(create=True)
         assert topic is not None
         index = partition_for_group(f"{key[0]}:{key[1]}:{key[2]}", len(topic.partitions))
