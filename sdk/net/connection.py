@@ -100,6 +100,7 @@ def describe_connect_error(host: str, port: int, exc: OSError) -> str:
 
 _EAI_NAMES = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
 _REAUTH_SHARE = (0.85, 0.95)  # re-authenticate within this share of the session (as Java)
+_MIN_REAUTH_INTERVAL_S = 1.0  # Kafka's brokers: at most one re-authentication a second
 
 
 def _tls_error(host: str, port: int, node_id: int, exc: BaseException) -> SslAuthenticationError:
@@ -191,6 +192,7 @@ class BrokerConnection:
         self._security = security
         self._socket: asyncio.Transport | None = None  # the real one, also while held
         self._reauth_timer: asyncio.TimerHandle | None = None
+        self._auth_started = 0.0  # loop time the last SASL exchange began
         self._reauth_task: asyncio.Task[None] | None = None
         self.session_lifetime_ms = 0
         self.reauthentications = 0
@@ -288,11 +290,17 @@ class BrokerConnection:
         from sdk.net.security import authenticate  # only SASL clients load it
 
         assert self._security is not None and self._security.sasl is not None
+        self._auth_started = self._loop.time()
         lifetime = await authenticate(self._security.sasl, self._exchange,
                                       self.version_for, f"{self.address} (node {self.node_id})")
         self.session_lifetime_ms = lifetime
         if lifetime > 0 and not self._closed:
             delay = lifetime / 1000 * random.uniform(*_REAUTH_SHARE)
+            # Kafka's brokers refuse a re-authentication started less than 1 s after the
+            # previous one began (ILLEGAL_SASL_STATE): a short session (a token near its
+            # expiry) would otherwise make the next attempt fail and close the connection.
+            since_start = self._loop.time() - self._auth_started
+            delay = max(delay, _MIN_REAUTH_INTERVAL_S - since_start)
             self._reauth_timer = self._loop.call_later(delay, self._begin_reauth)
 
     async def _exchange(self, request: Message, version: int) -> Any:

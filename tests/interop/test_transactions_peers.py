@@ -394,7 +394,13 @@ def test_checker_with_the_broker_killed_at_random_moments(make_broker: MakeBroke
             except KafkaException as exc:
                 error = exc.args[0]
                 if error.txn_requires_abort():
-                    producer.abort_transaction(60)
+                    for attempt in range(10):  # _TIMED_OUT: "retry call to resume" (librdkafka)
+                        try:
+                            producer.abort_transaction(60)
+                            break
+                        except KafkaException as again:
+                            if not again.args[0].retriable() or attempt == 9:
+                                raise
                     outcome = "aborted"
                 elif error.fatal():  # a new instance fences this one and settles the rest
                     producer = txn_producer(broker.bootstrap, "chaos-tx",

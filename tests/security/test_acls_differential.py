@@ -35,6 +35,7 @@ from sdk import (
 )
 from sdk.errors import (
     GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
     InvalidRequestError,
     SecurityDisabledError,
     TopicAuthorizationFailedError,
@@ -196,7 +197,11 @@ def test_group_refusal(admin: AdminClient) -> None:
     tp = TopicPartition(topic, 0)
     committed = admin.alter_consumer_group_offsets(group, {tp: 0})
     assert isinstance(committed[tp].error, GroupAuthorizationFailedError)
-    assert admin.describe_consumer_groups([group])[group].error is None
+    # DESCRIBE is allowed: no authorization error. The group has no members nor offsets:
+    # under DescribeGroups v6 (Apache Kafka 4.3.1) that is GROUP_ID_NOT_FOUND, under v5 (our
+    # broker's top) a Dead group without an error.
+    described = admin.describe_consumer_groups([group])[group].error
+    assert described is None or isinstance(described, GroupIdNotFoundError), described
     removed = admin.delete_acls([AclBindingFilter(ResourceType.GROUP, group)])
     assert set(next(iter(removed.values())).deleted) == {deny, describe}
     wait_for(lambda: _gone(admin, [deny, describe]), "the ACLs to go")
