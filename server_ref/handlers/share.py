@@ -221,6 +221,18 @@ def _batches_covering(plog: Any, ranges: list[tuple[int, int, int]]) -> bytes:
     return b"".join(parts)
 
 
+def _not_leader(broker: Any, key: PartKey) -> int:
+    """Cluster mode: NOT_LEADER_OR_FOLLOWER for a partition this broker does not lead."""
+    if broker.cluster is None:
+        return 0
+    from server_ref.replication.reads import leader_error
+
+    topic = broker.topics.by_id(key[0])
+    if topic is None or not 0 <= key[1] < len(topic.partitions):
+        return 0  # (answered as before: no records were acquired here)
+    return leader_error(topic.partitions[key[1]], -1)
+
+
 def _apply_acks(coordinator: ShareCoordinator, session: ShareSessionState,
                 topics: list[Any]) -> dict[PartKey, tuple[int, str | None]]:
     """Every acknowledgement batch of the request; per partition the first error."""
@@ -232,6 +244,10 @@ def _apply_acks(coordinator: ShareCoordinator, session: ShareSessionState,
             if not p.acknowledgement_batches:
                 continue
             key = (topic.topic_id, p.partition_index)
+            moved = _not_leader(coordinator.broker, key)
+            if moved:  # cluster mode: acknowledged at a broker that no longer leads it
+                results[key] = (moved, "this broker does not lead the partition")
+                continue
             sp = coordinator.partitions.get((session.group_id, key[0], key[1]))
             code, message = 0, None
             for batch in p.acknowledgement_batches:
