@@ -110,3 +110,42 @@ class PeerConnection:
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+class LeaderWriter:
+    """Appends records to partitions of internal topics at their leaders, acks=all, from
+    any broker (the remote-log metadata and share-state journals): one connection per
+    leader, kept and re-aimed when a leader's endpoint changes."""
+
+    PRODUCE_VERSION = 9
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self._peers: dict[int, PeerConnection] = {}
+
+    async def produce(self, leader: int, endpoint: tuple[str, int], topic: str, index: int,
+                      records: bytes, timeout_s: float) -> str | None:
+        """One attempt: None once the ISR has ``records``, else what went wrong (a
+        connection failure or the error code the leader answered)."""
+        from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
+
+        peer = self._peers.get(leader)
+        if peer is None:
+            peer = self._peers[leader] = PeerConnection(endpoint[0], endpoint[1],
+                                                        self.client_id)
+        peer.retarget(*endpoint)
+        request = ProduceRequest(acks=-1, timeout_ms=int(timeout_s * 1000), topic_data=[
+            ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                ProduceRequest.PartitionProduceData(index=index, records=records)])])
+        try:
+            response = await peer.request(request, self.PRODUCE_VERSION, timeout_s + 2)
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            return f"leader {leader} of {topic}-{index}: {exc}"
+        assert isinstance(response, ProduceResponse)
+        code = response.responses[0].partition_responses[0].error_code
+        return None if code == 0 else f"leader {leader} of {topic}-{index} answered error {code}"
+
+    async def close(self) -> None:
+        for peer in self._peers.values():
+            await peer.close()
+        self._peers.clear()

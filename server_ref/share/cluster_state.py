@@ -25,19 +25,17 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.builder import RecordBatchBuilder
+from server_ref.cluster.peer import LeaderWriter
 from server_ref.offsets_journal import partition_for_group
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
-    from server_ref.cluster.peer import PeerConnection
 
 log = logging.getLogger(__name__)
 
 __all__ = ["StateWriter", "state_partition_count"]
 
-PRODUCE_VERSION = 9
 TIMEOUT_S = 10.0
 RETRY_S = 0.2
 ATTEMPTS = 50  # ~10 s of elections and topic creation before a write is given up
@@ -62,7 +60,7 @@ class StateWriter:
         self._queue: asyncio.Queue[tuple[str, bytes, bytes | None]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._creating: asyncio.Task[None] | None = None
-        self._peers: dict[int, PeerConnection] = {}
+        self._writer = LeaderWriter(f"share-state-{broker.node_id}")  # acks=all at leaders
 
     def send(self, hash_key: str, key: bytes, value: bytes | None) -> None:
         self._queue.put_nowait((hash_key, key, value))
@@ -92,8 +90,6 @@ class StateWriter:
                 cfg.get("share.coordinator.state.topic.segment.bytes"))}))
 
     async def _write(self, hash_key: str, key: bytes, value: bytes | None) -> None:
-        from server_ref.cluster.peer import PeerConnection
-
         agent = self.broker.cluster
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), key, value)
@@ -113,31 +109,17 @@ class StateWriter:
             if endpoint is None:
                 problem = f"state partition {index} has no leader"
                 continue
-            peer = self._peers.get(leader)
-            if peer is None:
-                peer = self._peers[leader] = PeerConnection(
-                    endpoint[0], endpoint[1], f"share-state-{self.broker.node_id}")
-            peer.retarget(*endpoint)
-            request = ProduceRequest(acks=-1, timeout_ms=int(TIMEOUT_S * 1000), topic_data=[
-                ProduceRequest.TopicProduceData(name=_topic_name(), partition_data=[
-                    ProduceRequest.PartitionProduceData(index=index, records=records)])])
-            try:
-                response = await peer.request(request, PRODUCE_VERSION, TIMEOUT_S + 2)
-            except (ConnectionError, OSError, TimeoutError) as exc:
-                problem = str(exc)
-                continue
-            assert isinstance(response, ProduceResponse)
-            code = response.responses[0].partition_responses[0].error_code
-            if code == 0:
+            outcome = await self._writer.produce(leader, endpoint, _topic_name(), index,
+                                                 records, TIMEOUT_S)
+            if outcome is None:
                 return
-            problem = f"leader {leader} answered error {code}"
+            problem = outcome
         raise ConnectionError(problem)
 
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-        for peer in self._peers.values():
-            await peer.close()
+        await self._writer.close()
 
 
 def reload_partition(coordinator: Any, topic_id: uuid.UUID, index: int, leads: bool) -> None:

@@ -31,15 +31,14 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.reader import RecordBatch, iter_batches
+from server_ref.cluster.peer import LeaderWriter
 from server_ref.tiered.store import RemoteStorageError
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
     from server_ref.cluster.agent import ClusterAgent
-    from server_ref.cluster.peer import PeerConnection
     from server_ref.topics import Topic
 
 __all__ = ["METADATA_TOPIC", "PartitionRemoteState", "RemoteLogMetadataLog", "RemoteSegment",
@@ -52,7 +51,6 @@ METADATA_PARTITIONS = 50  # Kafka's remote.log.metadata.topic.num.partitions def
 # In cluster mode each partition is a replica set to keep in sync: fewer of them, as the
 # launcher's defaults give __consumer_offsets 10 (tools/apache_kafka.py does the same).
 CLUSTER_METADATA_PARTITIONS = 10
-PRODUCE_VERSION = 9
 PRODUCE_TIMEOUT_S = 10.0
 PRODUCE_ATTEMPTS = 5
 _READ_CHUNK = 1 << 20
@@ -195,7 +193,8 @@ class RemoteLogMetadataLog:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._positions: dict[int, int] = {}  # metadata partition -> next offset to read
-        self._peers: dict[int, PeerConnection] = {}  # leader id -> connection (cluster mode)
+        # Events appended at their partition's leader, acks=all (cluster mode).
+        self._writer = LeaderWriter(f"remote-log-metadata-{broker.node_id}")
         self._creating: asyncio.Task[None] | None = None
 
     def _topic(self, create: bool) -> Topic | None:
@@ -245,8 +244,6 @@ class RemoteLogMetadataLog:
 
     async def _produce(self, cluster: ClusterAgent, topic_id: str, partition: int,
                        doc: dict[str, Any]) -> None:
-        from server_ref.cluster.peer import PeerConnection
-
         key = _key(topic_id, partition)
         records = self._event(topic_id, partition, doc)
         problem = "no attempt"
@@ -264,32 +261,15 @@ class RemoteLogMetadataLog:
             if endpoint is None:
                 problem = f"{METADATA_TOPIC}-{index} has no leader"
                 continue
-            peer = self._peers.get(leader)
-            if peer is None:
-                peer = self._peers[leader] = PeerConnection(
-                    endpoint[0], endpoint[1], f"remote-log-metadata-{self.broker.node_id}")
-            peer.retarget(*endpoint)
-            request = ProduceRequest(acks=-1, timeout_ms=int(PRODUCE_TIMEOUT_S * 1000),
-                                     topic_data=[ProduceRequest.TopicProduceData(
-                                         name=METADATA_TOPIC, partition_data=[
-                                             ProduceRequest.PartitionProduceData(
-                                                 index=index, records=records)])])
-            try:
-                response = await peer.request(request, PRODUCE_VERSION, PRODUCE_TIMEOUT_S + 2)
-            except (ConnectionError, OSError, TimeoutError) as exc:
-                problem = f"leader {leader} of {METADATA_TOPIC}-{index}: {exc}"
-                continue
-            assert isinstance(response, ProduceResponse)
-            code = response.responses[0].partition_responses[0].error_code
-            if code == 0:
+            outcome = await self._writer.produce(leader, endpoint, METADATA_TOPIC, index,
+                                                 records, PRODUCE_TIMEOUT_S)
+            if outcome is None:
                 return
-            problem = f"leader {leader} of {METADATA_TOPIC}-{index} answered error {code}"
+            problem = outcome
         raise RemoteStorageError(f"remote log metadata event not written: {problem}")
 
     async def close(self) -> None:
-        for peer in self._peers.values():
-            await peer.close()
-        self._peers.clear()
+        await self._writer.close()
 
     def append(self, topic_id: str, partition: int, doc: dict[str, Any]) -> None:
         """Write one event on a single node, flushed before the caller goes on."""

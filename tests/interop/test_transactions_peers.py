@@ -397,11 +397,16 @@ def test_checker_with_the_broker_killed_at_random_moments(make_broker: MakeBroke
                     for attempt in range(10):  # _TIMED_OUT: "retry call to resume" (librdkafka)
                         try:
                             producer.abort_transaction(60)
+                            outcome = "aborted"
                             break
                         except KafkaException as again:
-                            if not again.args[0].retriable() or attempt == 9:
+                            error = again.args[0]
+                            if error.fatal():  # settled below, as any fatal error
+                                break
+                            if not error.retriable() or attempt == 9:
                                 raise
-                    outcome = "aborted"
+                if outcome == "aborted":
+                    pass
                 elif error.fatal():  # a new instance fences this one and settles the rest
                     producer = txn_producer(broker.bootstrap, "chaos-tx",
                                             **{"transaction.timeout.ms": 20000})
