@@ -37,9 +37,10 @@ def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteReco
                     offset = replica.high_watermark
                 elif not result.error_code and offset > replica.high_watermark:
                     result.error_code = OffsetOutOfRangeError.errno
-            if result.error_code:
-                pass
-            elif partition is None:
+            if result.error_code:  # refused above: not the leader, or past the high watermark
+                results.append(result)
+                continue
+            if partition is None:
                 result.error_code = UnknownTopicOrPartitionError.errno
             elif offset < HIGH_WATERMARK or offset > partition.log.log_end_offset:
                 result.error_code = OffsetOutOfRangeError.errno
