@@ -32,6 +32,7 @@ from sdk.errors import (
     KafkaError,
     KafkaTimeoutError,
     MalformedDataError,
+    RequestTimeoutError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -221,8 +222,12 @@ class _Round(Generic[I, R]):
         if self.client.forget_stale(target, exc):
             self.refresh = True
         if self.deadline.expired:
+            # A request cut short by the call's own budget says less than the broker's
+            # last answer, so that answer stays the cause.
+            previous = self.last_error.get(item)
+            cause = previous if isinstance(exc, RequestTimeoutError) and previous else exc
             self.final[item] = self.fail(
-                item, self.deadline.timeout_error(f"{self.what} for {item}", exc))
+                item, self.deadline.timeout_error(f"{self.what} for {item}", cause))
         else:
             self.last_error[item] = exc
             self.retry.append(item)
