@@ -21,6 +21,17 @@ unavailable. ``--peer tansu``: tansu with memory storage; ours is goal-checked a
 its throughput. Note what each broker does per record: ours checks every record's framing
 and offset delta on produce (as Kafka does) and serves fetches with sendfile without
 touching records.
+
+``--cluster``: replication's cost. Our broker as a 3-broker cluster (``EmbeddedCluster``: one
+process per node, 1 controller) and Apache Kafka's (``ApacheKafkaCluster``: 3 broker JVMs and
+1 controller JVM, 1 GB heap each) run side by side; each round produces N records to a fresh
+6-partition topic with ``acks=1`` and replication factor 1, then to another with ``acks=all``,
+replication factor 3 and ``min.insync.replicas=2`` (idempotent, as acks=all producers are by
+default), and reads each back. The CPU per phase is every process of the cluster (brokers
+and controller: followers fetching is replication's cost). The warm-up is one untimed
+round of each case with a fifth of the records.
+
+    .venv/bin/python bench/broker_bench.py --cluster [--rounds 2] [--count 50000] [--size 100]
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +60,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 6
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# --cluster: both clusters alike; min.insync.replicas is set on the RF=3 topics.
+CLUSTER_CONFIG = {"broker.session.timeout.ms": "9000"}
 
 
 def tansu_binary() -> Path | None:
@@ -75,6 +88,11 @@ class BrokerProcess:
     pid: int  # the process whose CPU time is measured
     bootstrap: str
     results: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    pids: Sequence[int] = ()  # a cluster's processes (``pid`` is then its first)
+
+    def cpu(self) -> float:
+        """CPU seconds of the broker, or of every process of the cluster."""
+        return sum(cpu_seconds(pid) for pid in (self.pids or (self.pid,)))
 
 
 @contextmanager
@@ -129,16 +147,37 @@ def apache() -> Iterator[BrokerProcess]:
         broker.stop()
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+@contextmanager
+def cluster(name: str) -> Iterator[BrokerProcess]:
+    """A 3-broker, 1-controller cluster: ours (``server_ref``) or Apache Kafka's."""
+    from server_ref.cluster import EmbeddedCluster
+    from tools.apache_kafka import ApacheKafkaCluster
+
+    nodes: contextlib.AbstractContextManager[EmbeddedCluster | ApacheKafkaCluster]
+    if name == "server_ref":
+        nodes = EmbeddedCluster(3, 1, config=CLUSTER_CONFIG)
+    else:
+        nodes = ApacheKafkaCluster(3, 1, config=CLUSTER_CONFIG, heap="1g")
+    with nodes as running:
+        pids = [n.pid for n in running.nodes.values() if n.pid is not None]
+        yield BrokerProcess(name, pids[0], running.bootstrap_servers, pids=pids)
+
+
+def create_topic(bootstrap: str, topic: str, replication: int = 1,
+                 config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+    new = NewTopic(topic, PARTITIONS, replication, config=config or {})
+    for future in admin.create_topics([new]).values():
         future.result(30)
-    time.sleep(0.5)  # let metadata settle on brokers that create asynchronously
+    # let metadata settle on brokers that create asynchronously (a cluster's brokers learn
+    # the new leaders from the metadata log one by one)
+    time.sleep(0.5 if replication == 1 else 1.0)
 
 
-def produce(bootstrap: str, topic: str, count: int, size: int) -> float:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
-                         "enable.idempotence": False, "partitioner": "murmur2_random"})
+def produce(bootstrap: str, topic: str, count: int, size: int, acks: str = "1") -> float:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+                         "enable.idempotence": acks == "all",
+                         "partitioner": "murmur2_random"})
     value = os.urandom(size)
     failures: list[object] = []
 
@@ -183,36 +222,116 @@ def consume(bootstrap: str, topic: str, count: int) -> float:
         consumer.close()
 
 
-def run_round(broker: BrokerProcess, size: int, count: int) -> None:
+@dataclass(frozen=True)
+class Case:
+    label: str
+    size: int
+    count: int
+    acks: str = "1"
+    replication: int = 1
+
+    @property
+    def topic_config(self) -> dict[str, str]:
+        return {"min.insync.replicas": "2"} if self.replication > 1 else {}
+
+
+def run_round(broker: BrokerProcess, size: int, count: int, case: Case | None = None, *,
+              record: bool = True) -> None:
+    """Produce ``count`` records of ``size`` B to a fresh topic, read them back; the rates
+    and the broker CPU of each phase go to ``broker.results`` under ``case.label``."""
+    case = case or Case(f"{size:5d} B", size, count)
     topic = f"bench-{size}-{uuid.uuid4().hex[:8]}"
-    create_topic(broker.bootstrap, topic)
-    pid = broker.pid
-    cpu0 = cpu_seconds(pid)
-    produce_s = produce(broker.bootstrap, topic, count, size)
-    cpu1 = cpu_seconds(pid)
+    create_topic(broker.bootstrap, topic, case.replication, case.topic_config)
+    cpu0 = broker.cpu()
+    produce_s = produce(broker.bootstrap, topic, count, size, case.acks)
+    cpu1 = broker.cpu()
     consume_s = consume(broker.bootstrap, topic, count)
-    cpu2 = cpu_seconds(pid)
-    broker.results.setdefault(f"{size}:produce", []).append((count / produce_s, cpu1 - cpu0))
-    broker.results.setdefault(f"{size}:consume", []).append((count / consume_s, cpu2 - cpu1))
-    print(f"  {broker.name:10s} {size:5d} B  produce {count / produce_s:10,.0f} msg/s "
+    cpu2 = broker.cpu()
+    if not record:
+        return
+    broker.results.setdefault(f"{case.label}:produce", []).append(
+        (count / produce_s, cpu1 - cpu0))
+    broker.results.setdefault(f"{case.label}:consume", []).append(
+        (count / consume_s, cpu2 - cpu1))
+    print(f"  {broker.name:10s} {case.label:13s}  produce {count / produce_s:10,.0f} msg/s "
           f"(broker cpu {cpu1 - cpu0:5.2f} s)  consume {count / consume_s:10,.0f} msg/s "
           f"(broker cpu {cpu2 - cpu1:5.2f} s)", flush=True)
 
 
-def main() -> int:
+def run_rounds(reference: BrokerProcess, other: BrokerProcess, plan: list[Case],
+               rounds: int) -> bool:
+    """Rounds alternating which broker goes first; prints the medians. Returns whether
+    every rate of ours is at least half the other's."""
+    for round_no in range(rounds):
+        print(f"round {round_no + 1}/{rounds}", flush=True)
+        for case in plan:
+            first, second = (reference, other) if round_no % 2 == 0 else (other, reference)
+            run_round(first, case.size, case.count, case)
+            run_round(second, case.size, case.count, case)
+    print(f"\nmedians (msg/s, broker cpu s per phase); ratio = server_ref / {other.name}")
+    ok = True
+    for case in plan:
+        for phase in ("produce", "consume"):
+            key = f"{case.label}:{phase}"
+            ours_rate = statistics.median(r for r, _ in reference.results[key])
+            theirs = statistics.median(r for r, _ in other.results[key])
+            ours_cpu = statistics.median(c for _, c in reference.results[key])
+            their_cpu = statistics.median(c for _, c in other.results[key])
+            ratio = ours_rate / theirs
+            ok &= ratio >= 0.5
+            print(f"  {case.label:13s} {phase:8s} server_ref {ours_rate:10,.0f} "
+                  f"({ours_cpu:5.2f} s cpu)  {other.name} {theirs:10,.0f} "
+                  f"({their_cpu:5.2f} s cpu)  ratio {ratio:4.2f}  n={case.count}")
+    return ok
+
+
+def main_cluster(args: argparse.Namespace) -> int:
+    missing = java_peers.unavailable()
+    if missing is not None:
+        print(f"apache cluster: unavailable ({missing})", file=sys.stderr)
+        return 2
+    plan = [Case("acks=1 RF=1", args.size, args.count),
+            Case("acks=all RF=3", args.size, args.count, acks="all", replication=3)]
+    print(f"3 brokers + 1 controller each, {args.count} records of {args.size} B per phase",
+          flush=True)
+    with cluster("server_ref") as reference, cluster("apache") as other:
+        if args.warm_up:
+            for broker in (reference, other):
+                for case in plan:
+                    run_round(broker, case.size, max(1, case.count // 5), case, record=False)
+        run_rounds(reference, other, plan, args.rounds)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peer", choices=["apache", "tansu"], default="apache",
                         help="the broker ours is compared with (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cluster", action="store_true",
+                        help="3-broker clusters, ours and Apache Kafka's: acks=all RF=3 "
+                             "against acks=1 RF=1")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds per broker (default: 3, --cluster 2)")
     parser.add_argument("--count-100", type=int, default=200_000,
                         help="records of 100 B per round (default: %(default)s)")
     parser.add_argument("--count-1k", type=int, default=100_000,
                         help="records of 1 KB per round (default: %(default)s)")
+    parser.add_argument("--count", type=int, default=50_000,
+                        help="--cluster: records per phase (default: %(default)s)")
+    parser.add_argument("--size", type=int, default=100,
+                        help="--cluster: record size in bytes (default: %(default)s)")
     parser.add_argument("--warm-up", type=int, default=100_000, metavar="N",
                         help="untimed records produced and read on each broker before the "
-                             "first round (default: %(default)s; 0: none)")
-    args = parser.parse_args()
+                             "first round (default: %(default)s; 0: none; --cluster: any "
+                             "value but 0 runs one round of each case with count / 5)")
+    args = parser.parse_args(argv)
+    if args.cluster:
+        if args.peer != "apache":
+            parser.error("--cluster compares with Apache Kafka only (tansu has no replication)")
+        args.rounds = args.rounds or 2
+        return main_cluster(args)
+    args.rounds = args.rounds or 3
     peer: contextlib.AbstractContextManager[BrokerProcess]
     if args.peer == "tansu":
         binary = tansu_binary()
@@ -227,33 +346,14 @@ def main() -> int:
             return 2
         peer = apache()
     data_dir = Path(tempfile.mkdtemp(prefix="broker-bench-"))
-    plan = [(100, args.count_100), (1000, args.count_1k)]
+    plan = [Case(f"{size:5d} B", size, count)
+            for size, count in ((100, args.count_100), (1000, args.count_1k))]
     try:
         with ours(data_dir) as reference, peer as other:
             if args.warm_up:
                 for broker in (reference, other):
                     java_peers.warm_up_broker(broker.bootstrap, args.warm_up)
-            for round_no in range(args.rounds):
-                print(f"round {round_no + 1}/{args.rounds}", flush=True)
-                for size, count in plan:
-                    first, second = (reference, other) if round_no % 2 == 0 else (other,
-                                                                                  reference)
-                    run_round(first, size, count)
-                    run_round(second, size, count)
-            print(f"\nmedians (msg/s, broker cpu s per phase); ratio = server_ref / {other.name}")
-            ok = True
-            for size, count in plan:
-                for phase in ("produce", "consume"):
-                    key = f"{size}:{phase}"
-                    ours_rate = statistics.median(r for r, _ in reference.results[key])
-                    theirs = statistics.median(r for r, _ in other.results[key])
-                    ours_cpu = statistics.median(c for _, c in reference.results[key])
-                    their_cpu = statistics.median(c for _, c in other.results[key])
-                    ratio = ours_rate / theirs
-                    ok &= ratio >= 0.5
-                    print(f"  {size:5d} B {phase:8s} server_ref {ours_rate:10,.0f} "
-                          f"({ours_cpu:5.2f} s cpu)  {other.name} {theirs:10,.0f} "
-                          f"({their_cpu:5.2f} s cpu)  ratio {ratio:4.2f}  n={count}")
+            ok = run_rounds(reference, other, plan, args.rounds)
             if other.name == "tansu":
                 print("goal (every ratio >= 0.5):", "met" if ok else "NOT met")
     finally:
