@@ -169,8 +169,7 @@ class ProducerBatch:
         if fut is not None and not fut.done():
             fut.set_result(None)
         if callbacks:
-            for record_future, fn, is_delivery in callbacks:
-                run_callback(record_future, fn, is_delivery)
+            run_callbacks(self, callbacks)
 
     def add_callback(self, record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
         """Run ``fn`` when the batch completes (at once if it has)."""
@@ -181,6 +180,18 @@ class ProducerBatch:
                 self.callbacks.append((record_future, fn, is_delivery))
                 return
         run_callback(record_future, fn, is_delivery)
+
+    def add_callbacks(self, entries: list[tuple[Any, Callable[..., Any], bool]]) -> None:
+        """:meth:`add_callback` for many ``(record future, fn, is_delivery)``, in order,
+        under one lock (the stage hands over a drained run's callbacks this way)."""
+        with _CALLBACKS_LOCK:
+            if not self.done:
+                if self.callbacks is None:
+                    self.callbacks = entries
+                else:
+                    self.callbacks += entries
+                return
+        run_callbacks(self, entries)
 
     def wait(self, timeout: float | None) -> None:
         with _CALLBACKS_LOCK:
@@ -214,6 +225,56 @@ def run_callback(record_future: Any, fn: Callable[..., Any], is_delivery: bool) 
             fn(record_future)
     except Exception:  # a user's callback must not break delivery of the others
         log.exception("producer callback %r raised", fn)
+
+
+def run_callbacks(batch: ProducerBatch,
+                  callbacks: list[tuple[Any, Callable[..., Any], bool]]) -> None:
+    """Run the callbacks of ``batch``, done, in order: :func:`run_callback` for each, with
+    the delivery callbacks of its own records inlined (the batch's fields read once, the
+    metadata built without the frozen dataclass's ``__init__``; ~1 µs less per record)."""
+    if batch.split is not None:  # a record's outcome is its part's: the general way
+        for entry in callbacks:
+            run_callback(*entry)
+        return
+    error = batch.error
+    topic, partition = batch.topic, batch.partition
+    base, appended = batch.base_offset, batch.log_append_time
+    metadata = new_metadata
+    for record_future, fn, is_delivery in callbacks:
+        try:
+            if not is_delivery or record_future._batch is not batch:
+                run_callback(record_future, fn, is_delivery)
+                continue
+            fn(error, metadata(topic, partition,
+                               base + record_future._index if base >= 0 else -1,
+                               appended if appended >= 0 else record_future._timestamp,
+                               record_future._key_size, record_future._value_size))
+        except Exception:  # a user's callback must not break delivery of the others
+            log.exception("producer callback %r raised", fn)
+
+
+_new = object.__new__
+_SLOT_SETTERS = tuple(getattr(RecordMetadata, name).__set__ for name in (
+    "topic", "partition", "offset", "timestamp", "serialized_key_size",
+    "serialized_value_size"))
+
+
+def _metadata_pure(topic: str, partition: int, offset: int, timestamp: int, key_size: int,
+                   value_size: int) -> RecordMetadata:
+    """``RecordMetadata(...)`` with its slots written directly: the frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field) costs twice as much."""
+    md = _new(RecordMetadata)
+    set_topic, set_partition, set_offset, set_ts, set_ks, set_vs = _SLOT_SETTERS
+    set_topic(md, topic)
+    set_partition(md, partition)
+    set_offset(md, offset)
+    set_ts(md, timestamp)
+    set_ks(md, key_size)
+    set_vs(md, value_size)
+    return md
+
+
+new_metadata = _metadata_pure
 
 
 class RecordFuture:

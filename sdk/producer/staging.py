@@ -157,6 +157,44 @@ def _ns_to_ms(stamps: list[int]) -> list[int]:
     return out
 
 
+def _hand_over(run: StagedRun) -> list[tuple[StagedFuture, Callable[..., Any], bool]]:
+    """Give the callbacks of drained records to their batches (under the stage's lock):
+    each future resolved in place (one look-up per segment, not per record) and each batch
+    given its callbacks in one call. Returns the entries of records not drained yet."""
+    drained, starts, parts = run.drained, run.starts, run.parts
+    millis, stamps, values, keys = run.millis, run.timestamps, run.values, run.keys
+    waiting: list[tuple[StagedFuture, Callable[..., Any], bool]] = []
+    group: list[tuple[StagedFuture, Callable[..., Any], bool]] = []
+    batch: Any = None
+    lo = hi = delta = 0  # the current segment: run positions lo:hi, offset delta at lo
+    for entry in run.callbacks:
+        future = entry[0]
+        pos = future._pos
+        if pos >= drained:
+            waiting.append(entry)
+            continue
+        if not lo <= pos < hi:
+            k = bisect_right(starts, pos) - 1
+            part = parts[k]
+            lo = starts[k]
+            hi, delta = lo + part[2], part[1]
+            if part[0] is not batch:
+                if group:
+                    batch.add_callbacks(group)
+                    group = []
+                batch = part[0]
+        future._index = delta + pos - lo
+        future._timestamp = millis[pos] if pos < len(millis) else stamps[pos] // 1_000_000
+        key = None if keys is None else keys[pos]
+        future._key_size = -1 if key is None else len(key)
+        future._value_size = len(values[pos])
+        future._batch = batch
+        group.append(entry)
+    if group:
+        batch.add_callbacks(group)
+    return waiting
+
+
 class _FailedRecords:
     """Stands in for the batch of staged records that failed before reaching one: done from
     the start, so futures never wait on it."""
@@ -175,6 +213,10 @@ class _FailedRecords:
 
     def add_callback(self, record_future: Any, fn: Callable[..., Any], is_delivery: bool) -> None:
         run_callback(record_future, fn, is_delivery)
+
+    def add_callbacks(self, entries: list[tuple[Any, Callable[..., Any], bool]]) -> None:
+        for entry in entries:
+            run_callback(*entry)
 
 
 class StagedFuture(RecordFuture):
@@ -467,14 +509,7 @@ class Stage:
     def _settle(self, run: StagedRun) -> None:
         """After a drain (under lock): hand callbacks to their batches, retire a done run."""
         if run.callbacks:
-            waiting = []
-            for entry in run.callbacks:
-                batch = entry[0]._batch_now()
-                if batch is None:
-                    waiting.append(entry)
-                else:
-                    batch.add_callback(*entry)
-            run.callbacks = waiting
+            run.callbacks = _hand_over(run)
         if run.drained >= len(run.values) and self.runs.get(run.topic) is run:
             del self.runs[run.topic]
 

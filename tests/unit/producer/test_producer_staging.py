@@ -324,3 +324,54 @@ def test_a_staged_record_reports_its_send_time_in_milliseconds_before_and_after_
     assert fut.metadata().timestamp == staged_ts
     assert [rb.max_timestamp for pq in acc.all_queues() for batch in pq.batches
             for rb in iter_batches(batch.builder.build())] == [staged_ts]  # type: ignore[union-attr]
+
+
+def test_delivery_callbacks_of_a_drained_run_report_each_record_as_its_future_does(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Callbacks are handed to their batches in bulk and run by the batch's inlined loop:
+    per record the same (error, metadata) as the future's own answer, in send order within
+    a partition, a raising callback logged without stopping the rest, a failed batch's
+    error on each of its records, LogAppendTime replacing the send time."""
+    stage, acc, _ = staged(batch_size=300)
+    seen: list[tuple[int, Any, Any]] = []
+    futures: list[StagedFuture] = []
+
+    def on_delivery_of(i: int) -> Any:
+        def on_delivery(err: Any, meta: Any) -> None:
+            seen.append((i, err, meta))
+            if i == 3:
+                raise RuntimeError("user bug")
+        return on_delivery
+
+    for i in range(30):
+        key = None if i % 3 else b"key-%d" % i
+        fut = stage.put("t", key, b"v" * (i + 1), on_delivery_of(i))
+        assert fut is not None
+        futures.append(fut)
+    late: list[int] = []  # registered out of send order, before the drain
+    futures[5].add_done_callback(lambda f: late.append(f.metadata().offset))
+    assert stage.drain() is None and not stage.runs
+    batches = [b for pq in acc.all_queues() for b in pq.batches]
+    assert len({f.partition for f in futures}) == 3 and len(batches) > 3
+    failed = batches[1]
+    error = MessageTooLargeError("refused")
+    for n, batch in enumerate(batches):
+        if batch is failed:
+            batch.fail(error)
+        else:
+            batch.complete(1000 * n, log_append_time=777 if n == 2 else -1)
+    assert "user bug" in caplog.text
+    assert sorted(i for i, _, _ in seen) == list(range(30))
+    for i, err, meta in seen:
+        fut = futures[i]
+        assert err is fut.exception(0)
+        assert err is (error if fut._batch is failed else None)
+        assert meta == fut.metadata()
+        assert meta.serialized_value_size == i + 1
+        assert meta.serialized_key_size == (-1 if i % 3 else len(b"key-%d" % i))
+        if fut._batch is batches[2]:
+            assert meta.timestamp == 777
+    for p in range(3):
+        order = [i for i, _, _ in seen if futures[i].partition == p]
+        assert order == sorted(order)
+    assert late == [futures[5].metadata().offset]
