@@ -7,6 +7,8 @@ generated (KIP-1082); v0 members may send an empty one, and the coordinator make
 
 from __future__ import annotations
 
+from typing import Any
+
 from sdk import errors
 from sdk.protocol.api import ApiKey
 from sdk.protocol.messages.consumer_group_describe import (
@@ -25,6 +27,7 @@ from server_ref.handlers.groups import (
     OPERATIONS_NOT_REQUESTED,
     client_host,
 )
+from server_ref.replication.group_writes import group_write_replicated, needs_wait
 
 _CLASSIC_MEMBER_TYPE = 0  # ConsumerGroupDescribe v1 MemberType
 _CONSUMER_MEMBER_TYPE = 1
@@ -45,7 +48,25 @@ def _consumer(ctx: RequestContext) -> ConsumerGroupCoordinator:
 
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
 def consumer_group_heartbeat(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest
+                             ) -> Any:
+    response = _heartbeat(ctx, req)
+    if not needs_wait(ctx.broker, req.group_id, response.error_code):
+        return response
+    return _after_replication(ctx, req.group_id, response)
+
+
+async def _after_replication(ctx: RequestContext, group_id: str,
+                             response: ConsumerGroupHeartbeatResponse
                              ) -> ConsumerGroupHeartbeatResponse:
+    """Cluster mode: a heartbeat that wrote the group's records (a new member epoch, a
+    target assignment) is answered once the ISR has them, as Kafka's coordinator appends
+    with acks=-1; a failed wait answers the coordinator error instead."""
+    error = await group_write_replicated(ctx.broker, group_id, 0)
+    return response if error == 0 else ConsumerGroupHeartbeatResponse(error_code=error)
+
+
+def _heartbeat(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest
+               ) -> ConsumerGroupHeartbeatResponse:
     try:
         if ctx.api_version >= 1 and not req.member_id:
             raise errors.InvalidRequestError("MemberId can't be empty.")

@@ -23,6 +23,7 @@ from sdk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsRespo
 from sdk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from server_ref.groups import GroupCoordinator, LeavingMember
 from server_ref.handlers import RequestContext, handles
+from server_ref.replication.group_writes import group_write_replicated
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -104,8 +105,10 @@ async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRes
         require_known_member_id=v >= 4, supports_skip_assignment=v >= 9,
         reason=req.reason if v >= 8 else None,
     )
+    # Cluster mode: answered once the ISR has the group's records (Kafka appends acks=-1).
+    error = await group_write_replicated(ctx.broker, req.group_id, result.error)
     return JoinGroupResponse(
-        error_code=result.error, generation_id=result.generation_id,
+        error_code=error, generation_id=result.generation_id,
         # Null protocol type/name only exist from v7 on.
         protocol_type=result.protocol_type,
         protocol_name=result.protocol_name if v >= 7 else (result.protocol_name or ""),
@@ -130,6 +133,10 @@ async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupRes
         protocol_type=req.protocol_type if v >= 5 else None,
         protocol_name=req.protocol_name if v >= 5 else None,
     )
+    # Cluster mode: the assignment is answered once the ISR has it (Kafka appends acks=-1).
+    error = await group_write_replicated(ctx.broker, req.group_id, result.error)
+    if error != result.error:
+        return SyncGroupResponse(error_code=error)
     return SyncGroupResponse(error_code=result.error, protocol_type=result.protocol_type,
                              protocol_name=result.protocol_name, assignment=result.assignment)
 
