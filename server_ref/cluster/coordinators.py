@@ -15,9 +15,12 @@ COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER as NOT_COORDINATOR), so the cl
 the coordinator again and retries. (The in-memory offset is not rolled back on such a
 failure, unlike Kafka's runtime: a fetch on the same coordinator may see it before a retry.)
 
-Transaction coordinators are not placed yet: in cluster mode FindCoordinator for a
-transactional id answers COORDINATOR_NOT_AVAILABLE (the transaction markers would have to
-travel to partition leaders on other brokers, WriteTxnMarkers, which is not built).
+Transaction coordinators are placed the same way, on the leaders of ``__transaction_state``
+partitions (``hash(transactional id) % partitions``; created through the controller on first
+use with ``transaction.state.log.replication.factor`` capped by the live brokers and
+``transaction.state.log.min.isr``); a leadership change of one of them makes the broker's
+transaction coordinator load or drop that partition's transactional ids
+(``TransactionCoordinator.leadership_changed``; the rest is in ``cluster/txn_link.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from sdk.protocol.messages.find_coordinator import (
 from server_ref.cluster.views import create_topic
 from server_ref.controller.image import NO_LEADER
 from server_ref.offsets_journal import OFFSETS_TOPIC, partition_for_group
+from server_ref.transactions.statelog import STATE_TOPIC
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
@@ -63,17 +67,18 @@ def _locate(ctx: RequestContext, key: str, key_type: int
     """(error, message, node id, host, port) of the coordinator of ``key``."""
     agent = ctx.broker.cluster
     if key_type == TRANSACTION_KEY_TYPE:
-        return (NOT_AVAILABLE, "transaction coordinators are not available in cluster mode "
-                "yet", -1, "", -1)
-    if key_type != GROUP_KEY_TYPE:
+        name, create = STATE_TOPIC, agent.placement.create_state_topic
+    elif key_type == GROUP_KEY_TYPE:
+        name, create = OFFSETS_TOPIC, agent.placement.create_offsets_topic
+    else:
         return InvalidRequestError.errno, f"coordinator key type {key_type} unknown", -1, "", -1
-    topic = agent.image.topics.get(OFFSETS_TOPIC)
+    topic = agent.image.topics.get(name)
     if topic is None or not topic.partitions:
-        agent.placement.create_offsets_topic()
-        return NOT_AVAILABLE, "the offsets topic is being created", -1, "", -1
+        create()
+        return NOT_AVAILABLE, f"{name} is being created", -1, "", -1
     p = topic.partitions.get(partition_for_group(key, len(topic.partitions)))
     if p is None or p.leader == NO_LEADER:
-        return NOT_AVAILABLE, "the group's offsets partition has no leader", -1, "", -1
+        return NOT_AVAILABLE, f"the key's {name} partition has no leader", -1, "", -1
     endpoint = agent.endpoint_of(p.leader)
     if endpoint is None:
         return NOT_AVAILABLE, f"broker {p.leader} is not registered", -1, "", -1
@@ -130,6 +135,7 @@ class CoordinatorPlacement:
         self.broker = broker
         self._reload_scheduled = False
         self._creating: asyncio.Task[None] | None = None
+        self._creating_state: asyncio.Task[None] | None = None
 
     def create_offsets_topic(self) -> None:
         if self._creating is not None and not self._creating.done():
@@ -143,7 +149,29 @@ class CoordinatorPlacement:
             {"cleanup.policy": "compact",
              "segment.bytes": str(cfg.get("offsets.topic.segment.bytes"))}))
 
+    def create_state_topic(self) -> None:
+        """``__transaction_state`` through the controller (Kafka's settings; the minimum
+        ISR is capped by the replication factor, itself capped by the live brokers)."""
+        if self._creating_state is not None and not self._creating_state.done():
+            return
+        agent = self.broker.cluster
+        cfg = self.broker.config
+        live = len(agent.image.live_brokers())
+        replication = max(1, min(int(cfg.get("transaction.state.log.replication.factor")),
+                                 live))
+        min_isr = min(int(cfg.get("transaction.state.log.min.isr")), replication)
+        self._creating_state = asyncio.get_running_loop().create_task(create_topic(
+            agent, STATE_TOPIC, int(cfg.get("transaction.state.log.num.partitions")),
+            replication,
+            {"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
+             "segment.bytes": str(cfg.get("transaction.state.log.segment.bytes"))}))
+
     def leadership_changed(self, partition: Partition) -> None:
+        if partition.topic.name == STATE_TOPIC:
+            transactions = self.broker.transactions
+            if transactions is not None:
+                transactions.leadership_changed(partition)
+            return
         if partition.topic.name == OFFSETS_TOPIC and not self._reload_scheduled:
             self._reload_scheduled = True
             asyncio.get_running_loop().call_soon(self._reload_groups)

@@ -21,6 +21,7 @@ for a topic with another ``compression.type``, recompressed).
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -55,7 +56,7 @@ from sdk.records.header import (
 )
 from sdk.records.reader import RecordBatch
 from server_ref.config import LONG_MAX
-from server_ref.handlers import RequestContext, handles
+from server_ref.handlers import HandlerResult, RequestContext, handles
 from server_ref.producer_state import AppendedBatch, last_sequence_of
 from server_ref.topics import Partition, Topic, validate_topic_name
 
@@ -93,14 +94,19 @@ def _record_errors(errors: list[tuple[int, str, bool]]) -> _RecordErrors:
 
 
 @handles(0, 3, 12)
-def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+def produce(ctx: RequestContext, req: ProduceRequest) -> HandlerResult:
     broker = ctx.broker
     failure: KafkaError | None = None
     if req.acks not in (0, 1, -1):
         failure = InvalidRequiredAcksError(f"acks must be 0, 1 or -1, not {req.acks}")
     elif broker.cluster is not None:  # leaders only, acks=all waits for the ISR
+        from server_ref.handlers.produce_verify import has_transactional_batch, verified_produce
         from server_ref.replication.produce_path import cluster_produce
 
+        if has_transactional_batch(req):  # the transaction coordinator may be elsewhere
+            return verified_produce(ctx, req, lambda verdicts: cluster_produce(
+                ctx, req, functools.partial(_produce_partition, txn_verdicts=verdicts),
+                _error))
         return cluster_produce(ctx, req, _produce_partition, _error)
     now = broker.now_ms()
     responses = []
@@ -149,7 +155,8 @@ def _find_partition(topic: Topic | None, name: str, index: int) -> Partition:
 def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
                        data: ProduceRequest.PartitionProduceData, acks: int,
                        now: int, transactional_id: str | None = None, *,
-                       leader_epoch: int = LEADER_EPOCH, isr_size: int = 1
+                       leader_epoch: int = LEADER_EPOCH, isr_size: int = 1,
+                       txn_verdicts: dict[tuple[str, int], int] | None = None
                        ) -> PartitionResponse:
     broker = ctx.broker
     try:
@@ -160,7 +167,12 @@ def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
         header = BATCH_HEADER.unpack_from(buf, 0)
         _check_records(topic, partition, buf, header, now, ctx)
         if header[5] & TRANSACTIONAL_MASK:
-            _check_transaction(ctx, transactional_id, name, data.index, header)
+            if txn_verdicts is not None:  # cluster mode: verified with the coordinator
+                from server_ref.handlers.produce_verify import check_verified
+
+                check_verified(ctx, txn_verdicts, name, data.index, header[9])
+            else:
+                _check_transaction(ctx, transactional_id, name, data.index, header)
         if acks == -1 and int(topic.config_value("min.insync.replicas", cfg)) > isr_size:
             raise NotEnoughReplicasError(
                 f"min.insync.replicas of {name} is "

@@ -16,7 +16,7 @@ PRODUCER_FENCED exists from InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTx
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sdk import errors
@@ -104,7 +104,7 @@ def _run(ctx: RequestContext, fenced_from: int, call: Callable[[], object]) -> t
 
 @handles(22, 0, 5)
 def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest
-                     ) -> InitProducerIdResponse:
+                     ) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
     if not req.transactional_id:  # null, or "" from lenient clients: an idempotent producer
         allocator = ctx.broker.producer_ids
         assert allocator is not None
@@ -119,7 +119,20 @@ def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest
     except errors.BrokerResponseError as exc:
         return InitProducerIdResponse(error_code=_code(exc, 4, v), producer_id=-1,
                                       producer_epoch=-1)
-    return InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
+    response = InitProducerIdResponse(producer_id=pid, producer_epoch=epoch)
+    if ctx.broker.cluster is not None:
+        return _when_durable(ctx, req.transactional_id, response, lambda code:
+                             InitProducerIdResponse(error_code=code, producer_id=-1,
+                                                    producer_epoch=-1))
+    return response
+
+
+async def _when_durable(ctx: RequestContext, txn_id: str, response: Any,
+                        failed: Callable[[int], Any]) -> Any:
+    """Cluster mode: ``response`` once the ISR has the id's state record, else ``failed``
+    with the coordinator error (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+    code = await _coordinator(ctx).durable(txn_id)
+    return failed(code) if code else response
 
 
 # ---------------------------------------------------------------------------- AddPartitionsToTxn
@@ -150,15 +163,29 @@ def _add_partitions(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topi
     try:
         if verify_only:
             return coordinator.verify_partitions(txn_id, pid, epoch, wanted)
-        coordinator.add_partitions(txn_id, pid, epoch, wanted)
+        # v4+ comes from partition leaders: without verify_only, a transactions v2
+        # producer's partition joins with its first batch (KIP-890).
+        coordinator.add_partitions(txn_id, pid, epoch, wanted,
+                                   client_version=2 if ctx.api_version >= 4 else 0)
     except errors.BrokerResponseError as exc:
         return dict.fromkeys(wanted, _code(exc, 2, ctx.api_version))
     return dict.fromkeys(wanted, 0)
 
 
+async def _codes_when_durable(ctx: RequestContext, txn_id: str,
+                              codes: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """Cluster mode: the successes stand once the ISR has the id's state record."""
+    if not codes or any(codes.values()):
+        return codes
+    code = await _coordinator(ctx).durable(txn_id)
+    return dict.fromkeys(codes, code) if code else codes
+
+
 @handles(24, 0, 5)
 def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest
-                          ) -> AddPartitionsToTxnResponse:
+                          ) -> AddPartitionsToTxnResponse | Awaitable[AddPartitionsToTxnResponse]:
+    if ctx.broker.cluster is not None:
+        return _add_partitions_in_cluster(ctx, req)
     if ctx.api_version <= 3:
         codes = _add_partitions(ctx, req.v3_and_below_transactional_id,
                                 req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
@@ -173,16 +200,39 @@ def add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest
     return AddPartitionsToTxnResponse(results_by_transaction=results)
 
 
+async def _add_partitions_in_cluster(ctx: RequestContext, req: AddPartitionsToTxnRequest
+                                     ) -> AddPartitionsToTxnResponse:
+    if ctx.api_version <= 3:
+        txn_id = req.v3_and_below_transactional_id
+        codes = _add_partitions(ctx, txn_id, req.v3_and_below_producer_id,
+                                req.v3_and_below_producer_epoch, req.v3_and_below_topics,
+                                verify_only=False)
+        codes = await _codes_when_durable(ctx, txn_id, codes)
+        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(codes))
+    results = []
+    for txn in req.transactions:
+        codes = _add_partitions(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                txn.topics, verify_only=txn.verify_only)
+        if not txn.verify_only:
+            codes = await _codes_when_durable(ctx, txn.transactional_id, codes)
+        results.append(APTResponse.AddPartitionsToTxnResult(
+            transactional_id=txn.transactional_id, topic_results=_topic_results(codes)))
+    return AddPartitionsToTxnResponse(results_by_transaction=results)
+
+
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
 
 
 @handles(25, 0, 4)
 def add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest
-                       ) -> AddOffsetsToTxnResponse:
+                       ) -> AddOffsetsToTxnResponse | Awaitable[AddOffsetsToTxnResponse]:
     if not req.group_id:
         return AddOffsetsToTxnResponse(error_code=errors.InvalidGroupIdError.errno)
     code, _ = _run(ctx, 2, lambda: _coordinator(ctx).add_offsets(
         req.transactional_id, req.producer_id, req.producer_epoch, req.group_id))
+    if ctx.broker.cluster is not None and code == 0:
+        return _when_durable(ctx, req.transactional_id, AddOffsetsToTxnResponse(),
+                             lambda c: AddOffsetsToTxnResponse(error_code=c))
     return AddOffsetsToTxnResponse(error_code=code)
 
 
@@ -190,15 +240,35 @@ def add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest
 
 
 @handles(26, 0, 5)
-def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
+def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse | Awaitable[EndTxnResponse]:
     """v5 (transactions v2): the epoch is bumped and the answer names the next pair."""
     bump = ctx.api_version >= 5
     pair: list[tuple[int, int]] = []
     code, _ = _run(ctx, 2, lambda: pair.append(_coordinator(ctx).end_txn(
         req.transactional_id, req.producer_id, req.producer_epoch, req.committed, bump=bump)))
+    if ctx.broker.cluster is not None and not code:
+        return _end_txn_in_cluster(ctx, req, pair[0] if bump else None)
     if bump and not code:
         return EndTxnResponse(producer_id=pair[0][0], producer_epoch=pair[0][1])
     return EndTxnResponse(error_code=code)
+
+
+V2_MARKERS_WAIT_S = 5.0
+
+
+async def _end_txn_in_cluster(ctx: RequestContext, req: EndTxnRequest,
+                              pair: tuple[int, int] | None) -> EndTxnResponse:
+    """Answered once the ISR has the Prepare* record; transactions v2 also waits (a little)
+    for the markers, as on a single node, so the producer's next transaction rarely meets
+    CONCURRENT_TRANSACTIONS."""
+    coordinator = _coordinator(ctx)
+    code = await coordinator.durable(req.transactional_id)
+    if code:
+        return EndTxnResponse(error_code=code)
+    if pair is None:
+        return EndTxnResponse()
+    await coordinator.markers_written(req.transactional_id, V2_MARKERS_WAIT_S)
+    return EndTxnResponse(producer_id=pair[0], producer_epoch=pair[1])
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers
@@ -206,9 +276,11 @@ def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
 
 @handles(27, 0, 1)
 def write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequest
-                      ) -> WriteTxnMarkersResponse:
+                      ) -> WriteTxnMarkersResponse | Awaitable[WriteTxnMarkersResponse]:
     """Markers from a transaction coordinator (ours writes its own; this serves another
     coordinator, or a tool). Same append path as the coordinator's."""
+    if ctx.broker.cluster is not None:
+        return _write_txn_markers_in_cluster(ctx, req)
     out = []
     for marker in req.markers:
         topics = []
@@ -231,12 +303,36 @@ def write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequest
     return WriteTxnMarkersResponse(markers=out)
 
 
+async def _write_txn_markers_in_cluster(ctx: RequestContext, req: WriteTxnMarkersRequest
+                                        ) -> WriteTxnMarkersResponse:
+    """At the partitions' leader: each marker appended and answered once the ISR has it;
+    NOT_LEADER_OR_FOLLOWER where this broker does not lead (the coordinator retries)."""
+    from server_ref.cluster.txn_link import write_markers_here
+
+    out = []
+    for marker in req.markers:
+        wanted = [(t.name, i) for t in marker.topics for i in t.partition_indexes]
+        codes = await write_markers_here(ctx.broker, wanted, marker.producer_id,
+                                         marker.producer_epoch, marker.transaction_result,
+                                         marker.coordinator_epoch)
+        by_topic: dict[str, list[Any]] = {}
+        for (name, index) in wanted:
+            by_topic.setdefault(name, []).append(
+                WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(
+                    partition_index=index, error_code=codes[(name, index)]))
+        out.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(
+            producer_id=marker.producer_id, topics=[
+                WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=n, partitions=p)
+                for n, p in by_topic.items()]))
+    return WriteTxnMarkersResponse(markers=out)
+
+
 # ---------------------------------------------------------------------------- TxnOffsetCommit
 
 
 @handles(28, 0, 5)
 def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
-                      ) -> TxnOffsetCommitResponse:
+                      ) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
     """v5 (transactions v2): the group joins the transaction here (no AddOffsetsToTxn)."""
     v = ctx.api_version
     requested = [(t.name, p) for t in req.topics for p in t.partitions]
@@ -251,6 +347,8 @@ def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
                 offset=p.committed_offset,
                 leader_epoch=p.committed_leader_epoch if v >= 2 else -1,
                 metadata=p.committed_metadata)
+    if to_stage and ctx.broker.cluster is not None:
+        return _txn_offset_commit_in_cluster(ctx, req, requested, codes, to_stage)
     if to_stage:
         groups = ctx.broker.groups
         assert groups is not None
@@ -264,17 +362,71 @@ def txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest
         except errors.BrokerResponseError as exc:
             codes.update(dict.fromkeys(to_stage, exc.errno))
         else:
-            # KIP-447: from v3 the member's generation is checked like a member commit; a
-            # member of a group that does not exist is ILLEGAL_GENERATION (as Kafka answers).
-            staged = groups.stage_transactional_offsets(
-                req.group_id, req.producer_id, to_stage,
-                generation_id=req.generation_id if v >= 3 else -1,
-                member_id=req.member_id if v >= 3 else "",
-                group_instance_id=req.group_instance_id if v >= 3 else None,
-                producer_epoch=req.producer_epoch)
-            missing = errors.GroupIdNotFoundError.errno
-            codes.update({k: errors.IllegalGenerationError.errno if c == missing else c
-                          for k, c in staged.items()})
+            codes.update(_stage(ctx, req, to_stage))
+    return _txn_offset_commit_response(requested, codes)
+
+
+def _stage(ctx: RequestContext, req: TxnOffsetCommitRequest,
+           to_stage: dict[tuple[str, int], OffsetToCommit]) -> dict[tuple[str, int], int]:
+    # KIP-447: from v3 the member's generation is checked like a member commit; a member of
+    # a group that does not exist is ILLEGAL_GENERATION (as Kafka answers).
+    v = ctx.api_version
+    groups = ctx.broker.groups
+    assert groups is not None
+    staged = groups.stage_transactional_offsets(
+        req.group_id, req.producer_id, to_stage,
+        generation_id=req.generation_id if v >= 3 else -1,
+        member_id=req.member_id if v >= 3 else "",
+        group_instance_id=req.group_instance_id if v >= 3 else None,
+        producer_epoch=req.producer_epoch)
+    missing = errors.GroupIdNotFoundError.errno
+    return {k: errors.IllegalGenerationError.errno if c == missing else c
+            for k, c in staged.items()}
+
+
+_VERIFY_RETRY = {errors.NotEnoughReplicasError.errno}
+
+
+async def _txn_offset_commit_in_cluster(
+        ctx: RequestContext, req: TxnOffsetCommitRequest,
+        requested: list[tuple[str, Any]], codes: dict[tuple[str, int], int],
+        to_stage: dict[tuple[str, int], OffsetToCommit]) -> TxnOffsetCommitResponse:
+    """At the group coordinator (the leader of the group's ``__consumer_offsets``
+    partition), which may not be the transaction coordinator: the producer and its open
+    transaction are verified with the latter (v5: the partition joins it), the offsets are
+    staged as transactional records and answered once the ISR has them. The COMMIT marker
+    the transaction coordinator sends to this partition applies them."""
+    from server_ref.cluster.coordinators import replicated
+    from server_ref.cluster.txn_link import verify
+
+    broker = ctx.broker
+    coordinator = _coordinator(ctx)
+    try:
+        partition = broker.offsets_journal.partition_for(req.group_id)
+        replica = partition.replica
+        if replica is None or not replica.is_leader:
+            raise errors.NotCoordinatorError(
+                f"this broker is not the coordinator of group {req.group_id}")
+    except errors.BrokerResponseError as exc:
+        codes.update(dict.fromkeys(to_stage, exc.errno))
+        return _txn_offset_commit_response(requested, codes)
+    key = (partition.topic.name, partition.index)
+    verdict = (await verify(broker, coordinator._cluster.peers, req.transactional_id,
+                            req.producer_id, req.producer_epoch, [key],
+                            add=ctx.api_version >= 5))[key]
+    if verdict:
+        # Retry-later answers make the client find the coordinators again and retry.
+        code = errors.CoordinatorNotAvailableError.errno if verdict in _VERIFY_RETRY \
+            else verdict
+        codes.update(dict.fromkeys(to_stage, code))
+        return _txn_offset_commit_response(requested, codes)
+    staged = _stage(ctx, req, to_stage)
+    codes.update(await replicated(broker, partition, staged))
+    return _txn_offset_commit_response(requested, codes)
+
+
+def _txn_offset_commit_response(requested: list[tuple[str, Any]],
+                                codes: dict[tuple[str, int], int]) -> TxnOffsetCommitResponse:
     by_topic: dict[str, list[Any]] = {}
     for name, p in requested:
         by_topic.setdefault(name, []).append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
@@ -296,6 +448,8 @@ def describe_transactions(ctx: RequestContext, req: DescribeTransactionsRequest
         meta = coordinator.txns.get(txn_id)
         if not coordinator.loaded:
             code = errors.CoordinatorLoadInProgressError.errno
+        elif not coordinator.owns(txn_id):  # cluster mode: another broker coordinates it
+            code = errors.NotCoordinatorError.errno
         elif meta is None or meta.state is TxnState.DEAD:
             code = errors.TransactionalIdNotFoundError.errno
         else:

@@ -44,6 +44,7 @@ from sdk.errors import (
     InvalidProducerIdMappingError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
+    NotCoordinatorError,
     ProducerFencedError,
     UnknownTopicOrPartitionError,
 )
@@ -53,6 +54,8 @@ from server_ref.transactions.statelog import TransactionStateLog
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
+    from server_ref.topics import Partition as LogPartition
+    from server_ref.transactions.txn_cluster import ClusterTransactions
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,56 @@ class TransactionCoordinator:
         self._timeout_task: asyncio.Task[None] | None = None
         self._marker_handles: dict[str, asyncio.TimerHandle] = {}
         self._marker_delay_s = int(os.environ.get("SERVER_REF_TXN_MARKER_DELAY_MS", "0")) / 1000
+        self._cluster_part: ClusterTransactions | None = None
+        # Cluster mode: (topic, partition, producer id) of transactional batches verified
+        # with a coordinator on another broker and not appended yet; a marker for the
+        # producer there ends the verification (Kafka's VerificationStateEntry).
+        self.produce_guards: dict[tuple[str, int, int], object] = {}
+
+    # ================================================================== cluster mode
+
+    @property
+    def _cluster(self) -> ClusterTransactions:
+        """Cluster mode's part (``txn_cluster.py``): partitions owned, markers to leaders."""
+        if self._cluster_part is None:
+            from server_ref.transactions.txn_cluster import ClusterTransactions
+
+            self._cluster_part = ClusterTransactions(self)
+        return self._cluster_part
+
+    def owns(self, txn_id: str) -> bool:
+        """Cluster mode: this broker leads the id's ``__transaction_state`` partition and
+        has loaded it (always true on a single node)."""
+        if self.broker.cluster is None:
+            return True
+        return self._cluster.owns(txn_id)
+
+    def leadership_changed(self, partition: LogPartition) -> None:
+        self._cluster.leadership_changed(partition)
+
+    async def durable(self, txn_id: str) -> int:
+        """Cluster mode: 0 once the ISR has every state record of the id's partition, else
+        the error to answer (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+        if self.broker.cluster is None:
+            return 0
+        return await self._cluster.durable(txn_id)
+
+    async def markers_written(self, txn_id: str, timeout_s: float) -> None:
+        """Cluster mode: wait (at most ``timeout_s``) until the id's markers are written."""
+        if self.broker.cluster is not None:
+            await self._cluster.markers_written(txn_id, timeout_s)
+
+    def verify_or_add(self, txn_id: str, producer_id: int, epoch: int,
+                      partitions: list[Partition], add: bool) -> dict[Partition, int]:
+        """A partition leader's question (AddPartitionsToTxn v4+ from a broker, or the
+        in-process one): may the producer's transactional data go to ``partitions``?
+        ``add`` (transactions v2) first adds them to the open transaction."""
+        try:
+            if add:
+                self.add_partitions(txn_id, producer_id, epoch, partitions, client_version=2)
+            return self.verify_partitions(txn_id, producer_id, epoch, partitions)
+        except BrokerResponseError as exc:
+            return dict.fromkeys(partitions, exc.errno)
 
     # ================================================================== lifecycle
 
@@ -81,6 +134,8 @@ class TransactionCoordinator:
 
     async def stop(self) -> None:
         self.loaded = False
+        if self._cluster_part is not None:
+            await self._cluster_part.close()
         for handle in self._marker_handles.values():
             handle.cancel()
         self._marker_handles.clear()
@@ -93,7 +148,12 @@ class TransactionCoordinator:
             self._timeout_task = None
 
     def load(self) -> None:
-        """Replay ``__transaction_state``; finish what was prepared before a crash."""
+        """Replay ``__transaction_state``; finish what was prepared before a crash. (In
+        cluster mode nothing here: each partition is loaded when this broker leads it.)"""
+        if self.broker.cluster is not None:
+            self.txns = {}
+            self.loaded = True
+            return
         txns: dict[str, TxnMetadata] = {}
         for txn_id, meta in self.state_log.replay():
             if meta is None:
@@ -109,9 +169,12 @@ class TransactionCoordinator:
                 self._schedule_markers(meta, 0.0)
         log.info("transaction coordinator loaded %d transactional ids", len(txns))
 
-    def _check_loaded(self) -> None:
+    def _check_loaded(self, txn_id: str | None = None) -> None:
         if not self.loaded:
             raise CoordinatorLoadInProgressError("the transaction state is not loaded yet")
+        if txn_id is not None and self.broker.cluster is not None and not self.owns(txn_id):
+            raise NotCoordinatorError(
+                f"this broker is not the transaction coordinator of {txn_id}")
 
     def _write(self, meta: TxnMetadata) -> None:
         meta.last_update_ms = self.broker.now_ms()
@@ -123,7 +186,7 @@ class TransactionCoordinator:
     def init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int = NO_PRODUCER_ID,
                          epoch: int = -1) -> tuple[int, int]:
         """InitProducerId for a transactional id: (producer id, epoch), or a Kafka error."""
-        self._check_loaded()
+        self._check_loaded(txn_id)
         max_timeout = int(self.broker.config.get("transaction.max.timeout.ms"))
         if timeout_ms <= 0 or timeout_ms > max_timeout:
             raise InvalidTransactionTimeoutError(
@@ -202,7 +265,7 @@ class TransactionCoordinator:
                        partition: Partition) -> None:
         """Produce v12+ (transactions v2): the batch's partition joins the producer's
         transaction if it is not in it yet (starting one after the last ended)."""
-        self._check_loaded()
+        self._check_loaded(txn_id)
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != producer_id or meta.producer_epoch != epoch:
             return  # check_produce answers with the precise error
@@ -214,7 +277,7 @@ class TransactionCoordinator:
                             group_id: str) -> None:
         """TxnOffsetCommit may stage offsets: the producer is current and the group's
         offsets partition is in its open transaction (AddOffsetsToTxn came first)."""
-        self._check_loaded()
+        self._check_loaded(txn_id)
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != producer_id:
             raise InvalidProducerIdMappingError(f"{txn_id} has no producer {producer_id}")
@@ -253,7 +316,7 @@ class TransactionCoordinator:
 
     def _end_txn_v2(self, txn_id: str, producer_id: int, epoch: int,
                     committed: bool) -> tuple[int, int]:
-        self._check_loaded()
+        self._check_loaded(txn_id)
         meta = self.txns.get(txn_id)
         wanted_prepare = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
         wanted_complete = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
@@ -309,6 +372,8 @@ class TransactionCoordinator:
         self._write(meta)
         if self._marker_delay_s > 0:
             self._schedule_markers(meta, self._marker_delay_s)
+        elif self.broker.cluster is not None:  # the EndTxn handler waits for them
+            self._schedule_markers(meta, 0.0)
         else:  # local markers: done before the answer, so the next transaction can start
             self._write_markers(txn_id)
         return self._next_pair(meta)
@@ -367,7 +432,7 @@ class TransactionCoordinator:
         return allocator.allocate()
 
     def _current(self, txn_id: str, producer_id: int, epoch: int) -> TxnMetadata:
-        self._check_loaded()
+        self._check_loaded(txn_id)
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != producer_id:
             raise InvalidProducerIdMappingError(
@@ -402,6 +467,9 @@ class TransactionCoordinator:
 
     def _schedule_markers(self, meta: TxnMetadata, delay_s: float) -> None:
         txn_id = meta.transactional_id
+        if self.broker.cluster is not None:
+            self._cluster.schedule_markers(meta, delay_s)
+            return
         old = self._marker_handles.pop(txn_id, None)
         if old is not None:
             old.cancel()

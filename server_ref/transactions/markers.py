@@ -1,7 +1,8 @@
 """Transaction markers: the COMMIT/ABORT control batch each partition of a transaction gets.
 
 One append path for both callers: the coordinator writing its own transaction's markers
-(every partition is local on a single node) and the WriteTxnMarkers handler. A marker on a
+(every partition is local on a single node) and the WriteTxnMarkers handler (in cluster
+mode at the partition's leader only, stamped with its leader epoch). A marker on a
 ``__consumer_offsets`` partition also decides the offsets the producer staged there with
 TxnOffsetCommit (applied on COMMIT, dropped on ABORT), as Kafka's group coordinator does
 when it sees the marker.
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from sdk.errors import (
     InvalidProducerEpochError,
     KafkaStorageError,
+    NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
 from sdk.records.builder import build_control_batch
@@ -41,8 +43,14 @@ def write_marker(broker: Broker, topic: str, index: int, producer_id: int, epoch
     now = broker.now_ms()
     batch = build_control_batch(ControlType.COMMIT if committed else ControlType.ABORT,
                                 producer_id, epoch, coordinator_epoch, timestamp_ms=now)
+    leader_epoch = 0
+    if broker.cluster is not None:  # only the leader appends; followers copy the marker
+        replica = partition.replica
+        if replica is None or not replica.is_leader:
+            raise NotLeaderOrFollowerError(f"this broker does not lead {partition.name}")
+        leader_epoch = replica.leader_epoch
     try:
-        partition.log.append(bytearray(batch), now_ms=now, leader_epoch=0)
+        partition.log.append(bytearray(batch), now_ms=now, leader_epoch=leader_epoch)
     except OSError as exc:
         raise KafkaStorageError(f"writing a marker to {partition.name} failed: {exc}") from exc
     # The marker's epoch becomes the producer's on this partition (a bumped epoch fences
@@ -53,6 +61,10 @@ def write_marker(broker: Broker, topic: str, index: int, producer_id: int, epoch
     if entry is not None:
         entry.last_seen_ms = now
     partition.notify_appended()
+    if broker.cluster is not None:
+        broker.cluster.replicas.appended(partition)
+        if broker.transactions is not None:  # a batch verified before it ended is refused
+            broker.transactions.produce_guards.pop((topic, index, producer_id), None)
     if topic == OFFSETS_TOPIC and broker.groups is not None:
         broker.groups.complete_transaction(producer_id, committed)
 

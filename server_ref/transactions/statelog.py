@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sdk.errors import MalformedDataError
+from sdk.errors import CoordinatorNotAvailableError, MalformedDataError, NotCoordinatorError
 from sdk.protocol.primitives import write_uvarint
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.reader import RecordBatch
@@ -217,6 +217,9 @@ class TransactionStateLog:
     def _topic(self, create: bool) -> Topic | None:
         topics = self.broker.topics
         topic = topics.get(STATE_TOPIC)
+        if topic is None and create and self.broker.cluster is not None:
+            # Cluster mode: the controller creates it (FindCoordinator asks for it).
+            raise CoordinatorNotAvailableError(f"{STATE_TOPIC} does not exist yet")
         if topic is None and create:
             config = self.broker.config
             topic = topics.create(
@@ -242,21 +245,39 @@ class TransactionStateLog:
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), encode_key(meta.transactional_id),
                        encode_value(meta))
-        partition.log.append(bytearray(builder.build()), leader_epoch=0)
-        partition.notify_appended()
+        self._append(partition, builder)
 
     def write_tombstone(self, transactional_id: str) -> None:
         """Forget the id (compaction drops its records)."""
         partition = self.partition_for(transactional_id)
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), encode_key(transactional_id), None)
-        partition.log.append(bytearray(builder.build()), leader_epoch=0)
+        self._append(partition, builder)
 
-    def replay(self) -> Iterator[tuple[str, TxnMetadata | None]]:
+    def _append(self, partition: Partition, builder: RecordBatchBuilder) -> None:
+        cluster = self.broker.cluster
+        if cluster is None:
+            partition.log.append(bytearray(builder.build()), leader_epoch=0)
+            partition.notify_appended()
+            return
+        # Cluster mode: only the partition's leader writes, stamped with its epoch; the
+        # followers copy it, and the caller waits for the ISR before it answers.
+        replica = partition.replica
+        if replica is None or not replica.is_leader:
+            raise NotCoordinatorError(f"this broker does not lead {partition.name}")
+        partition.log.append(bytearray(builder.build()), leader_epoch=replica.leader_epoch)
+        partition.notify_appended()
+        cluster.replicas.appended(partition)
+
+    def replay(self, partition: Partition | None = None
+               ) -> Iterator[tuple[str, TxnMetadata | None]]:
+        """Every id's records in log order: of the whole topic, or of one ``partition``
+        (cluster mode: the partitions this broker leads)."""
         topic = self._topic(create=False)
         if topic is None:
             return
-        for batch, first in replay_batches(topic):
+        source: Any = topic if partition is None else _OnePartition(partition)
+        for batch, first in replay_batches(source):
             if isinstance(batch, RecordBatch) and batch.is_control:
                 continue
             for record in batch.records():
@@ -265,3 +286,10 @@ class TransactionStateLog:
                 txn_id = decode_key(record.key)
                 yield txn_id, (None if record.value is None
                                else decode_value(txn_id, record.value))
+
+
+class _OnePartition:
+    """What ``replay_batches`` reads of a topic, narrowed to one partition."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.partitions = [partition]
