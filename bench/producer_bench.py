@@ -141,7 +141,8 @@ async def _aiokafka_records(p: Any, a: argparse.Namespace, value: bytes) -> list
 async def _aiokafka_batches(p: Any, a: argparse.Namespace, value: bytes) -> list[Any]:
     """aiokafka's bulk API: fill a batch, hand it to the next partition in turn."""
     partitions = sorted(await p.partitions_for(a.topic))
-    futures, batch = [], p.create_batch()
+    futures: list[Any] = []
+    batch = p.create_batch()
     for _ in range(a.count):
         if batch.append(key=None, value=value, timestamp=None) is None:  # full
             partition = partitions[len(futures) % len(partitions)]

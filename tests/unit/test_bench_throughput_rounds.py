@@ -74,3 +74,12 @@ def test_a_run_with_no_record_after_the_first_is_refused() -> None:
 def test_the_bench_scripts_load_with_their_helper(script: str) -> None:
     module = _load(script)
     assert "java" in module.CLIENTS and module.REFS
+
+
+def test_brokers_are_chosen_by_a_comma_separated_list() -> None:
+    parse = _load("throughput_rounds").parse_brokers
+    assert parse("ref,tansu,apache") == ["ref", "tansu", "apache"]
+    assert parse("both") == ["tansu", "ref"]  # the older names, as `make bench` passes them
+    assert parse("server_ref") == ["ref"]
+    with pytest.raises(SystemExit, match="kafka"):
+        parse("ref,kafka")
