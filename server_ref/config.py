@@ -205,6 +205,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               dynamic=True),
     ConfigDef("unclean.leader.election.enable", _B, False,
               "Default unclean.leader.election.enable", dynamic=True),
+    # Cluster mode's controller (server_ref/controller/rebalance.py, controller.py).
+    ConfigDef("auto.leader.rebalance.enable", _B, True,
+              "Move leaderships back to preferred replicas in the ISR"),
+    ConfigDef("leader.imbalance.check.interval.seconds", _L, 300,
+              "How often the controller looks for imbalanced leaderships", minimum=1),
+    ConfigDef("metadata.log.max.record.bytes.between.snapshots", _L, 20971520,
+              "Metadata bytes appended before the controller snapshots", minimum=1),
     # Share groups (KIP-932, server_ref.share): Kafka's defaults and bounds; a group config
     # (share.record.lock.duration.ms, ...) must lie within the min/max pairs.
     ConfigDef("group.share.record.lock.duration.ms", _I, 30000,

@@ -71,12 +71,16 @@ async def run_controller(args: argparse.Namespace, config: BrokerConfig,
         session_timeout_ms=int(config.get("broker.session.timeout.ms")),
         topic_default=config.topic_default)
     register_controller_apis(node.server, controller, config)
+    from server_ref.controller.rebalance import LeaderRebalancer
+
+    rebalancer = LeaderRebalancer.from_config(controller, config)
     await node.start()
     print(f"node {args.node_id} ready role=controller port={voters[args.node_id][1]}",
           flush=True)
     try:
         await _until_signal()
     finally:
+        await rebalancer.close()
         await controller.close()
         await node.close()
 

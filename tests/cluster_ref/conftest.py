@@ -3,9 +3,8 @@
 The scenarios written for Apache Kafka (``tests/cluster/``) run here unchanged: this
 ``kafka_cluster`` fixture gives an ``EmbeddedCluster`` (``server_ref.cluster``: one OS
 process per node, the same methods as ``ApacheKafkaCluster``) with the same settings as
-tests/cluster/conftest.py's — except ``auto.leader.rebalance.enable``, which our controller
-does not implement (it never moves leaders on its own: what ``false`` asks for). One
-cluster per module; the autouse ``healed`` fixture restarts / resumes every broker after a
+tests/cluster/conftest.py's (``auto.leader.rebalance.enable=false`` included: leaderships
+stay where failover put them; test_leader_rebalance.py turns it on). One cluster per module; the autouse ``healed`` fixture restarts / resumes every broker after a
 test and waits until every replica is back in sync, as there.
 """
 
@@ -20,7 +19,7 @@ from cluster.conftest import CLUSTER_CONFIG, heal
 
 from server_ref.cluster import EmbeddedCluster
 
-REF_CONFIG = {k: v for k, v in CLUSTER_CONFIG.items() if k != "auto.leader.rebalance.enable"}
+REF_CONFIG = dict(CLUSTER_CONFIG)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
