@@ -54,7 +54,40 @@ CONTROLLER_RETRY_S = 0.05
 ATTEMPT_S = 2.0  # one controller's answer; then the next voter is tried
 PRODUCER_ID_BITS = 40  # broker N allocates producer ids from N * 2**40 on
 _ITEM_LISTS = ("topics", "responses", "results", "replica_election_results", "partitions",
-               "partition_result")
+               "partition_result", "filter_results")
+
+
+# Kafka's SecurityProtocol ids, as BrokerRegistration carries them.
+PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+def inter_broker_listener(cfg: Any) -> tuple[str, dict[str, str]]:
+    """(the inter-broker listener's name, {listener: security protocol}).
+
+    Brokers talk to each other and to the controllers without authenticating, so the
+    inter-broker listener must be PLAINTEXT (Kafka's ``inter.broker.listener.name``, else
+    the listener whose protocol is ``security.inter.broker.protocol``); clients may use any
+    listener. A setting that asks for more is refused at start."""
+    from sdk.errors import ConfigError
+    from server_ref.security.listeners import resolve_listeners
+
+    settings = cfg.security
+    listeners = resolve_listeners(settings, cfg.host, cfg.port, cfg.advertised_host)
+    protocols = {lst.name: lst.protocol for lst in listeners}
+    named = settings.get("inter.broker.listener.name")
+    if named is not None:
+        name = named.strip().upper()
+    else:
+        wanted = settings.get("security.inter.broker.protocol", "PLAINTEXT").strip().upper()
+        name = next((n for n, proto in protocols.items() if proto == wanted), "")
+    if protocols.get(name) != "PLAINTEXT":
+        raise ConfigError(
+            "cluster mode: the inter-broker listener must be a PLAINTEXT listener (brokers "
+            "do not authenticate to each other yet); add one, e.g. listeners="
+            "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0 with "
+            "inter.broker.listener.name=PLAINTEXT", key="inter.broker.listener.name",
+            value=named)
+    return name, protocols
 
 
 def _not_controller(message: Any, depth: int = 0) -> bool:
@@ -90,6 +123,10 @@ class ClusterAgent:
         self.fenced = True
         self.incarnation = uuid.uuid4()
         self.voters = dict(voters)
+        # Which listener other brokers reach this one on (replica fetches, internal
+        # writes), and every listener's security protocol, for the registration.
+        self.inter_broker_listener, self.listener_protocols = inter_broker_listener(cfg)
+        self._replayed: tuple[int, int, int] | None = None  # (image, security, configs)
         self._peers: dict[int, PeerConnection] = {}  # controller id -> connection
         self._target: int | None = None  # the controller that answered last
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -105,6 +142,8 @@ class ClusterAgent:
         # (Kafka's controller hands out blocks; a static split needs no round trip).
         self.broker.producer_ids = ProducerIdAllocator(Path(self.broker.data_dir),
                                                        first=self.node_id << PRODUCER_ID_BITS)
+        if self.broker.authorizer is not None:  # no decision before the ACLs are replayed
+            self.broker.authorizer.ready = False
         await self.raft.start()
         self.replicas.start()
         self._reconcile()
@@ -174,8 +213,35 @@ class ClusterAgent:
             for index, p in t.partitions.items():
                 if index < len(topic.partitions):
                     self.replicas.apply(topic.partitions[index], p)
+        self._replay_security_and_configs()
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def replayed(self, security_after: int = -1, configs_after: int = -1) -> bool:
+        """Whether this broker's stores hold the image's ACLs, credentials and broker
+        configs, and those moved past the given versions (a forwarded change is seen)."""
+        image = self.image
+        return (self._replayed == (id(image), image.security_version, image.configs_version)
+                and image.security_version > security_after
+                and image.configs_version > configs_after)
+
+    def _replay_security_and_configs(self) -> None:
+        """ACLs, SCRAM credentials and dynamic broker configs as the image holds them,
+        loaded into this broker's stores when they changed."""
+        from server_ref.controller.acl_records import load_acls, load_credentials
+        from server_ref.controller.config_records import apply_broker_configs
+
+        image = self.image
+        key = (id(image), image.security_version, image.configs_version)
+        if key == self._replayed:
+            return
+        if self._replayed is None or key[:2] != self._replayed[:2]:
+            if load_acls(image, self.broker.acls):
+                self.broker.fetch_sessions.clear()  # re-authorized, as on an ACL change
+            load_credentials(image, self.broker.credentials)
+        if self._replayed is None or key[::2] != self._replayed[::2]:
+            apply_broker_configs(image, self.broker)
+        self._replayed = key
 
     async def wait_for(self, predicate: Any, timeout_s: float) -> bool:
         """Wait until ``predicate(image)`` holds (after a forwarded change)."""
@@ -192,9 +258,12 @@ class ClusterAgent:
 
     # ------------------------------------------------------------------ for the others
 
-    def endpoint_of(self, broker: int) -> tuple[str, int] | None:
+    def endpoint_of(self, broker: int, listener: str | None = None
+                    ) -> tuple[str, int] | None:
+        """Where ``broker`` listens: on the inter-broker listener (None) or, for a client
+        that came in on ``listener``, on that one (None if it has no such listener)."""
         found = self.image.brokers.get(broker)
-        return None if found is None else (found.host, found.port)
+        return None if found is None else found.endpoint(listener)
 
     def became_leader(self, partition: Partition) -> None:
         self.placement.leadership_changed(partition)
@@ -273,14 +342,20 @@ class ClusterAgent:
             return
         if response.error_code == 0:
             self.fenced = response.is_fenced
+            if not self.fenced and self.broker.authorizer is not None:
+                self.broker.authorizer.ready = True  # caught up past its registration
 
     async def _register(self) -> None:
-        host, port = self.broker.host, self.broker.port
+        endpoints = dict(self.broker.endpoints) or {
+            self.inter_broker_listener: (self.broker.host, self.broker.port)}
+        names = sorted(endpoints, key=lambda n: n != self.inter_broker_listener)
         request = BrokerRegistrationRequest(
             broker_id=self.node_id, cluster_id=self.broker.cluster_id,
             incarnation_id=self.incarnation,
-            listeners=[BrokerRegistrationRequest.Listener(name="PLAINTEXT", host=host,
-                                                          port=port, security_protocol=0)],
+            listeners=[BrokerRegistrationRequest.Listener(
+                name=name, host=endpoints[name][0], port=endpoints[name][1],
+                security_protocol=PROTOCOL_IDS[self.listener_protocols.get(name, "PLAINTEXT")])
+                for name in names],
             rack=None)
         response = await self.controller_request(request, 0, timeout_s=self.heartbeat_s * 2)
         assert isinstance(response, BrokerRegistrationResponse)

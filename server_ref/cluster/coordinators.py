@@ -79,7 +79,7 @@ def _locate(ctx: RequestContext, key: str, key_type: int
     p = topic.partitions.get(partition_for_group(key, len(topic.partitions)))
     if p is None or p.leader == NO_LEADER:
         return NOT_AVAILABLE, f"the key's {name} partition has no leader", -1, "", -1
-    endpoint = agent.endpoint_of(p.leader)
+    endpoint = agent.endpoint_of(p.leader, ctx.listener)  # on the client's listener
     if endpoint is None:
         return NOT_AVAILABLE, f"broker {p.leader} is not registered", -1, "", -1
     return 0, None, p.leader, endpoint[0], endpoint[1]

@@ -110,16 +110,21 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
 
 
 TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+IN_LOG = (TOPIC_RESOURCE, BROKER_RESOURCE)
 
 
 async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest,
                                     local: Any, version: int | None = None
                                     ) -> IncrementalAlterConfigsResponse:
-    """Topic configs live in the metadata log: those resources go to the controller; the
-    others (broker configs) are this broker's own, answered by ``local``. The answer keeps
-    the request's order and waits until this broker's image shows the new topic configs."""
-    topics = [r for r in req.resources if r.resource_type == TOPIC_RESOURCE]
-    others = [r for r in req.resources if r.resource_type != TOPIC_RESOURCE]
+    """Topic and broker configs live in the metadata log: those resources go to the
+    controller; the others (group configs) are answered by ``local``. The answer keeps the
+    request's order and waits until this broker's image shows the new topic configs and
+    it has replayed the broker configs."""
+    topics = [r for r in req.resources if r.resource_type in IN_LOG]
+    others = [r for r in req.resources if r.resource_type not in IN_LOG]
+    agent = ctx.broker.cluster
+    configs_before = agent.image.configs_version
     answered: dict[tuple[int, str], Any] = {}
     if others:
         sub = IncrementalAlterConfigsRequest(resources=others, validate_only=req.validate_only)
@@ -128,10 +133,14 @@ async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterCo
     if topics:
         forwarded = IncrementalAlterConfigsRequest(resources=topics,
                                                    validate_only=req.validate_only)
-        wanted = {r.resource_name: r for r in topics}
+        wanted = {r.resource_name: r for r in topics if r.resource_type == TOPIC_RESOURCE}
 
         def seen(image: MetadataImage, response: IncrementalAlterConfigsResponse) -> bool:
             for entry in response.responses:
+                if entry.resource_type == BROKER_RESOURCE:
+                    if entry.error_code == 0 and not agent.replayed(-1, configs_before):
+                        return False
+                    continue
                 topic = image.topics.get(entry.resource_name)
                 if entry.error_code or topic is None:
                     continue
@@ -159,14 +168,22 @@ async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterCo
 
 async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest, local: Any
                         ) -> AlterConfigsResponse:
-    """The legacy whole-set AlterConfigs: for a topic, the given configs replace its
-    overrides, sent to the controller as IncrementalAlterConfigs (SET the given ones,
-    DELETE the others the metadata log holds); other resources are answered by ``local``."""
+    """The legacy whole-set AlterConfigs: for a topic or a broker resource, the given
+    configs replace its overrides or dynamic level, sent to the controller as
+    IncrementalAlterConfigs (SET the given ones, DELETE the others the metadata log holds);
+    other resources are answered by ``local``."""
     image = ctx.broker.cluster.image
     resources = []
     for r in req.resources:
         ops = []
-        if r.resource_type == TOPIC_RESOURCE:
+        if r.resource_type == BROKER_RESOURCE:
+            given = {c.name: c.value for c in r.configs}
+            ops = [IncrementalAlterConfigsRequest.AlterableConfig(  # SET of None: refused
+                name=k, config_operation=0, value=v) for k, v in given.items()]
+            ops += [IncrementalAlterConfigsRequest.AlterableConfig(
+                name=k, config_operation=1, value=None)
+                for k in image.broker_configs.get(r.resource_name, {}) if k not in given]
+        elif r.resource_type == TOPIC_RESOURCE:
             given = {c.name: c.value for c in r.configs}
             ops = [IncrementalAlterConfigsRequest.AlterableConfig(
                 name=k, config_operation=0, value=v) for k, v in given.items()]
@@ -215,3 +232,74 @@ async def list_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
         return await forward(ctx, req, Response)
     except RequestTimedOutError as exc:
         return Response(error_code=TIMED_OUT, error_message=exc.message)
+
+
+# ---------------------------------------------------------------------------- security
+# ACLs and SCRAM credentials live in the metadata log (server_ref.controller.acl_records):
+# the answer waits until this broker's stores hold the change, so the client's next
+# DescribeAcls here, or its next authentication, sees it.
+
+
+async def create_acls(ctx: RequestContext, req: Any) -> Any:
+    from sdk.protocol.messages.create_acls import CreateAclsResponse
+    from server_ref.security.acls import AclEntry
+
+    wanted = [AclEntry(c.resource_type, c.resource_name, c.resource_pattern_type,
+                       c.principal, c.host, c.operation, c.permission_type)
+              for c in req.creations]
+
+    def seen(image: MetadataImage, response: Any) -> bool:
+        held = set(ctx.broker.acls)
+        return all(e in held for e, r in zip(wanted, response.results, strict=False)
+                   if r.error_code == 0)
+
+    try:
+        return await forward(ctx, req, CreateAclsResponse, seen)
+    except RequestTimedOutError as exc:
+        return CreateAclsResponse(results=[CreateAclsResponse.AclCreationResult(
+            error_code=TIMED_OUT, error_message=exc.message) for _ in req.creations])
+
+
+async def delete_acls(ctx: RequestContext, req: Any) -> Any:
+    from sdk.protocol.messages.delete_acls import DeleteAclsResponse
+    from server_ref.security.acls import AclEntry
+
+    def seen(image: MetadataImage, response: Any) -> bool:
+        held = set(ctx.broker.acls)
+        return not any(AclEntry(m.resource_type, m.resource_name, m.pattern_type, m.principal,
+                                m.host, m.operation, m.permission_type) in held
+                       for r in response.filter_results for m in r.matching_acls)
+
+    try:
+        return await forward(ctx, req, DeleteAclsResponse, seen)
+    except RequestTimedOutError as exc:
+        return DeleteAclsResponse(filter_results=[DeleteAclsResponse.DeleteAclsFilterResult(
+            error_code=TIMED_OUT, error_message=exc.message) for _ in req.filters])
+
+
+async def alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+    from sdk.protocol.messages.alter_user_scram_credentials import (
+        AlterUserScramCredentialsResponse as Response,
+    )
+    from server_ref.security.scram import MECHANISMS
+
+    names = {number: name for name, (number, _) in MECHANISMS.items()}
+    store = ctx.broker.credentials
+
+    def seen(image: MetadataImage, response: Any) -> bool:
+        ok = {r.user for r in response.results if r.error_code == 0}
+        for d in req.deletions:
+            if d.name in ok and store.get(d.name, names.get(d.mechanism, "")) is not None:
+                return False
+        for u in req.upsertions:
+            held = store.get(u.name, names.get(u.mechanism, ""))
+            if u.name in ok and (held is None or held.salt != bytes(u.salt)):
+                return False
+        return True
+
+    try:
+        return await forward(ctx, req, Response, seen)
+    except RequestTimedOutError as exc:
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return Response(results=[Response.AlterUserScramCredentialsResult(
+            user=name, error_code=TIMED_OUT, error_message=exc.message) for name in users])

@@ -46,10 +46,17 @@ FORWARD_TIMEOUT_S = 30.0
 SEEN_TIMEOUT_S = 5.0
 
 
-def _brokers(image: MetadataImage) -> list[MetadataResponse.MetadataResponseBroker]:
-    return [MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host,
-                                                    port=b.port, rack=b.rack)
-            for b in image.live_brokers()]
+def _brokers(image: MetadataImage, listener: str
+             ) -> list[MetadataResponse.MetadataResponseBroker]:
+    """The live brokers at their endpoints on the client's listener (as Kafka, a broker
+    without that listener is left out)."""
+    out = []
+    for b in image.live_brokers():
+        endpoint = b.endpoint(listener)
+        if endpoint is not None:
+            out.append(MetadataResponse.MetadataResponseBroker(
+                node_id=b.node_id, host=endpoint[0], port=endpoint[1], rack=b.rack))
+    return out
 
 
 def topic_entry(image: MetadataImage, t: TopicImage, include_ops: bool
@@ -85,7 +92,7 @@ def cluster_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespo
         for wanted in requested:
             topics.append(_lookup(ctx, agent, wanted, may_create, include_ops))
     return MetadataResponse(
-        brokers=_brokers(image), cluster_id=ctx.broker.cluster_id,
+        brokers=_brokers(image, ctx.listener), cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.node_id, topics=topics,
         cluster_authorized_operations=(CLUSTER_OPERATIONS
                                        if req.include_cluster_authorized_operations
@@ -142,10 +149,9 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest
     image = ctx.broker.cluster.image
     return DescribeClusterResponse(
         cluster_id=ctx.broker.cluster_id, controller_id=ctx.broker.node_id, endpoint_type=1,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
-            is_fenced=b.fenced)
-            for b in image.live_brokers()],
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(  # live: none fenced
+            broker_id=e.node_id, host=e.host, port=e.port, rack=e.rack, is_fenced=False)
+            for e in _brokers(image, ctx.listener)],
         cluster_authorized_operations=(CLUSTER_OPERATIONS
                                        if req.include_cluster_authorized_operations
                                        else UNREQUESTED))

@@ -1,9 +1,10 @@
 """The controller's APIs, served on the controller listener next to the Raft APIs.
 
 BrokerRegistration, BrokerHeartbeat and AlterPartition come from brokers; CreateTopics,
-DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs (topics) and the
-reassignment APIs come from brokers forwarding what clients sent them (Kafka 4 brokers
-forward these to the active controller too). A controller that is not active answers
+DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs (topics and brokers),
+the reassignment APIs, CreateAcls, DeleteAcls and AlterUserScramCredentials come from
+brokers forwarding what clients sent them (Kafka 4 brokers forward these to the active
+controller too). A controller that is not active answers
 NOT_CONTROLLER in every error slot, as Kafka's ControllerApis does, and the broker's
 forwarder retries on the active one.
 """
@@ -51,6 +52,8 @@ from sdk.protocol.messages.incremental_alter_configs import (
 )
 from sdk.protocol.primitives import ZERO_UUID
 from server_ref.config import BrokerConfig
+from server_ref.controller.acl_records import register_security_apis
+from server_ref.controller.config_records import broker_config_record
 from server_ref.controller.controller import QuorumController
 from server_ref.controller.election import assign_replicas, elect
 from server_ref.controller.image import NO_LEADER, PartitionImage
@@ -63,6 +66,7 @@ from server_ref.topics import validate_topic_name as _validate_name
 __all__ = ["register_controller_apis"]
 
 TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
 PREFERRED, UNCLEAN = 0, 1
 
 
@@ -84,6 +88,7 @@ def register_controller_apis(server: Any, controller: QuorumController,
     server.register(43, 0, 2, apis.elect_leaders)
     server.register(44, 0, 1, apis.incremental_alter_configs)
     register_reassignment_apis(server, controller)
+    register_security_apis(server, controller)
 
 
 class ControllerApis:
@@ -95,14 +100,15 @@ class ControllerApis:
 
     async def broker_registration(self, req: BrokerRegistrationRequest, version: int
                                   ) -> BrokerRegistrationResponse:
-        listener = next((x for x in req.listeners if x.name == "PLAINTEXT"),
-                        req.listeners[0] if req.listeners else None)
+        # The broker lists its inter-broker listener first (the one other brokers use).
+        listener = req.listeners[0] if req.listeners else None
         if listener is None:
             return BrokerRegistrationResponse(error_code=InvalidRequestError.errno)
         try:
             epoch = await self.c.register(req.broker_id, req.cluster_id,
                                           str(req.incarnation_id), listener.host,
-                                          listener.port, req.rack)
+                                          listener.port, req.rack,
+                                          {x.name: [x.host, x.port] for x in req.listeners})
         except Exception as exc:
             return BrokerRegistrationResponse(error_code=_code(exc)[0])
         return BrokerRegistrationResponse(broker_epoch=epoch)
@@ -415,7 +421,8 @@ class ControllerApis:
 
     async def incremental_alter_configs(self, req: IncrementalAlterConfigsRequest,
                                         version: int) -> IncrementalAlterConfigsResponse:
-        """Topic configs (SET 0, DELETE 1); other resources are answered by the brokers."""
+        """Topic configs (SET 0, DELETE 1) and dynamic broker configs
+        (``config_records.py``)."""
         image = self.c.image
         results = [IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
             resource_type=r.resource_type, resource_name=r.resource_name)
@@ -425,8 +432,15 @@ class ControllerApis:
             batch = []
             for r, result in zip(req.resources, results, strict=True):
                 try:
+                    if r.resource_type == BROKER_RESOURCE:  # dynamic broker configs
+                        record = broker_config_record(image, self.config, r.resource_name,
+                                                      r.configs)
+                        if not req.validate_only:
+                            batch.append(record)
+                        continue
                     if r.resource_type != TOPIC_RESOURCE:
-                        raise InvalidRequestError("the controller alters topic configs only")
+                        raise InvalidRequestError(
+                            f"Unsupported resource type {r.resource_type}")
                     topic = image.topics.get(r.resource_name)
                     if topic is None:
                         raise UnknownTopicOrPartitionError(

@@ -126,7 +126,8 @@ class QuorumController:
         return str(value).lower() == "true"
 
     async def register(self, broker_id: int, cluster_id: str | None, incarnation: str,
-                       host: str, port: int, rack: str | None) -> int:
+                       host: str, port: int, rack: str | None,
+                       listeners: dict[str, list[Any]] | None = None) -> int:
         if cluster_id and cluster_id != self.cluster_id:
             raise InconsistentClusterIdError(
                 f"broker {broker_id} belongs to cluster {cluster_id}, not {self.cluster_id}")
@@ -143,7 +144,7 @@ class QuorumController:
                 not existing.fenced else []
             batch.append({"type": "register_broker", "id": broker_id, "epoch": epoch,
                           "incarnation": incarnation, "host": host, "port": port,
-                          "rack": rack})
+                          "rack": rack, "listeners": listeners or {}})
             return batch, epoch
 
         return await self.write(decide)

@@ -27,11 +27,26 @@ class BrokerImage:
     rack: str | None = None
     fenced: bool = True
     shutting_down: bool = False
+    # Every listener the broker registered: name -> (host, port); host/port above are the
+    # first one, its inter-broker listener.
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.node_id, "epoch": self.epoch, "incarnation": self.incarnation,
                 "host": self.host, "port": self.port, "rack": self.rack,
-                "fenced": self.fenced, "shutting_down": self.shutting_down}
+                "fenced": self.fenced, "shutting_down": self.shutting_down,
+                "listeners": {n: list(e) for n, e in self.endpoints.items()}}
+
+    def endpoint(self, listener: str | None) -> tuple[str, int] | None:
+        """Where clients of ``listener`` reach this broker (None: the inter-broker one);
+        None when the broker has no such listener."""
+        if listener is None or not self.endpoints:
+            return self.host, self.port
+        return self.endpoints.get(listener)
+
+
+def _endpoints(record: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {name: (str(e[0]), int(e[1])) for name, e in (record.get("listeners") or {}).items()}
 
 
 @dataclass(slots=True)
@@ -73,6 +88,13 @@ class MetadataImage:
         # name now used by another id), never because its image has not caught up yet.
         self.removed_topic_ids: set[str] = set()
         self.broker_configs: dict[str, dict[str, str]] = {}  # "" = cluster default
+        # ACL bindings by id and SCRAM credentials by (user, mechanism), as the
+        # acl/scram records of server_ref.controller.acl_records carry them.
+        self.acls: dict[str, dict[str, Any]] = {}
+        self.scram: dict[tuple[str, str], dict[str, Any]] = {}
+        # Bumped by every change of those (brokers reload their stores when it moves).
+        self.security_version = 0
+        self.configs_version = 0
         self.offset = -1  # the last applied log offset
         self.cluster_id: str | None = None
 
@@ -94,7 +116,8 @@ class MetadataImage:
         if kind == "register_broker":
             self.brokers[record["id"]] = BrokerImage(
                 record["id"], record["epoch"], record["incarnation"], record["host"],
-                record["port"], record.get("rack"), fenced=True)
+                record["port"], record.get("rack"), fenced=True,
+                endpoints=_endpoints(record))
         elif kind == "broker_state":
             broker = self.brokers.get(record["id"])
             if broker is not None and broker.epoch == record["epoch"]:
@@ -124,6 +147,21 @@ class MetadataImage:
                 self.topics[name].configs = dict(record["configs"])
         elif kind == "broker_configs":
             self.broker_configs[record["resource"]] = dict(record["configs"])
+            self.configs_version += 1
+        elif kind == "acl":
+            self.acls[record["id"]] = {k: v for k, v in record.items()
+                                       if k not in ("type", "id")}
+            self.security_version += 1
+        elif kind == "remove_acl":
+            self.acls.pop(record["id"], None)
+            self.security_version += 1
+        elif kind == "scram_credential":
+            self.scram[(record["user"], record["mechanism"])] = {
+                k: v for k, v in record.items() if k not in ("type", "user", "mechanism")}
+            self.security_version += 1
+        elif kind == "remove_scram_credential":
+            self.scram.pop((record["user"], record["mechanism"]), None)
+            self.security_version += 1
         elif kind == "cluster":
             self.cluster_id = record["cluster_id"]
         # Unknown kinds are skipped: a newer controller's record an older broker ignores.
@@ -140,6 +178,8 @@ class MetadataImage:
                        for t in self.topics.values()],
             "broker_configs": self.broker_configs,
             "removed_topic_ids": sorted(self.removed_topic_ids),
+            "acls": self.acls,
+            "scram": [{"user": u, "mechanism": m, **c} for (u, m), c in self.scram.items()],
         }
         return json.dumps(data, separators=(",", ":")).encode()
 
@@ -152,7 +192,7 @@ class MetadataImage:
         for b in data["brokers"]:
             image.brokers[b["id"]] = BrokerImage(
                 b["id"], b["epoch"], b["incarnation"], b["host"], b["port"], b.get("rack"),
-                b["fenced"], b.get("shutting_down", False))
+                b["fenced"], b.get("shutting_down", False), _endpoints(b))
         for t in data["topics"]:
             topic = TopicImage(t["name"], t["id"], dict(t["configs"]))
             for index, p in t["partitions"].items():
@@ -163,4 +203,9 @@ class MetadataImage:
             image.topic_ids[topic.topic_id] = topic.name
         image.broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
         image.removed_topic_ids = set(data.get("removed_topic_ids", ()))
+        image.acls = {k: dict(v) for k, v in data.get("acls", {}).items()}
+        image.scram = {(c["user"], c["mechanism"]): {
+            k: v for k, v in c.items() if k not in ("user", "mechanism")}
+            for c in data.get("scram", ())}
+        image.security_version = image.configs_version = 1  # a new image: reload both
         return image

@@ -3,14 +3,20 @@
 Our own encoding, one JSON object per record value (Kafka uses its generated metadata record
 schemas; only our nodes read this log, and JSON keeps it readable with any tool). Kinds:
 
-- ``register_broker`` {id, epoch, incarnation, host, port, rack}: a broker (re)registered,
-  fenced until it has caught up with the log;
+- ``register_broker`` {id, epoch, incarnation, host, port, rack, listeners}: a broker
+  (re)registered, fenced until it has caught up with the log; ``listeners`` maps each of its
+  listener names to [host, port], host/port being its inter-broker listener;
 - ``broker_state`` {id, epoch, fenced, shutting_down}: fenced / unfenced;
 - ``topic`` {name, id, configs}; ``remove_topic`` {id}; ``topic_configs`` {topic_id, configs};
 - ``partition`` {topic_id, partition, replicas, isr, leader, leader_epoch, partition_epoch,
   adding, removing}: the full state of a partition after a change (a new partition, an ISR
   change, an election, a reassignment step);
-- ``broker_configs`` {resource, configs}: dynamic broker configs ("" is the cluster default);
+- ``broker_configs`` {resource, configs}: dynamic broker configs ("" is the cluster default,
+  else a broker id), the whole level after a change (``config_records.py``);
+- ``acl`` {id, resource_type, name, pattern_type, principal, host, operation, permission},
+  ``remove_acl`` {id}; ``scram_credential`` {user, mechanism, salt, stored_key, server_key,
+  iterations}, ``remove_scram_credential`` {user, mechanism} (``acl_records.py``; Kafka's
+  AccessControlEntryRecord, UserScramCredentialRecord and their removals);
 - ``cluster`` {cluster_id}: written once by the first active controller.
 """
 

@@ -6,10 +6,14 @@ as Kafka's. Who may call them (ALTER / DESCRIBE on the cluster) is checked by
 persists them and drops the authorizer's decision cache, and every incremental fetch
 session is forgotten (its partitions were authorized when they joined it; the clients start
 new sessions with full fetch requests, which are checked again, where Kafka re-checks each
-session partition on every fetch).
+session partition on every fetch). In cluster mode CreateAcls and DeleteAcls go to the
+active controller (``server_ref.controller.acl_records``) and every broker replays the
+bindings from the metadata log; DescribeAcls reads the replayed store.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sdk.errors import InvalidRequestError, SecurityDisabledError
 from sdk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
@@ -24,7 +28,11 @@ _INVALID = InvalidRequestError.errno
 
 
 @handles(CreateAclsRequest.API_KEY, 0, 3)
-def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
+def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> Any:
+    if ctx.broker.cluster is not None and ctx.broker.authorizer is not None:
+        from server_ref.cluster import forwarding  # bindings live in the metadata log
+
+        return forwarding.create_acls(ctx, req)
     results = []
     valid: list[AclEntry] = []
     for c in req.creations:
@@ -75,11 +83,15 @@ def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAcls
 
 
 @handles(DeleteAclsRequest.API_KEY, 0, 3)
-def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
+def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> Any:
     Result = DeleteAclsResponse.DeleteAclsFilterResult
     if ctx.broker.authorizer is None:
         return DeleteAclsResponse(filter_results=[
             Result(error_code=_DISABLED, error_message=_DISABLED_MESSAGE) for _ in req.filters])
+    if ctx.broker.cluster is not None:
+        from server_ref.cluster import forwarding  # bindings live in the metadata log
+
+        return forwarding.delete_acls(ctx, req)
     filters = [_filter(f) for f in req.filters]
     reasons = [f.invalid_reason() for f in filters]
     before = ctx.broker.acls.version

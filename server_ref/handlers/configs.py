@@ -6,7 +6,8 @@ wording. Broker resources follow Kafka's rules and table (``server_ref.broker_co
 refusals are INVALID_REQUEST; a resource names this broker (its node id: per-broker
 configs) or "" (the cluster-wide defaults, which a per-broker value overrides); describing
 "" lists only what was set there. Topic overrides persist in ``topics.json``; dynamic
-broker configs in ``broker_configs.json``.
+broker configs in ``broker_configs.json``. In cluster mode both are changed through the
+controller (any broker id may be named) and replayed from the metadata log.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 GROUP_RESOURCE = 32  # group configs (KIP-848, KIP-932): server_ref.share.group_configs
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# Cluster mode: topic and broker configs live in the metadata log (the controller's).
+FORWARDED = (TOPIC_RESOURCE, BROKER_RESOURCE)
 
 ResourceResult = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
@@ -252,13 +255,14 @@ def _apply_topic(ctx: RequestContext, name: str, overrides: dict[str, Any],
         ctx.broker.remote.wake()  # turned on: copies start; off: remote data goes
 
 
-def _apply_broker(ctx: RequestContext, values: dict[str, str | None], per_broker: bool,
-                  validate_only: bool) -> None:
+def check_broker_update(config: BrokerConfig, values: dict[str, str | None],
+                        per_broker: bool) -> None:
     """Kafka's checks, then this broker's own parse of the configs it acts on (its limits
-    may be narrower), then the change at the resource's level."""
+    may be narrower); InvalidRequestError when the change is refused. The controller runs
+    the same checks in cluster mode (``server_ref.controller.config_records``)."""
     current = {}
     for name in values:
-        entry = _broker_entry(ctx.broker.config, name, per_broker, False, False)
+        entry = _broker_entry(config, name, per_broker, False, False)
         current[name] = entry.value if entry is not None else None
     validate_broker_update(values, per_broker, current)
     for key, value in values.items():
@@ -268,6 +272,12 @@ def _apply_broker(ctx: RequestContext, values: dict[str, str | None], per_broker
                 parse_config_value(definition, value)
             except InvalidConfigError as exc:
                 raise InvalidRequestError(exc.message) from None
+
+
+def _apply_broker(ctx: RequestContext, values: dict[str, str | None], per_broker: bool,
+                  validate_only: bool) -> None:
+    """The checks, then the change at the resource's level."""
+    check_broker_update(ctx.broker.config, values, per_broker)
     if validate_only:
         return
     config = ctx.broker.config
@@ -290,8 +300,8 @@ def _response_entry(cls: Any, res: Any, exc: KafkaError | None) -> Any:
 def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> Any:
     """The legacy, whole-set variant: the given configs replace every override."""
     if ctx.broker.cluster is not None and any(
-            r.resource_type == TOPIC_RESOURCE for r in req.resources):
-        from server_ref.cluster import forwarding  # topic configs: through the controller
+            r.resource_type in FORWARDED for r in req.resources):
+        from server_ref.cluster import forwarding  # through the controller
 
         return forwarding.alter_configs(ctx, req, alter_configs)
     responses = []
@@ -396,8 +406,8 @@ def _incremental_broker(config: BrokerConfig, per_broker: bool,
 def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
                               ) -> Any:
     if ctx.broker.cluster is not None and any(
-            r.resource_type == TOPIC_RESOURCE for r in req.resources):
-        from server_ref.cluster import forwarding  # topic configs: through the controller
+            r.resource_type in FORWARDED for r in req.resources):
+        from server_ref.cluster import forwarding  # through the controller
 
         return forwarding.incremental_alter_configs(ctx, req, incremental_alter_configs)
     responses = []

@@ -15,6 +15,9 @@ ever shown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from sdk.errors import (
     DuplicateResourceError,
     ResourceNotFoundError,
@@ -54,8 +57,24 @@ def _check(name: str, mechanism: int) -> tuple[int, str] | None:
 
 @handles(51, 0, 0)
 def alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredentialsRequest
-                                 ) -> AlterUserScramCredentialsResponse:
+                                 ) -> Any:
+    if ctx.broker.cluster is not None:  # credentials live in the metadata log
+        from server_ref.cluster import forwarding
+
+        return forwarding.alter_user_scram_credentials(ctx, req)
     store = ctx.broker.credentials
+    derived, deletions, response = plan_scram_alter(req, store.get)
+    store.apply(derived, deletions)
+    return response
+
+
+def plan_scram_alter(req: AlterUserScramCredentialsRequest,
+                     existing: Callable[[str, str], ScramCredential | None]
+                     ) -> tuple[dict[tuple[str, str], ScramCredential], list[tuple[str, str]],
+                                AlterUserScramCredentialsResponse]:
+    """Kafka's checks of one request against the credentials ``existing(user, mechanism)``
+    finds: (credentials to set, (user, mechanism) to delete, the answer). Used by a single
+    broker and by the controller, which writes them to the metadata log."""
     errors: dict[str, tuple[int, str]] = {}
     deletions: dict[str, AlterUserScramCredentialsRequest.ScramCredentialDeletion] = {}
     upserts: dict[str, AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = {}
@@ -66,7 +85,7 @@ def alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredent
             errors[deletion.name] = (DuplicateResourceError.errno, _TWICE)
             continue
         problem = _check(deletion.name, deletion.mechanism)
-        if problem is None and store.get(deletion.name, _BY_NUMBER[deletion.mechanism]) is None:
+        if problem is None and existing(deletion.name, _BY_NUMBER[deletion.mechanism]) is None:
             problem = (ResourceNotFoundError.errno,
                        "Attempt to delete a user credential that does not exist")
         if problem is not None:
@@ -94,14 +113,14 @@ def alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredent
         mechanism = _BY_NUMBER[upsert.mechanism]
         derived[(name, mechanism)] = derive_credential(
             mechanism, bytes(upsert.salted_password), bytes(upsert.salt), upsert.iterations)
-    store.apply(derived, [(d.name, _BY_NUMBER[d.mechanism]) for d in deletions.values()])
+    removed = [(d.name, _BY_NUMBER[d.mechanism]) for d in deletions.values()]
     results = [Alter.AlterUserScramCredentialsResult(user=name, error_code=0,
                                                      error_message=None)
                for name in (*deletions, *upserts)]
     results += [Alter.AlterUserScramCredentialsResult(user=name, error_code=code,
                                                       error_message=message)
                 for name, (code, message) in errors.items()]
-    return Alter(results=results)
+    return derived, removed, Alter(results=results)
 
 
 @handles(50, 0, 0)

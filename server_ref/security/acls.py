@@ -177,6 +177,17 @@ class AclStore:
             found = found + [e for e in prefixes if name.startswith(e.name)]
         return found
 
+    def replace(self, entries: Iterable[AclEntry]) -> bool:
+        """Hold exactly ``entries`` (cluster mode: the bindings the metadata log holds,
+        which is their durable copy, so nothing is written here); whether that changed
+        anything."""
+        wanted = dict.fromkeys(entries)
+        if wanted.keys() == self._entries.keys():
+            return False
+        self._entries = wanted
+        self._reindex()
+        return True
+
     def _save(self) -> None:
         write_json_atomically(self.path, [
             {"resource_type": e.resource_type, "name": e.name, "pattern_type": e.pattern_type,

@@ -71,6 +71,9 @@ class Authorizer:
         self.allow_if_no_acl = allow_if_no_acl
         self._cache: dict[tuple[str, str, int, int, str], bool] = {}
         self._cache_version = store.version
+        # Cluster mode: False until the broker has replayed the metadata log up to its
+        # registration (Kafka's initial ACL load); until then only super users pass.
+        self.ready = True
 
     def authorize(self, principal: str, host: str, operation: int, resource_type: int,
                   name: str) -> bool:
@@ -78,6 +81,8 @@ class Authorizer:
         resource ``name`` of ``resource_type``."""
         if principal in self.super_users:
             return True
+        if not self.ready:
+            return False
         if self._cache_version != self.store.version:
             self._cache.clear()
             self._cache_version = self.store.version

@@ -37,6 +37,11 @@ class CredentialStore:
                 for mechanism, c in mechanisms.items()}
             for user, mechanisms in (data or {}).items()}
 
+    def replace(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        """Hold exactly ``users`` (cluster mode: the metadata log is their durable copy,
+        so nothing is written here)."""
+        self.users = users
+
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)
 

@@ -1,0 +1,83 @@
+"""Client listeners of a cluster of our brokers: TLS and SASL beside the PLAINTEXT one.
+
+A cluster's brokers all run the same listeners, each on a port of its own per node, so
+``EmbeddedCluster`` takes them as a template: ``listeners={"SASL_SSL": "SASL_SSL"}`` (a
+name to its security protocol, optionally ``"SSL@127.0.0.2"`` for another bind address, as
+``ApacheKafkaCluster`` takes them) or a ``listeners`` config whose ports are 0
+(``listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``). PLAINTEXT is always there
+and is the inter-broker listener: brokers reach each other and the controllers without
+authenticating (as a Kafka cluster with ``inter.broker.listener.name=PLAINTEXT``), so a
+setting that names another inter-broker listener is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+
+__all__ = ["extra_listeners", "listener_settings", "port_on"]
+
+INTER_BROKER = "PLAINTEXT"
+_TEMPLATE_KEYS = ("listeners", "listener.security.protocol.map", "inter.broker.listener.name")
+
+
+def port_on(host: str) -> int:
+    """A free port on ``host``."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def extra_listeners(config: dict[str, str], given: Mapping[str, str], default_host: str
+                    ) -> dict[str, tuple[str, str]]:
+    """name -> (security protocol, bind host) of the client listeners beside PLAINTEXT,
+    from ``given`` and from a ``listeners`` template in ``config`` (taken out of it: each
+    node gets its own). ValueError, with the reason, for what cluster mode cannot run."""
+    from server_ref.security.listeners import PROTOCOLS, resolve_listeners
+
+    out: dict[str, tuple[str, str]] = {}
+    for name, spec in given.items():
+        protocol, _, host = spec.partition("@")
+        if protocol.upper() not in PROTOCOLS:
+            raise ValueError(f"listener {name}: {protocol!r} is not one of "
+                             f"{', '.join(PROTOCOLS)}")
+        out[name.upper()] = (protocol.upper(), host or default_host)
+    template = {k: config.pop(k) for k in _TEMPLATE_KEYS if k in config}
+    inter = template.get("inter.broker.listener.name", INTER_BROKER).strip().upper()
+    if inter != INTER_BROKER or config.get("security.inter.broker.protocol",
+                                          INTER_BROKER).strip().upper() != INTER_BROKER:
+        raise ValueError("cluster mode: brokers talk to each other on their PLAINTEXT "
+                         "listener (inter.broker.listener.name=PLAINTEXT); they do not "
+                         "authenticate to each other yet")
+    if "listeners" in template:
+        try:
+            parsed = resolve_listeners(template, default_host, 0, None)
+        except Exception as exc:  # ConfigError: the listener settings do not parse
+            raise ValueError(str(exc)) from None
+        for listener in parsed:
+            if listener.port != 0:
+                raise ValueError(f"cluster mode: listener {listener.name} must use port 0 "
+                                 "(each node gets its own free port)")
+            if listener.name == INTER_BROKER:
+                if listener.protocol != "PLAINTEXT":
+                    raise ValueError("cluster mode: the listener named PLAINTEXT is the "
+                                     "inter-broker one and must use PLAINTEXT")
+                continue
+            out[listener.name] = (listener.protocol, listener.host or default_host)
+    if INTER_BROKER in out:
+        raise ValueError("listener name PLAINTEXT is taken (the inter-broker listener)")
+    return out
+
+
+def listener_settings(host: str, port: int, bound: Mapping[str, tuple[str, int]],
+                      protocols: Mapping[str, tuple[str, str]]) -> list[str]:
+    """One broker's ``--config`` items: PLAINTEXT on ``host:port`` and each extra listener
+    at its own address."""
+    if not bound:
+        return []
+    listeners = ",".join([f"{INTER_BROKER}://{host}:{port}"] + [
+        f"{name}://{h}:{p}" for name, (h, p) in bound.items()])
+    protocol_map = ",".join([f"{INTER_BROKER}:PLAINTEXT"] + [
+        f"{name}:{protocol}" for name, (protocol, _h) in protocols.items()])
+    return [f"listeners={listeners}", f"listener.security.protocol.map={protocol_map}",
+            f"inter.broker.listener.name={INTER_BROKER}"]
