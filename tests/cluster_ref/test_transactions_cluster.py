@@ -1,0 +1,380 @@
+"""Transactions on our broker's 3-broker cluster: the transaction coordinator lives on the
+leader of the transactional id's ``__transaction_state`` partition, the data partitions and
+the group's ``__consumer_offsets`` partition are led by other brokers, so every
+transaction crosses brokers (WriteTxnMarkers to the leaders, produce verification with the
+coordinator, TxnOffsetCommit at the group coordinator).
+
+The Apache Kafka scenarios of tests/cluster/test_transactions_failover.py run here
+unchanged (imported), on one module-scoped ``EmbeddedCluster``: ours as conftest's, with
+the timed-out-transaction check every second instead of every 10 s (one test waits for a
+timeout abort). The healed fixture (conftest) restarts killed brokers after each test.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cluster.conftest import create_topic, leader_of, wait_for
+from cluster.test_transactions_failover import (
+    _coordinator_of,
+    test_abort_with_the_coordinator_killed,
+    test_commit_with_the_coordinator_killed,
+)
+from cluster_ref.conftest import REF_CONFIG
+
+from sdk import AdminClient, Consumer, Producer, TopicPartition
+from sdk.errors import KafkaError, ProducerFencedError
+from server_ref.cluster import EmbeddedCluster
+from server_ref.offsets_journal import OFFSETS_TOPIC, partition_for_group
+
+__all__ = ["test_abort_with_the_coordinator_killed", "test_commit_with_the_coordinator_killed"]
+
+PARTITIONS = 3
+STATE_TOPIC = "__transaction_state"
+CONFIG = {**REF_CONFIG,
+          "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster() -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(brokers=3, controllers=1, config=CONFIG) as cluster:
+        yield cluster
+
+
+def _txn_id(prefix: str = "txn") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _producer(cluster: EmbeddedCluster, txn_id: str, **extra: Any) -> Producer:
+    return Producer(bootstrap_servers=cluster.bootstrap_servers, transactional_id=txn_id,
+                    linger_ms=2, **extra)
+
+
+def _read(cluster: EmbeddedCluster, topic: str, isolation: str,
+          partitions: int = PARTITIONS) -> list[bytes]:
+    """Every value a consumer with ``isolation`` reads up to the end offsets it sees."""
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    out: list[bytes] = []
+    with Consumer(bootstrap_servers=cluster.bootstrap_servers, isolation_level=isolation,
+                  auto_offset_reset="earliest") as c:
+        c.assign(tps)
+        ends = c.end_offsets(tps)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for records in c.poll(timeout_ms=300).values():
+                out.extend(r.value for r in records if r.value is not None)
+            if all(c.position(tp) >= ends[tp] for tp in tps):
+                break
+        else:
+            raise TimeoutError(f"{isolation}: read {len(out)} records, not to {ends}")
+    return out
+
+
+def _leaders(cluster: EmbeddedCluster, topic: str) -> set[int]:
+    return {leader_of(cluster, topic, p) for p in range(PARTITIONS)}
+
+
+def _state_leader(cluster: EmbeddedCluster, key: str, topic: str, partitions: int) -> int:
+    """The leader of ``key``'s partition of an internal topic: its coordinator."""
+    return leader_of(cluster, topic, partition_for_group(key, partitions))
+
+
+def _partition_counts(cluster: EmbeddedCluster) -> dict[str, int]:
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        found = admin.describe_topics([STATE_TOPIC, OFFSETS_TOPIC], timeout_ms=30_000)
+    return {name: len(found[name].partitions) for name in (STATE_TOPIC, OFFSETS_TOPIC)}
+
+
+def test_commit_and_abort_across_partitions_led_by_different_brokers(
+        kafka_cluster: EmbeddedCluster) -> None:
+    """A committed and an aborted transaction over three partitions led by three brokers,
+    then one left open: read_committed sees the committed one only, and stops at the open
+    one; read_uncommitted sees everything."""
+    topic = create_topic(kafka_cluster, "txn-spread", PARTITIONS)
+    assert len(_leaders(kafka_cluster, topic)) == 3
+    txn_id = _txn_id()
+    committed = [f"commit-{i}".encode() for i in range(60)]
+    aborted = [f"abort-{i}".encode() for i in range(45)]
+    with _producer(kafka_cluster, txn_id) as p, \
+            Producer(bootstrap_servers=kafka_cluster.bootstrap_servers) as plain:
+        p.init_transactions(timeout=60)
+        coordinator = _coordinator_of(kafka_cluster.bootstrap_servers, txn_id)
+        assert coordinator in (1, 2, 3)
+        with p.transaction(timeout=60):
+            for i, value in enumerate(committed):
+                p.send(topic, value, partition=i % PARTITIONS)
+        p.begin_transaction()
+        for i, value in enumerate(aborted):
+            p.send(topic, value, partition=i % PARTITIONS)
+        p.flush(timeout=60)  # in the logs, then aborted
+        p.abort_transaction(timeout=60)
+        p.begin_transaction()
+        p.send(topic, b"open", partition=0).result(timeout=60)
+        plain.send(topic, b"after-open", partition=0).result(timeout=60)
+        seen = _read(kafka_cluster, topic, "read_committed")
+        assert sorted(seen) == sorted(committed)  # "after-open" is past the LSO
+        everything = _read(kafka_cluster, topic, "read_uncommitted")
+        assert sorted(everything) == sorted([*committed, *aborted, b"open", b"after-open"])
+        p.commit_transaction(timeout=60)
+    seen = _read(kafka_cluster, topic, "read_committed")
+    assert sorted(seen) == sorted([*committed, b"open", b"after-open"])
+
+
+def _ids_apart(cluster: EmbeddedCluster) -> tuple[str, str]:
+    """A transactional id and a group whose coordinators are on different brokers."""
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        # Both internal topics exist once a coordinator was looked up for each kind.
+        wait_for(lambda: {STATE_TOPIC, OFFSETS_TOPIC} <= set(admin.list_topics(
+            include_internal=True, timeout_ms=10_000)), 60, "the internal topics")
+    counts = _partition_counts(cluster)
+    for _ in range(200):
+        txn_id, group = _txn_id("apart"), _txn_id("group")
+        if _state_leader(cluster, txn_id, STATE_TOPIC, counts[STATE_TOPIC]) != \
+                _state_leader(cluster, group, OFFSETS_TOPIC, counts[OFFSETS_TOPIC]):
+            return txn_id, group
+    raise AssertionError("no transactional id and group with coordinators apart")
+
+
+def test_send_offsets_with_the_group_coordinator_on_another_broker(
+        kafka_cluster: EmbeddedCluster) -> None:
+    """send_offsets_to_transaction when the group's coordinator is not the transaction
+    coordinator: the offsets become the group's at commit (the COMMIT marker reaches the
+    group's ``__consumer_offsets`` partition on its leader), never at abort."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    source = create_topic(kafka_cluster, "txn-src", 1)
+    sink = create_topic(kafka_cluster, "txn-sink", 1)
+    with Producer(bootstrap_servers=bootstrap) as plain:
+        for i in range(30):
+            plain.send(source, f"in-{i}".encode(), partition=0)
+        plain.flush(timeout=60)
+    probe = _txn_id()  # looking coordinators up creates both internal topics
+    with _producer(kafka_cluster, probe) as p:
+        p.init_transactions(timeout=60)
+    with AdminClient(bootstrap_servers=bootstrap) as admin:
+        admin.list_consumer_group_offsets(_txn_id("probe"), timeout_ms=60_000)
+    txn_id, group = _ids_apart(kafka_cluster)
+    tp = TopicPartition(source, 0)
+    with Consumer(source, bootstrap_servers=bootstrap, group_id=group,
+                  auto_offset_reset="earliest", enable_auto_commit=False,
+                  isolation_level="read_committed") as c, _producer(kafka_cluster, txn_id) as p:
+        p.init_transactions(timeout=60)
+
+        def step(count: int, commit: bool) -> None:
+            taken: list[Any] = []
+            deadline = time.monotonic() + 60
+            while len(taken) < count and time.monotonic() < deadline:
+                for records in c.poll(timeout_ms=300, max_records=count - len(taken)).values():
+                    taken.extend(records)
+            assert len(taken) == count
+            p.begin_transaction()
+            for record in taken:
+                p.send(sink, record.value.replace(b"in", b"out"), partition=0)
+            p.send_offsets_to_transaction({tp: taken[-1].offset + 1}, c.group_metadata(),
+                                          timeout=60)
+            if commit:
+                p.commit_transaction(timeout=60)
+            else:
+                p.abort_transaction(timeout=60)
+
+        def committed() -> int | None:
+            found = c.committed(tp, timeout_ms=30_000)
+            return None if found is None else found.offset
+
+        step(10, commit=True)
+        assert committed() == 10
+        step(5, commit=False)
+        assert committed() == 10  # the aborted step's offsets never became the group's
+        c.seek(tp, 10)
+        step(20, commit=True)
+        assert committed() == 30
+    out = _read(kafka_cluster, sink, "read_committed", partitions=1)
+    assert out == [f"out-{i}".encode() for i in range(30)]
+
+
+def test_zombie_is_fenced(kafka_cluster: EmbeddedCluster) -> None:
+    topic = create_topic(kafka_cluster, "txn-zombie", PARTITIONS)
+    txn_id = _txn_id()
+    with _producer(kafka_cluster, txn_id) as zombie:
+        zombie.init_transactions(timeout=60)
+        zombie.begin_transaction()
+        for i in range(PARTITIONS):
+            zombie.send(topic, b"zombie", partition=i).result(timeout=60)
+        with _producer(kafka_cluster, txn_id) as fresh:
+            fresh.init_transactions(timeout=60)  # aborts the zombie's transaction
+            with fresh.transaction(timeout=60):
+                fresh.send(topic, b"fresh", partition=1)
+            with pytest.raises(ProducerFencedError):
+                zombie.commit_transaction(timeout=60)
+    assert _read(kafka_cluster, topic, "read_committed") == [b"fresh"]
+
+
+def test_open_transaction_is_aborted_by_its_timeout(kafka_cluster: EmbeddedCluster) -> None:
+    """The coordinator aborts a transaction older than its timeout, with markers on every
+    partition's leader: the LSO moves on and the late commit fails (fatal)."""
+    topic = create_topic(kafka_cluster, "txn-timeout", PARTITIONS)
+    with _producer(kafka_cluster, _txn_id(), transaction_timeout_ms=2000) as p, \
+            Producer(bootstrap_servers=kafka_cluster.bootstrap_servers) as plain:
+        p.init_transactions(timeout=60)
+        p.begin_transaction()
+        for i in range(PARTITIONS):
+            p.send(topic, b"timed-out", partition=i).result(timeout=60)
+        for i in range(PARTITIONS):
+            plain.send(topic, b"after", partition=i).result(timeout=60)
+        def past_the_transaction() -> list[bytes] | None:
+            seen = _read(kafka_cluster, topic, "read_committed")
+            return seen if len(seen) >= PARTITIONS else None  # each partition's marker
+
+        seen = wait_for(past_the_transaction, 60, "the LSO past the timed-out transaction")
+        assert seen == [b"after"] * PARTITIONS
+        with pytest.raises(KafkaError):
+            p.commit_transaction(timeout=60)
+
+
+ROUNDS = 24
+KILL_AT = {6: "coordinator", 14: "data leader", 20: "coordinator"}
+
+
+def test_coordinator_killed_mid_transaction_checker(kafka_cluster: EmbeddedCluster,
+                                                    failover_report: list[str]) -> None:
+    """Jepsen-style count over transactions of random size, committed or aborted at random;
+    in three of them the coordinator's broker (twice) or a data partition's leader is
+    SIGKILLed after the records were written and before EndTxn, then restarted. Each
+    transaction counts as committed, aborted, or unknown (the client got an error from
+    EndTxn): lost (committed, not read), duplicated, uncommitted-visible (aborted, read)
+    and partial (unknown, part read) must all be zero."""
+    rng = random.Random(17)
+    topic = create_topic(kafka_cluster, "txn-checker", PARTITIONS)
+    bootstrap = kafka_cluster.bootstrap_servers
+    txn_id = _txn_id("checker")
+    outcomes: list[tuple[str, list[bytes]]] = []
+    kills: list[str] = []
+    p = _producer(kafka_cluster, txn_id)
+    try:
+        p.init_transactions(timeout=120)
+        for n in range(ROUNDS):
+            values = [f"t{n}-{i}".encode() for i in range(rng.randint(1, 30))]
+            commit = rng.random() < 0.6
+            outcome = "unknown"
+            try:
+                p.begin_transaction()
+                for i, value in enumerate(values):
+                    p.send(topic, value, partition=i % PARTITIONS)
+                p.flush(timeout=120)
+                victim_kind = KILL_AT.get(n)
+                if victim_kind is not None:
+                    victim = (_coordinator_of(bootstrap, txn_id) if victim_kind == "coordinator"
+                              else leader_of(kafka_cluster, topic, n % PARTITIONS))
+                    kafka_cluster.kill(victim)
+                    kills.append(f"{victim_kind} (node {victim}) before "
+                                 f"{'commit' if commit else 'abort'} of transaction {n}")
+                for i in range(3):  # more records after the kill, same transaction
+                    value = f"t{n}-late-{i}".encode()
+                    values.append(value)
+                    p.send(topic, value, partition=i)
+                if commit:
+                    p.commit_transaction(timeout=120)
+                else:
+                    p.abort_transaction(timeout=120)
+                outcome = "committed" if commit else "aborted"
+                if victim_kind is not None:
+                    kafka_cluster.start(victim)
+            except KafkaError as exc:
+                kills.append(f"transaction {n}: {exc!r}")
+                p.close()  # a new instance fences this one and settles its transaction
+                p = _producer(kafka_cluster, txn_id)
+                p.init_transactions(timeout=120)
+            outcomes.append((outcome, values))
+    finally:
+        p.close()
+    seen = _read(kafka_cluster, topic, "read_committed")
+    seen_set = set(seen)
+    counts = {
+        "committed": sum(1 for o, _ in outcomes if o == "committed"),
+        "aborted": sum(1 for o, _ in outcomes if o == "aborted"),
+        "unknown": sum(1 for o, _ in outcomes if o == "unknown"),
+        "lost": sum(1 for o, vs in outcomes if o == "committed" for v in vs
+                    if v not in seen_set),
+        "duplicated": len(seen) - len(seen_set),
+        "uncommitted_visible": sum(1 for o, vs in outcomes if o == "aborted" for v in vs
+                                   if v in seen_set),
+        "partial": sum(1 for o, vs in outcomes if o == "unknown"
+                       and 0 < sum(v in seen_set for v in vs) < len(vs)),
+        "read": len(seen),
+    }
+    failover_report.append(f"transactions checker: {counts}; {'; '.join(kills)}")
+    assert counts["committed"] > 0 and counts["aborted"] > 0
+    assert counts["lost"] == counts["duplicated"] == counts["uncommitted_visible"] == \
+        counts["partial"] == 0, counts
+    order = {v: n for n, (_, vs) in enumerate(outcomes) for v in vs}
+    with Consumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                  auto_offset_reset="earliest") as c:
+        tps = [TopicPartition(topic, q) for q in range(PARTITIONS)]
+        c.assign(tps)
+        ends = c.end_offsets(tps)
+        per_partition: dict[int, list[bytes]] = {q: [] for q in range(PARTITIONS)}
+        deadline = time.monotonic() + 60
+        while any(c.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
+            for tp, records in c.poll(timeout_ms=300).items():
+                per_partition[tp.partition].extend(r.value for r in records)
+    for values in per_partition.values():
+        assert values == sorted(values, key=order.__getitem__), "reordered"
+
+
+def test_confluent_transactions_and_read_committed(kafka_cluster: EmbeddedCluster) -> None:
+    """confluent-kafka's transactional producer (librdkafka: transactions v1, so
+    AddPartitionsToTxn from the client and verify-only checks between brokers): commit,
+    abort and send_offsets_to_transaction; its read_committed consumer."""
+    from confluent_kafka import Consumer as CKConsumer
+    from confluent_kafka import Producer as CKProducer
+    from confluent_kafka import TopicPartition as CKTopicPartition
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = create_topic(kafka_cluster, "txn-ck", PARTITIONS)
+    group = _txn_id("ck-group")
+    producer = CKProducer({"bootstrap.servers": bootstrap, "transactional.id": _txn_id("ck"),
+                           "linger.ms": 5})
+    producer.init_transactions(60)
+    committed = [f"ck-commit-{i}".encode() for i in range(30)]
+    producer.begin_transaction()
+    for i, value in enumerate(committed):
+        producer.produce(topic, value=value, partition=i % PARTITIONS)
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce(topic, value=f"ck-abort-{i}".encode(), partition=i % PARTITIONS)
+    producer.flush(60)
+    producer.abort_transaction(60)
+    consumer = CKConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "isolation.level": "read_committed", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([CKTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and not message.error():
+                got.append(message.value())
+        quiet_until = time.monotonic() + 1.5  # nothing aborted follows
+        while time.monotonic() < quiet_until:
+            message = consumer.poll(0.2)
+            if message is not None and not message.error():
+                got.append(message.value())
+        assert sorted(got) == sorted(committed)
+        # The consumer's position committed with a transaction of the producer.
+        producer.begin_transaction()
+        producer.produce(topic, value=b"ck-with-offsets", partition=0)
+        producer.send_offsets_to_transaction(
+            [CKTopicPartition(topic, p, 5) for p in range(PARTITIONS)],
+            consumer.consumer_group_metadata(), 60)
+        producer.commit_transaction(60)
+        offsets = consumer.committed([CKTopicPartition(topic, p) for p in range(PARTITIONS)],
+                                     30)
+        assert [o.offset for o in offsets] == [5] * PARTITIONS
+    finally:
+        consumer.close()
