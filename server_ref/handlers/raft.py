@@ -48,7 +48,7 @@ CONTROLLER_ENDPOINT = 2  # DescribeCluster's EndpointType for controllers (KIP-9
 
 
 def register_raft_apis(server: ControllerServer, node: RaftNode) -> None:
-    server.register(52, 0, 1, lambda req, v: vote(node, req))
+    server.register(52, 0, 2, lambda req, v: vote(node, req))
     server.register(53, 0, 1, lambda req, v: begin_quorum_epoch(node, req))
     server.register(54, 0, 1, lambda req, v: end_quorum_epoch(node, req))
     server.register(1, 12, 17, lambda req, v: fetch(node, req, v))
@@ -99,6 +99,9 @@ def vote(node: RaftNode, req: VoteRequest) -> VoteResponse:
         return VoteResponse(error_code=InvalidRequestError.errno)
     if req.voter_id >= 0 and req.voter_id != node.node_id:
         error, granted = InconsistentVoterSetError.errno, False  # meant for another voter
+    elif part.pre_vote:  # KIP-996: would it vote? (nothing changes at the voter)
+        error, granted = node.handle_pre_vote(part.candidate_id, part.candidate_epoch,
+                                              part.last_offset_epoch, part.last_offset)
     else:
         error, granted = node.handle_vote(part.candidate_id, part.candidate_epoch,
                                           part.last_offset_epoch, part.last_offset)

@@ -39,6 +39,7 @@ from server_ref.raft.api import (
 )
 from server_ref.raft.client import PeerClient, PeerUnavailableError
 from server_ref.raft.log import OffsetAndEpoch, RaftLog
+from server_ref.raft.prevote import PreVoting
 from server_ref.raft.progress import LeaderProgress
 from server_ref.raft.records import (
     LeaderChange,
@@ -58,7 +59,7 @@ LOG_DIR = "__cluster_metadata-0"
 RETRY_BACKOFF_S = 0.05
 
 
-class RaftNode(PeerRequests):
+class RaftNode(PreVoting, PeerRequests):
     def __init__(self, node_id: int, voters: dict[int, Endpoint], data_dir: str | Path,
                  config: RaftConfig | None = None, *, is_voter: bool | None = None,
                  listen: Endpoint | None = None) -> None:
@@ -102,6 +103,7 @@ class RaftNode(PeerRequests):
         self._closed = False
         self._leader_known = asyncio.Event()
         self._leader_ready = False
+        self._leader_seen = 0.0  # monotonic time of the last fetch the leader answered
 
     # ================================================================== public API
 
@@ -342,7 +344,7 @@ class RaftNode(PeerRequests):
             return
         await asyncio.sleep(self._election_timeout_s())
         if gen == self._gen:
-            self._start_election()
+            self._stand()
 
     async def _run_candidate(self, gen: int) -> None:
         q = self.quorum
@@ -504,12 +506,12 @@ class RaftNode(PeerRequests):
             if gen != self._gen:
                 return
             if ok:
-                last_ok = time.monotonic()
+                last_ok = self._leader_seen = time.monotonic()
             elif time.monotonic() - last_ok > timeout_s:
                 if self.is_voter:
                     log.info("node %d: no fetch from leader %d for %.1fs", self.node_id,
                              leader, timeout_s)
-                    self._start_election()
+                    self._stand()
                 else:
                     self._become(self._run_discover)
                 return

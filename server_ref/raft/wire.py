@@ -21,7 +21,7 @@ from server_ref.raft.snapshot import SnapshotId
 
 # Kafka's fixed topic id of __cluster_metadata (Uuid.METADATA_TOPIC_ID: all zero but 1).
 METADATA_TOPIC_ID = uuid.UUID(int=1)
-VOTE_VERSION = 0
+VOTE_VERSION = 2  # v2 carries PreVote (KIP-996)
 BEGIN_EPOCH_VERSION = 0
 END_EPOCH_VERSION = 0
 FETCH_VERSION = 17
@@ -38,10 +38,10 @@ class VoteAnswer:
 
 
 def vote_request(cluster_id: str | None, voter_id: int, candidate_id: int, epoch: int,
-                 last_epoch: int, end_offset: int) -> VoteRequest:
+                 last_epoch: int, end_offset: int, *, pre_vote: bool = False) -> VoteRequest:
     part = VoteRequest.PartitionData(
         partition_index=METADATA_PARTITION, candidate_epoch=epoch, candidate_id=candidate_id,
-        last_offset_epoch=last_epoch, last_offset=end_offset)
+        last_offset_epoch=last_epoch, last_offset=end_offset, pre_vote=pre_vote)
     return VoteRequest(cluster_id=cluster_id, voter_id=voter_id, topics=[
         VoteRequest.TopicData(topic_name=METADATA_TOPIC, partitions=[part])])
 
