@@ -151,7 +151,7 @@ class TransactionCoordinator:
         """Replay ``__transaction_state``; finish what was prepared before a crash. (In
         cluster mode nothing here: each partition is loaded when this broker leads it.)"""
         if self.broker.cluster is not None:
-            self.txns = {}
+            # (txns is not reset: a leadership gained during start may have loaded some)
             self.loaded = True
             return
         txns: dict[str, TxnMetadata] = {}

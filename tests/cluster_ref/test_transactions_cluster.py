@@ -13,6 +13,7 @@ timeout abort). The healed fixture (conftest) restarts killed brokers after each
 from __future__ import annotations
 
 import random
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -118,6 +119,12 @@ def test_commit_and_abort_across_partitions_led_by_different_brokers(
         plain.send(topic, b"after-open", partition=0).result(timeout=60)
         seen = _read(kafka_cluster, topic, "read_committed")
         assert sorted(seen) == sorted(committed)  # "after-open" is past the LSO
+        with AdminClient(bootstrap_servers=kafka_cluster.bootstrap_servers) as admin:
+            listed = admin.list_transactions(timeout_ms=30_000)[txn_id]
+            assert (listed.state, listed.coordinator) == ("Ongoing", coordinator)
+            described = admin.describe_transactions([txn_id], timeout_ms=30_000)[txn_id]
+            assert (described.state, described.coordinator) == ("Ongoing", coordinator)
+            assert described.partitions == (TopicPartition(topic, 0),)
         everything = _read(kafka_cluster, topic, "read_uncommitted")
         assert sorted(everything) == sorted([*committed, *aborted, b"open", b"after-open"])
         p.commit_transaction(timeout=60)
@@ -260,6 +267,7 @@ def test_coordinator_killed_mid_transaction_checker(kafka_cluster: EmbeddedClust
             values = [f"t{n}-{i}".encode() for i in range(rng.randint(1, 30))]
             commit = rng.random() < 0.6
             outcome = "unknown"
+            victim: int | None = None
             try:
                 p.begin_transaction()
                 for i, value in enumerate(values):
@@ -281,22 +289,50 @@ def test_coordinator_killed_mid_transaction_checker(kafka_cluster: EmbeddedClust
                 else:
                     p.abort_transaction(timeout=120)
                 outcome = "committed" if commit else "aborted"
-                if victim_kind is not None:
-                    kafka_cluster.start(victim)
             except KafkaError as exc:
                 kills.append(f"transaction {n}: {exc!r}")
-                p.close()  # a new instance fences this one and settles its transaction
+                p.close(timeout=5)  # a new instance fences this one and settles it
                 p = _producer(kafka_cluster, txn_id)
                 p.init_transactions(timeout=120)
+            finally:
+                if victim is not None:  # never two brokers down at once
+                    kafka_cluster.start(victim)
             outcomes.append((outcome, values))
     finally:
         p.close()
-    seen = _read(kafka_cluster, topic, "read_committed")
+    counts = _check(kafka_cluster, topic, outcomes)
+    failover_report.append(f"transactions checker (kills before EndTxn): {counts}; "
+                           f"{'; '.join(kills)}")
+    assert counts["committed"] > 0 and counts["aborted"] > 0
+    assert counts["lost"] == counts["duplicated"] == counts["uncommitted_visible"] == \
+        counts["partial"] == counts["reordered"] == 0, counts
+
+
+def _check(cluster: EmbeddedCluster, topic: str, outcomes: list[tuple[str, list[bytes]]]
+           ) -> dict[str, int]:
+    """The checker's counts over what a read_committed reader gets: committed transactions
+    lost, records duplicated, records of aborted transactions visible, transactions of
+    unknown outcome partly visible, partitions out of transaction order."""
+    order = {v: n for n, (_, vs) in enumerate(outcomes) for v in vs}
+    tps = [TopicPartition(topic, q) for q in range(PARTITIONS)]
+    per_partition: dict[int, list[bytes]] = {q: [] for q in range(PARTITIONS)}
+    with Consumer(bootstrap_servers=cluster.bootstrap_servers,
+                  isolation_level="read_committed", auto_offset_reset="earliest") as c:
+        c.assign(tps)
+        ends = c.end_offsets(tps)
+        deadline = time.monotonic() + 60
+        while any(c.position(tp) < ends[tp] for tp in tps):
+            assert time.monotonic() < deadline, f"read_committed did not reach {ends}"
+            for tp, records in c.poll(timeout_ms=300).items():
+                per_partition[tp.partition].extend(
+                    r.value for r in records if r.value is not None)
+    seen = [v for values in per_partition.values() for v in values]
     seen_set = set(seen)
-    counts = {
+    return {
         "committed": sum(1 for o, _ in outcomes if o == "committed"),
         "aborted": sum(1 for o, _ in outcomes if o == "aborted"),
         "unknown": sum(1 for o, _ in outcomes if o == "unknown"),
+        "read": len(seen),
         "lost": sum(1 for o, vs in outcomes if o == "committed" for v in vs
                     if v not in seen_set),
         "duplicated": len(seen) - len(seen_set),
@@ -304,25 +340,77 @@ def test_coordinator_killed_mid_transaction_checker(kafka_cluster: EmbeddedClust
                                    if v in seen_set),
         "partial": sum(1 for o, vs in outcomes if o == "unknown"
                        and 0 < sum(v in seen_set for v in vs) < len(vs)),
-        "read": len(seen),
+        "reordered": sum(1 for values in per_partition.values()
+                         if values != sorted(values, key=order.__getitem__)),
     }
-    failover_report.append(f"transactions checker: {counts}; {'; '.join(kills)}")
-    assert counts["committed"] > 0 and counts["aborted"] > 0
+
+
+MAX_RANDOM_KILLS = 3
+
+
+def test_coordinator_killed_at_random_moments_checker(kafka_cluster: EmbeddedCluster,
+                                                      failover_report: list[str]) -> None:
+    """Jepsen-style with the kills not aligned to the producer: a nemesis thread SIGKILLs
+    the transaction coordinator's broker at random moments (so also inside EndTxn, between
+    the Prepare* record and the markers) and restarts it, a bounded number of times, while
+    transactions run. A transaction whose EndTxn failed is of unknown outcome: a new
+    producer instance settles it, and it must be visible all or nothing."""
+    rng = random.Random(1617)
+    topic = create_topic(kafka_cluster, "txn-chaos", PARTITIONS)
+    bootstrap = kafka_cluster.bootstrap_servers
+    txn_id = _txn_id("chaos")
+    stop = threading.Event()
+    kills: list[str] = []
+
+    def nemesis() -> None:
+        killer = random.Random(16170)
+        while len(kills) < MAX_RANDOM_KILLS and not stop.wait(killer.uniform(1.0, 4.0)):
+            try:
+                victim = _coordinator_of(bootstrap, txn_id)
+            except Exception as exc:  # the cluster still recovering: try again later
+                kills.append(f"no coordinator found: {exc!r}")
+                continue
+            kafka_cluster.kill(victim)
+            kills.append(f"node {victim}")
+            stop.wait(killer.uniform(0.5, 3.0))
+            kafka_cluster.start(victim)
+
+    outcomes: list[tuple[str, list[bytes]]] = []
+    p = _producer(kafka_cluster, txn_id)
+    p.init_transactions(timeout=120)
+    thread = threading.Thread(target=nemesis, daemon=True)
+    thread.start()
+    try:
+        n = 0
+        while (thread.is_alive() or n < 20) and n < 2000:
+            n += 1
+            values = [f"r{n}-{i}".encode() for i in range(rng.randint(1, 20))]
+            commit = rng.random() < 0.7
+            outcome = "unknown"
+            try:
+                p.begin_transaction()
+                for i, value in enumerate(values):
+                    p.send(topic, value, partition=i % PARTITIONS)
+                if commit:
+                    p.commit_transaction(timeout=120)
+                else:
+                    p.abort_transaction(timeout=120)
+                outcome = "committed" if commit else "aborted"
+            except (KafkaError, TimeoutError):
+                p.close(timeout=5)  # a new instance fences this one and settles it
+                p = _producer(kafka_cluster, txn_id)
+                p.init_transactions(timeout=120)
+            outcomes.append((outcome, values))
+    finally:
+        stop.set()
+        thread.join(60)
+        p.close()
+    counts = _check(kafka_cluster, topic, outcomes)
+    failover_report.append(f"transactions checker (random kills of the coordinator): "
+                           f"{counts}; killed: {', '.join(kills)}")
+    assert sum(1 for k in kills if k.startswith("node")) >= 2, kills
     assert counts["lost"] == counts["duplicated"] == counts["uncommitted_visible"] == \
-        counts["partial"] == 0, counts
-    order = {v: n for n, (_, vs) in enumerate(outcomes) for v in vs}
-    with Consumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
-                  auto_offset_reset="earliest") as c:
-        tps = [TopicPartition(topic, q) for q in range(PARTITIONS)]
-        c.assign(tps)
-        ends = c.end_offsets(tps)
-        per_partition: dict[int, list[bytes]] = {q: [] for q in range(PARTITIONS)}
-        deadline = time.monotonic() + 60
-        while any(c.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
-            for tp, records in c.poll(timeout_ms=300).items():
-                per_partition[tp.partition].extend(r.value for r in records)
-    for values in per_partition.values():
-        assert values == sorted(values, key=order.__getitem__), "reordered"
+        counts["partial"] == counts["reordered"] == 0, counts
 
 
 def test_confluent_transactions_and_read_committed(kafka_cluster: EmbeddedCluster) -> None:
