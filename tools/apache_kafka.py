@@ -26,33 +26,45 @@ CONTROLLER the controllers'. Their TLS and SASL settings are ordinary ``config``
 (``'SCRAM-SHA-256=[name=alice,password=...]'``): the credentials exist from the first start.
 
 The cache is ``$KAFKA_SDK_CACHE/apache-kafka-<version>/`` (default ``~/.cache/kafka-sdk``).
-Only the standard library is used, except ``leader_of`` and the readiness check, which speak
-the Kafka protocol through this project's own codecs (``sdk.protocol``).
+Process control (starting, readiness, kill/stop/start/pause/resume, ``leader_of``, the node
+lines) is ``server_ref/cluster/processes.py``'s, shared with our own cluster
+(``server_ref.EmbeddedCluster``); it uses the standard library, except ``leader_of`` and the
+readiness check, which speak the Kafka protocol through this project's own codecs
+(``sdk.protocol``).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+if __name__ == "__main__":  # run as a script: the repository root holds server_ref
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from server_ref.cluster.processes import (
+    FIRST_CONTROLLER_ID,
+    HOST,
+    NodeProcess,
+    NodeProcesses,
+    StopSignals,
+    free_port,
+    new_cluster_id,
+    replicated_internal_topics,
+    run_until_signalled,
+    spawn,
+)
+
 DEFAULT_VERSION = "4.3.1"
 POM = Path(__file__).resolve().parent / "apache_kafka_pom" / "pom.xml"
-HOST = "127.0.0.1"
-FIRST_CONTROLLER_ID = 101
 DEFAULT_HEAP = "384m"
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
@@ -64,11 +76,7 @@ STOP_TIMEOUT_S = 30.0
 def _cluster_defaults(brokers: int) -> dict[str, str]:
     replication = str(min(3, brokers))
     return {
-        "offsets.topic.replication.factor": replication,
-        "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": replication,
-        "transaction.state.log.min.isr": str(min(2, brokers)),
-        "transaction.state.log.num.partitions": "10",
+        **replicated_internal_topics(brokers),
         "share.coordinator.state.topic.replication.factor": replication,
         "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
         "log.segment.bytes": str(64 * 1024 * 1024),
@@ -176,23 +184,8 @@ def java_command(main_class: str, *args: str, version: str = DEFAULT_VERSION,
 # ----------------------------------------------------------------------------- the cluster
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def new_cluster_id() -> str:
-    """Kafka's cluster id form: a UUID as 22 characters of URL-safe base64, never starting
-    with '-' (Kafka's rule too: the storage tool would read such an id as an option)."""
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):
-            return cluster_id
-
-
 @dataclass
-class Node:
+class Node(NodeProcess):
     """One JVM of the cluster. ``port`` is the client listener (brokers and the combined
     node) or the controller listener (dedicated controllers)."""
 
@@ -206,24 +199,8 @@ class Node:
     paused: bool = False
     properties: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def is_broker(self) -> bool:
-        return self.role in ("broker", "combined")
 
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    @property
-    def shown_role(self) -> str:
-        return "broker" if self.is_broker else "controller"
-
-
-class ApacheKafkaCluster:
+class ApacheKafkaCluster(NodeProcesses):
     """A KRaft cluster of Apache Kafka JVMs on loopback (a context manager).
 
     ``brokers == 1`` runs one combined broker+controller node (id 1); otherwise ``controllers``
@@ -231,6 +208,12 @@ class ApacheKafkaCluster:
     is added to every node's ``server.properties`` (after the test-friendly defaults). With
     ``data_dir=None`` a temporary directory is used and removed at ``close()``.
     """
+
+    start_timeout_s = START_TIMEOUT_S
+    stop_timeout_s = STOP_TIMEOUT_S
+    ready_poll_s = 0.2
+    client_id = "apache-kafka-tool"
+    label = "Apache Kafka brokers"
 
     def __init__(self, brokers: int = 1, controllers: int = 1, *,
                  version: str = DEFAULT_VERSION, data_dir: str | os.PathLike[str] | None = None,
@@ -278,31 +261,6 @@ class ApacheKafkaCluster:
         self.nodes[node_id] = node
 
     # ------------------------------------------------------------------ addresses
-
-    @property
-    def brokers(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.is_broker]
-
-    @property
-    def controllers(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.role != "broker"]
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(f"{HOST}:{n.port}" for n in self.brokers)
-
-    def address_of(self, node_id: int) -> str:
-        return f"{HOST}:{self.nodes[node_id].port}"
-
-    def listener_address(self, name: str, node_id: int | None = None) -> str:
-        """``host:port`` of an extra listener on a broker (the first one by default)."""
-        node = self.nodes[node_id] if node_id is not None else self.brokers[0]
-        host, port = node.listeners[name.upper()]
-        return f"{host}:{port}"
-
-    def listener_bootstrap(self, name: str) -> str:
-        """Bootstrap servers of an extra listener on every broker."""
-        return ",".join(self.listener_address(name, n.node_id) for n in self.brokers)
 
     def _listener_entries(self, node: Node) -> tuple[str, str]:
         """(",NAME://host:port..." for listeners and advertised.listeners, ",NAME:PROTO...")"""
@@ -353,18 +311,7 @@ class ApacheKafkaCluster:
 
     # ------------------------------------------------------------------ life cycle
 
-    def __enter__(self) -> ApacheKafkaCluster:
-        try:
-            self.start_all()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def start_all(self, timeout_s: float = START_TIMEOUT_S) -> None:
+    def start_all(self, timeout_s: float | None = None) -> None:
         """Fetch (cached), format every node's storage, start every JVM, wait until ready."""
         if missing_tools():
             raise ApacheKafkaUnavailable(f"Apache Kafka needs Java and Maven: {missing_tools()}")
@@ -401,159 +348,23 @@ class ApacheKafkaCluster:
                                f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
 
     def _launch(self, node: Node) -> None:
-        out = open(node.directory / "stdout.log", "ab")  # the JVM inherits it
-        try:
-            node.proc = subprocess.Popen(
-                ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
-                 "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-                 f"-Dkafka.logs.dir={node.directory}",
-                 f"-Dlog4j2.configurationFile={self._log4j}",
-                 "-cp", classpath(self.version), "kafka.Kafka",
-                 str(node.directory / "server.properties")],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        finally:
-            out.close()
+        node.proc = spawn(
+            ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+             "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+             f"-Dkafka.logs.dir={node.directory}",
+             f"-Dlog4j2.configurationFile={self._log4j}",
+             "-cp", classpath(self.version), "kafka.Kafka",
+             str(node.directory / "server.properties")],
+            node.directory / "stdout.log")
         node.paused = False
 
-    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
-        """Wait until every running broker is registered (listed in Metadata) and answers."""
-        deadline = time.monotonic() + timeout_s
-        expected = {n.node_id for n in self.brokers if n.running and not n.paused}
-        last_error: Exception | None = None
-        while True:
-            for node in self.nodes.values():
-                if node.proc is not None and node.proc.poll() is not None:
-                    raise RuntimeError(
-                        f"node {node.node_id} exited with {node.proc.returncode}; see "
-                        f"{node.directory / 'server.log'}: {self._tail(node)}")
-            try:
-                if all(expected <= set(self._metadata(n)[0]) for n in self.brokers
-                       if n.node_id in expected):
-                    return
-            except OSError as exc:
-                last_error = exc
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"Apache Kafka brokers {sorted(expected)} not ready after "
-                                   f"{timeout_s} s (last error: {last_error})")
-            time.sleep(0.2)
-
-    @staticmethod
-    def _tail(node: Node) -> str:
+    def _exit_detail(self, node: Node) -> str:
         for name in ("stdout.log", "server.log"):
             path = node.directory / name
             if path.exists():
-                return path.read_text(errors="replace")[-1500:]
-        return ""
-
-    def kill(self, node_id: int) -> None:
-        """SIGKILL the node (a crash); ``start`` brings it back on the same data and port."""
-        node = self.nodes[node_id]
-        if node.proc is not None:
-            if node.paused:
-                node.proc.send_signal(signal.SIGCONT)
-            node.proc.kill()
-            node.proc.wait(STOP_TIMEOUT_S)
-        node.proc, node.paused = None, False
-
-    def stop(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """SIGTERM (a controlled shutdown), SIGKILL if it has not ended after ``timeout_s``."""
-        node = self.nodes[node_id]
-        if node.proc is None:
-            return
-        if node.paused:
-            node.proc.send_signal(signal.SIGCONT)
-        node.proc.terminate()
-        try:
-            node.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            node.proc.kill()
-            node.proc.wait(STOP_TIMEOUT_S)
-        node.proc, node.paused = None, False
-
-    def start(self, node_id: int, *, wait: bool = True, timeout_s: float = START_TIMEOUT_S
-              ) -> None:
-        """Start a stopped or killed node again with its data and port."""
-        node = self.nodes[node_id]
-        if node.running:
-            return
-        self._launch(node)
-        if wait:
-            self.wait_ready(timeout_s)
-
-    def pause(self, node_id: int) -> None:
-        """SIGSTOP: the node hangs with its sockets open, as a stuck broker does."""
-        node = self.nodes[node_id]
-        if node.proc is not None and not node.paused:
-            node.proc.send_signal(signal.SIGSTOP)
-            node.paused = True
-
-    def resume(self, node_id: int) -> None:
-        node = self.nodes[node_id]
-        if node.proc is not None and node.paused:
-            node.proc.send_signal(signal.SIGCONT)
-            node.paused = False
-
-    def close(self) -> None:
-        """Stop every node (brokers, then controllers) and remove what was created."""
-        for group in (self.brokers, self.controllers):
-            for node in group:
-                if node.proc is not None:
-                    if node.paused:
-                        node.proc.send_signal(signal.SIGCONT)
-                    node.proc.terminate() if not self._own_dir else node.proc.kill()
-            for node in group:
-                if node.proc is not None:
-                    try:
-                        node.proc.wait(STOP_TIMEOUT_S)
-                    except subprocess.TimeoutExpired:
-                        node.proc.kill()
-                        node.proc.wait(STOP_TIMEOUT_S)
-                    node.proc = None
-        if self._own_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    # ------------------------------------------------------------------ metadata
-
-    def _live_brokers(self) -> list[Node]:
-        return [n for n in self.brokers if n.running and not n.paused]
-
-    def _metadata(self, node: Node, topic: str | None = None, timeout_s: float = 5.0
-                  ) -> tuple[list[int], dict[int, int]]:
-        """(registered broker ids, {partition: leader id}) as ``node`` answers Metadata."""
-        from sdk.protocol.framing import ClientFraming
-        from sdk.protocol.messages.metadata import MetadataRequest
-
-        topics = None if topic is None else [MetadataRequest.MetadataRequestTopic(name=topic)]
-        request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
-        framing = ClientFraming(client_id="apache-kafka-tool")
-        with socket.create_connection((HOST, node.port), timeout=timeout_s) as sock:
-            sock.settimeout(timeout_s)
-            sock.sendall(framing.encode_request(request, 12)[1])
-            while True:
-                data = sock.recv(1 << 16)
-                if not data:
-                    raise ConnectionError(f"node {node.node_id} closed the connection")
-                for _correlation, response in framing.feed(data):
-                    leaders = {}
-                    for t in response.topics:
-                        if t.name == topic and t.error_code == 0:
-                            leaders = {p.partition_index: p.leader_id for p in t.partitions}
-                    return [b.node_id for b in response.brokers], leaders
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        """The leader's node id as a live broker answers Metadata (-1: no leader now)."""
-        last: Exception | None = None
-        for node in self._live_brokers():
-            try:
-                return self._metadata(node, topic)[1].get(partition, -1)
-            except OSError as exc:
-                last = exc
-        raise RuntimeError(f"no live broker answered Metadata: {last}")
-
-    def describe(self) -> list[str]:
-        return [f"node {n.node_id} role={n.shown_role} pid={n.pid} port={n.port}"
-                + "".join(f" {name}={host}:{port}" for name, (host, port) in n.listeners.items())
-                for n in sorted(self.nodes.values(), key=lambda n: (n.role == "broker", n.node_id))]
+                return (f"see {node.directory / 'server.log'}: "
+                        f"{path.read_text(errors='replace')[-1500:]}")
+        return f"see {node.directory / 'server.log'}"
 
 
 @contextlib.contextmanager
@@ -608,31 +419,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "classpath":
         print(classpath(args.version))
         return 0
-    stop_requested = False
-
-    def _on_signal(signum: int, frame: object) -> None:
-        nonlocal stop_requested
-        stop_requested = True
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    stop = StopSignals()
     with ApacheKafkaCluster(args.brokers, args.controllers, version=args.version,
                             data_dir=args.data_dir, config=_parse_config(args.config),
                             listeners=_parse_config(args.listener),
                             scram_users=args.add_scram) as cluster:
-        print(f"apache-kafka ready bootstrap_servers={cluster.bootstrap_servers}", flush=True)
-        for line in cluster.describe():
-            print(line, flush=True)
-        while not stop_requested:
-            time.sleep(0.2)
-            for node in cluster.nodes.values():
-                if node.proc is not None and node.proc.poll() is not None:
-                    print(f"node {node.node_id} exited with {node.proc.returncode}",
-                          file=sys.stderr, flush=True)
-                    node.proc = None
+        run_until_signalled(cluster, "apache-kafka", stop)
     return 0
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.exit(main())
