@@ -45,12 +45,14 @@ from server_ref.tiered.metadata import (
     RemoteLogMetadataLog,
     RemoteSegment,
     SegmentState,
+    hosts_replica,
 )
 from server_ref.tiered.settings import TopicTiering, store_location, topic_tiering
 from server_ref.tiered.store import RemoteStorageError, RemoteStore, open_store
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
+    from server_ref.cluster.agent import ClusterAgent
     from server_ref.storage.segment import LogSegment
     from server_ref.topics import Partition, Topic
 
@@ -156,6 +158,21 @@ class RemoteLogManager:
         what its predecessor copied."""
         for topic_id, index, doc in self.metadata.read_new():
             self._apply(topic_id, index, doc)
+
+    async def _catch_up_from_leaders(self, cluster: ClusterAgent) -> set[_Key]:
+        """Cluster mode: the events of the tiered partitions this broker leads or follows
+        whose metadata partition it holds no replica of, from that partition's leader.
+        Returns the partitions whose metadata could not be read up to date now."""
+        needed = [(str(topic.topic_id), partition.index) for topic in self.broker.topics
+                  if topic.name != METADATA_TOPIC and (
+                      self.tiering(topic).enabled or "remote.storage.enable" in topic.overrides)
+                  for partition in topic.partitions if hosts_replica(partition)]
+        if not needed:
+            return set()
+        events, behind = await self.metadata.read_from_leaders(cluster, needed)
+        for topic_id, index, doc in events:
+            self._apply(topic_id, index, doc)
+        return behind
 
     def _apply(self, topic_id: str, index: int, doc: dict[str, Any]) -> None:
         state = self.states.setdefault((topic_id, index), PartitionRemoteState())
@@ -311,8 +328,10 @@ class RemoteLogManager:
         if self.store is None:
             return
         self.catch_up()
+        cluster = getattr(self.broker, "cluster", None)
+        clustered = cluster is not None
+        behind = set() if cluster is None else await self._catch_up_from_leaders(cluster)
         now = self.broker.now_ms()
-        clustered = getattr(self.broker, "cluster", None) is not None
         live: set[_Key] = set()
         for topic in self.broker.topics:
             if topic.name == METADATA_TOPIC:
@@ -326,6 +345,11 @@ class RemoteLogManager:
                     continue
                 if clustered and getattr(partition, "replica", None) is None:
                     continue  # not a replica here: a placeholder of the metadata image
+                if key in behind:
+                    # What was copied is unknown until its metadata partition is read: a
+                    # leader would copy again, a follower could drop what is not remote.
+                    log.debug("%s: waiting for %s", partition.name, METADATA_TOPIC)
+                    continue
                 try:
                     await self._maintain(partition, tiering, now)
                 except RemoteStorageError as exc:

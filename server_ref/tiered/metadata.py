@@ -15,8 +15,10 @@ JSON encoding (Kafka's is its own serde; nothing outside the broker reads them):
 In cluster mode the topic is created through the controller (replicated like the other
 internal topics) and an event is produced, acks=all, to the leader of its metadata partition
 over a broker-to-broker connection (as Kafka's topic-based metadata manager produces with a
-client); every broker replays the replicas it holds up to their high watermark, so a new
-leader of a tiered partition knows what its predecessor copied.
+client); every broker replays the replicas it holds up to their high watermark, and fetches
+from their leaders the metadata partitions it needs but does not hold (with more brokers than
+the topic's 3 replicas: ``metadata_fetch.py``), so a new leader of a tiered partition knows
+what its predecessor copied.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from typing import TYPE_CHECKING, Any
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.reader import RecordBatch, iter_batches
 from server_ref.cluster.peer import LeaderWriter
+from server_ref.replication.state import OFFLINE
+from server_ref.tiered.metadata_fetch import MetadataFetcher
 from server_ref.tiered.store import RemoteStorageError
 
 if TYPE_CHECKING:
     from server_ref.broker import Broker
     from server_ref.cluster.agent import ClusterAgent
-    from server_ref.topics import Topic
+    from server_ref.topics import Partition, Topic
 
 __all__ = ["METADATA_TOPIC", "PartitionRemoteState", "RemoteLogMetadataLog", "RemoteSegment",
            "SegmentState"]
@@ -54,6 +58,8 @@ CLUSTER_METADATA_PARTITIONS = 10
 PRODUCE_TIMEOUT_S = 10.0
 PRODUCE_ATTEMPTS = 5
 _READ_CHUNK = 1 << 20
+_FETCHES_PER_RUN = 64  # per metadata partition and run, 1 MB each: the rest comes next run
+_Event = tuple[str, int, dict[str, Any]]  # (topic id, partition, event)
 
 
 class SegmentState(enum.Enum):
@@ -195,6 +201,8 @@ class RemoteLogMetadataLog:
         self._positions: dict[int, int] = {}  # metadata partition -> next offset to read
         # Events appended at their partition's leader, acks=all (cluster mode).
         self._writer = LeaderWriter(f"remote-log-metadata-{broker.node_id}")
+        # Metadata partitions needed but not hosted, read from their leaders (cluster mode).
+        self._fetcher = MetadataFetcher(f"remote-log-metadata-reader-{broker.node_id}")
         self._creating: asyncio.Task[None] | None = None
 
     def _topic(self, create: bool) -> Topic | None:
@@ -238,8 +246,7 @@ class RemoteLogMetadataLog:
         topic = cluster.image.topics.get(METADATA_TOPIC)
         if topic is None or not topic.partitions:
             return -1
-        index = zlib.crc32(_key(topic_id, partition)) % len(topic.partitions)
-        found = topic.partitions.get(index)
+        found = topic.partitions.get(index_of(topic_id, partition, len(topic.partitions)))
         return -1 if found is None else found.leader
 
     async def _produce(self, cluster: ClusterAgent, topic_id: str, partition: int,
@@ -270,6 +277,7 @@ class RemoteLogMetadataLog:
 
     async def close(self) -> None:
         await self._writer.close()
+        await self._fetcher.close()
 
     def append(self, topic_id: str, partition: int, doc: dict[str, Any]) -> None:
         """Write one event on a single node, flushed before the caller goes on."""
@@ -295,19 +303,81 @@ class RemoteLogMetadataLog:
             offset = max(self._positions.get(partition.index, 0), plog.log_start_offset)
             while offset < end:
                 data = plog.read(offset, _READ_CHUNK, max_offset=end).to_bytes()
-                if not data:
+                events, after = _decode(data, offset)
+                yield from events
+                if after == offset:
                     break
-                for batch in iter_batches(data):
-                    if batch.next_offset <= offset:
-                        continue
-                    first, offset = offset, batch.next_offset
-                    if not isinstance(batch, RecordBatch) or batch.is_control:
-                        continue
-                    yield from _events(batch, first)
+                offset = after
             self._positions[partition.index] = offset
 
+    async def read_from_leaders(self, cluster: ClusterAgent, needed: list[tuple[str, int]]
+                                ) -> tuple[list[_Event], set[tuple[str, int]]]:
+        """Cluster mode: the new events of the metadata partitions holding the events of
+        ``needed`` (the (topic id, partition) this broker leads or follows) that this broker
+        hosts no replica of, fetched from their leaders up to the high watermark (as Kafka's
+        topic-based metadata manager consumes them). Returns the events and the keys of
+        ``needed`` whose metadata partition could not be read up to date now."""
+        image = cluster.image.topics.get(METADATA_TOPIC)
+        if image is None or not image.partitions:
+            return [], set()
+        count = len(image.partitions)
+        local = self._topic(create=False)
+        hosted = {p.index for p in (local.partitions if local is not None else ())
+                  if hosts_replica(p)}
+        wanted: dict[int, list[tuple[str, int]]] = {}
+        for key in needed:
+            index = index_of(key[0], key[1], count)
+            if index not in hosted:
+                wanted.setdefault(index, []).append(key)
+        events: list[_Event] = []
+        behind: set[tuple[str, int]] = set()
+        for index, keys in sorted(wanted.items()):
+            offset = self._positions.get(index, 0)
+            up_to_date = False
+            for _ in range(_FETCHES_PER_RUN):
+                got = await self._fetcher.fetch(cluster, METADATA_TOPIC, index, offset)
+                if got is None:
+                    break
+                data, next_offset = got
+                new, after = _decode(data, max(offset, next_offset))
+                events.extend(new)
+                if after == max(offset, next_offset):  # nothing more below the watermark
+                    offset, up_to_date = after, True
+                    break
+                offset = after
+            self._positions[index] = offset
+            if not up_to_date:
+                behind.update(keys)
+        return events, behind
 
-def _events(batch: RecordBatch, first: int) -> Iterator[tuple[str, int, dict[str, Any]]]:
+
+def hosts_replica(partition: Partition) -> bool:
+    """Cluster mode: this broker holds a replica of ``partition`` (the metadata image gives
+    every broker every partition; the others are OFFLINE placeholders)."""
+    replica = getattr(partition, "replica", None)
+    return replica is not None and replica.role != OFFLINE
+
+
+def index_of(topic_id: str, partition: int, partitions: int) -> int:
+    """The metadata partition holding the events of ``topic_id``'s ``partition``."""
+    return zlib.crc32(_key(topic_id, partition)) % partitions
+
+
+def _decode(data: bytes, offset: int) -> tuple[list[_Event], int]:
+    """The events in ``data`` at or after ``offset``, and the offset after its last complete
+    batch (``offset`` when it holds none)."""
+    events: list[_Event] = []
+    for batch in iter_batches(data):
+        if batch.next_offset <= offset:
+            continue
+        first, offset = offset, batch.next_offset
+        if not isinstance(batch, RecordBatch) or batch.is_control:
+            continue
+        events.extend(_events(batch, first))
+    return events, offset
+
+
+def _events(batch: RecordBatch, first: int) -> Iterator[_Event]:
     for record in batch.records():
         if record.key is None or record.value is None or record.offset < first:
             continue
