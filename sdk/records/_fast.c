@@ -22,6 +22,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifndef __SIZEOF_INT128__
 #error "needs a 128-bit integer type (gcc or clang); the pure-Python path is used instead"
@@ -442,6 +443,267 @@ static PyObject *fast_encode_values(PyObject *self, PyObject *const *args, Py_ss
     return Py_BuildValue("(nnLL)", i, used, od, top);
 }
 
+/* ---------------------------------------------------------------- producer: staging */
+
+/* Stager(pure, stage, runs, locked, run_type, future_type, value_limit, record_cost) is the
+ * compiled twin of the producer's per-record send (sdk.producer.staging, Stage.stager): a
+ * callable with send's arguments that stages a plain record -- an exact-str topic whose run
+ * exists, a bytes value, a bytes key or none (or a key into a run that has keys already),
+ * nothing else -- exactly as the pure function does: the send time appended to the run's
+ * timestamps, the key (when the run keeps keys) and the value appended, stage.held raised
+ * by their size plus record_cost, a StagedFuture returned (and (future, on_delivery, True)
+ * appended to the run's callbacks). Every other call -- other arguments, unknown keywords,
+ * a full, closed or locked stage, a topic without a run, a record above value_limit -- is
+ * forwarded unchanged to `pure`, which decides, raises or falls back as it always did.
+ *
+ * Why no lock: this code holds the GIL from its first read of the stage to its last write
+ * and runs no Python code in between (nothing it calls can run a finalizer or switch
+ * threads: the objects that may start a collection are allocated before the first read),
+ * so no other thread sees a half-staged record. A thread that holds stage.lock may be in the
+ * middle of a drain: then `locked()` says so and the call goes to `pure`, which waits for
+ * the lock. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *dict;         /* the instance __dict__: __name__, __qualname__, __signature__ */
+    PyObject *pure;
+    PyObject *stage;
+    PyObject *runs;
+    PyObject *locked;       /* stage.lock.locked */
+    PyTypeObject *run_type;
+    PyTypeObject *future_type;
+    Py_ssize_t off_values, off_stamps, off_keys, off_callbacks, off_run, off_pos;
+    long long value_limit, record_cost;
+} StagerObject;
+
+static PyObject *str_held, *str_cap, *kw_names[8];
+static const char *const KW[8] = {"topic", "value", "key", "headers", "partition",
+                                  "timestamp_ms", "on_delivery", "callback"};
+
+static int slot_offset(PyTypeObject *t, const char *name, Py_ssize_t *out) {
+    PyObject *descr = PyDict_GetItemString(t->tp_dict, name);
+    if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type) ||
+        ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s is not an object slot of %s", name, t->tp_name);
+        return -1;
+    }
+    *out = ((PyMemberDescrObject *)descr)->d_member->offset;
+    return 0;
+}
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static PyObject *stager_forward(StagerObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) {
+    return PyObject_Vectorcall(self->pure, args, nargsf, kwnames);
+}
+
+static PyObject *stager_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames) {
+    StagerObject *self = (StagerObject *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *a[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (nargs > 8) return stager_forward(self, args, nargsf, kwnames);
+    for (Py_ssize_t i = 0; i < nargs; i++) a[i] = args[i];
+    if (kwnames != NULL) {
+        Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t j = 0; j < nk; j++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+            int idx = -1;
+            for (int k = 0; k < 8 && idx < 0; k++)
+                if (name == kw_names[k]) idx = k;
+            for (int k = 0; k < 8 && idx < 0; k++)
+                if (PyUnicode_Compare(name, kw_names[k]) == 0) idx = k;
+            if (PyErr_Occurred()) PyErr_Clear();
+            if (idx < 0 || a[idx] != NULL) return stager_forward(self, args, nargsf, kwnames);
+            a[idx] = args[nargs + j];
+        }
+    }
+    PyObject *topic = a[0], *value = a[1], *key = a[2], *on_delivery = a[6];
+    if (key == Py_None) key = NULL;
+    if (on_delivery == Py_None) on_delivery = NULL;
+    for (int k = 3; k < 8; k++)
+        if (k != 6 && a[k] != NULL && a[k] != Py_None)
+            return stager_forward(self, args, nargsf, kwnames);
+    if (topic == NULL || !PyUnicode_CheckExact(topic) || value == NULL ||
+        !PyBytes_CheckExact(value) || (key != NULL && !PyBytes_CheckExact(key)))
+        return stager_forward(self, args, nargsf, kwnames);
+    long long size = PyBytes_GET_SIZE(value) + (key == NULL ? 0 : PyBytes_GET_SIZE(key));
+    if (size > self->value_limit) return stager_forward(self, args, nargsf, kwnames);
+
+    /* Allocations that may start a garbage collection (and so run Python code) first. */
+    PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
+    if (future == NULL) return NULL;
+    PyObject *entry = NULL;
+    if (on_delivery != NULL) {
+        entry = PyTuple_Pack(3, future, on_delivery, Py_True);
+        if (entry == NULL) goto error;
+    }
+    /* From here to the end: no Python code runs, so no other thread does either. */
+    PyObject *locked = PyObject_CallNoArgs(self->locked);
+    if (locked == NULL) goto error;
+    int busy = locked != Py_False;
+    Py_DECREF(locked);
+    if (busy) goto forward;
+    PyObject *run = PyDict_GetItemWithError(self->runs, topic);  /* borrowed */
+    if (run == NULL) {
+        if (PyErr_Occurred()) goto error;
+        goto forward;  /* the run's first record: opening it is the pure path's */
+    }
+    if (Py_TYPE(run) != self->run_type) goto forward;
+    PyObject *values = SLOT(run, self->off_values), *stamps = SLOT(run, self->off_stamps);
+    PyObject *keys = SLOT(run, self->off_keys), *callbacks = SLOT(run, self->off_callbacks);
+    if (values == NULL || !PyList_CheckExact(values) || stamps == NULL ||
+        !PyList_CheckExact(stamps) || keys == NULL || callbacks == NULL ||
+        !PyList_CheckExact(callbacks))
+        goto forward;
+    if (keys == Py_None) {
+        if (key != NULL) goto forward;  /* the run's first key: add_key, in the pure path */
+    } else if (!PyList_CheckExact(keys)) {
+        goto forward;
+    }
+    PyObject *held_obj = PyObject_GetAttr(self->stage, str_held);
+    if (held_obj == NULL) goto error;
+    PyObject *cap_obj = PyObject_GetAttr(self->stage, str_cap);
+    if (cap_obj == NULL) {
+        Py_DECREF(held_obj);
+        goto error;
+    }
+    int o1 = 0, o2 = 0;
+    long long held = PyLong_CheckExact(held_obj) ? PyLong_AsLongLongAndOverflow(held_obj, &o1) : 0;
+    long long cap = PyLong_CheckExact(cap_obj) ? PyLong_AsLongLongAndOverflow(cap_obj, &o2) : 0;
+    int exact = PyLong_CheckExact(held_obj) && PyLong_CheckExact(cap_obj) && !o1 && !o2;
+    Py_DECREF(held_obj);
+    Py_DECREF(cap_obj);
+    if (!exact || held >= cap) goto forward;  /* full or closed: the pure path says None */
+
+    Py_ssize_t pos = PyList_GET_SIZE(values);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);  /* time.time_ns() */
+    PyObject *stamp = PyLong_FromLongLong((long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+    if (stamp == NULL) goto error;
+    int bad = PyList_Append(stamps, stamp);
+    Py_DECREF(stamp);
+    if (bad) goto error;
+    if (keys != Py_None && PyList_Append(keys, key == NULL ? Py_None : key) < 0) goto error;
+    if (PyList_Append(values, value) < 0) goto error;
+    PyObject *new_held = PyLong_FromLongLong(held + size + self->record_cost);
+    if (new_held == NULL) goto error;
+    bad = PyObject_SetAttr(self->stage, str_held, new_held);
+    Py_DECREF(new_held);
+    if (bad) goto error;
+    PyObject *pos_obj = PyLong_FromSsize_t(pos);
+    if (pos_obj == NULL) goto error;
+    SLOT(future, self->off_run) = Py_NewRef(run);
+    SLOT(future, self->off_pos) = pos_obj;
+    if (entry != NULL) {
+        bad = PyList_Append(callbacks, entry);
+        Py_DECREF(entry);
+        if (bad) {
+            Py_DECREF(future);
+            return NULL;
+        }
+    }
+    return future;
+forward:
+    Py_XDECREF(entry);
+    Py_DECREF(future);
+    return stager_forward(self, args, nargsf, kwnames);
+error:
+    Py_XDECREF(entry);
+    Py_DECREF(future);
+    return NULL;
+}
+
+static PyObject *stager_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *pure, *stage, *runs, *locked;
+    PyTypeObject *run_type, *future_type;
+    long long value_limit, record_cost;
+    if (!PyArg_ParseTuple(args, "OOO!OO!O!LL:Stager", &pure, &stage, &PyDict_Type, &runs,
+                          &locked, &PyType_Type, &run_type, &PyType_Type, &future_type,
+                          &value_limit, &record_cost))
+        return NULL;
+    if (!PyCallable_Check(pure) || !PyCallable_Check(locked)) {
+        PyErr_SetString(PyExc_TypeError, "Stager() needs the pure stager and lock.locked");
+        return NULL;
+    }
+    StagerObject *self = (StagerObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = stager_vectorcall;
+    if (slot_offset(run_type, "values", &self->off_values) < 0 ||
+        slot_offset(run_type, "timestamps", &self->off_stamps) < 0 ||
+        slot_offset(run_type, "keys", &self->off_keys) < 0 ||
+        slot_offset(run_type, "callbacks", &self->off_callbacks) < 0 ||
+        slot_offset(future_type, "_run", &self->off_run) < 0 ||
+        slot_offset(future_type, "_pos", &self->off_pos) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->pure = Py_NewRef(pure);
+    self->stage = Py_NewRef(stage);
+    self->runs = Py_NewRef(runs);
+    self->locked = Py_NewRef(locked);
+    self->run_type = (PyTypeObject *)Py_NewRef(run_type);
+    self->future_type = (PyTypeObject *)Py_NewRef(future_type);
+    self->value_limit = value_limit;
+    self->record_cost = record_cost;
+    return (PyObject *)self;
+}
+
+static int stager_traverse(StagerObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->dict);
+    Py_VISIT(self->pure);
+    Py_VISIT(self->stage);
+    Py_VISIT(self->runs);
+    Py_VISIT(self->locked);
+    Py_VISIT(self->run_type);
+    Py_VISIT(self->future_type);
+    return 0;
+}
+
+static int stager_clear(StagerObject *self) {
+    Py_CLEAR(self->dict);
+    Py_CLEAR(self->pure);
+    Py_CLEAR(self->stage);
+    Py_CLEAR(self->runs);
+    Py_CLEAR(self->locked);
+    Py_CLEAR(self->run_type);
+    Py_CLEAR(self->future_type);
+    return 0;
+}
+
+static void stager_dealloc(StagerObject *self) {
+    PyObject_GC_UnTrack(self);
+    stager_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *stager_get_pure(StagerObject *self, void *closure) {
+    return Py_NewRef(self->pure);
+}
+
+static PyGetSetDef stager_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"pure", (getter)stager_get_pure, NULL, "the pure-Python stager calls fall back to", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject StagerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sdk.records._fast.Stager",
+    .tp_basicsize = sizeof(StagerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "The compiled per-record send of the producer's stage (sdk.producer.staging).",
+    .tp_new = stager_new,
+    .tp_dealloc = (destructor)stager_dealloc,
+    .tp_traverse = (traverseproc)stager_traverse,
+    .tp_clear = (inquiry)stager_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(StagerObject, vectorcall),
+    .tp_dictoffset = offsetof(StagerObject, dict),
+    .tp_getset = stager_getset,
+};
+
 /* init(ConsumerRecord, MalformedDataError): read the slot offsets once. */
 static PyObject *fast_init(PyObject *self, PyObject *args) {
     PyObject *cls, *exc;
@@ -486,4 +748,18 @@ static struct PyModuleDef module = {
     "Compiled per-record work of sdk.records (see sdk.records.fast_path).", -1, methods,
     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fast(void) {
+    str_held = PyUnicode_InternFromString("held");
+    str_cap = PyUnicode_InternFromString("cap");
+    if (str_held == NULL || str_cap == NULL) return NULL;
+    for (int k = 0; k < 8; k++)
+        if ((kw_names[k] = PyUnicode_InternFromString(KW[k])) == NULL) return NULL;
+    if (PyType_Ready(&StagerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Stager", (PyObject *)&StagerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

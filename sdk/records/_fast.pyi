@@ -8,3 +8,12 @@ def decode(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts
 def encode_values(buf: bytearray, used: int, values: list[bytes], timestamps: list[int],
                   start: int, stop: int, room: int, base: int, od: int, count_before: int,
                   /) -> tuple[int, int, int, int] | None: ...
+
+class Stager:
+    """The compiled per-record send of sdk.producer.staging.Stage.stager."""
+
+    pure: Any
+    def __init__(self, pure: Any, stage: Any, runs: dict[str, Any], locked: Any,
+                 run_type: type, future_type: type, value_limit: int, record_cost: int,
+                 /) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

@@ -12,7 +12,9 @@ From a shell: ``python -c "from sdk.records import fast_path; print(fast_path.IM
 
 ``compiled_decode`` is the consumer's record loop (``consumer_records._decode_pure``'s
 signature), ``compiled_encode_values`` the producer's bulk encoding
-(``RecordBatchBuilder.append_values``'s loop); None when not in use. Both keep the GIL: they
+(``RecordBatchBuilder.append_values``'s loop), ``compiled_stager`` the type of the producer's
+per-record ``send`` (``sdk.producer.staging.Stage.stager``: it stages a plain record and hands
+every other call to the pure function it wraps); None when not in use. All keep the GIL: they
 build Python objects or read the caller's lists and resize its bytearray.
 """
 
@@ -26,7 +28,7 @@ from sdk.errors import MalformedDataError
 from sdk.types import ConsumerRecord
 
 __all__ = ["FORCED_PURE", "IMPLEMENTATION", "compiled_decode", "compiled_encode_values",
-           "load_compiled", "load_compiled_encoder"]
+           "compiled_stager", "load_compiled", "load_compiled_encoder", "load_compiled_stager"]
 
 FORCED_PURE = os.environ.get("KAFKA_SDK_PURE_PYTHON", "") not in ("", "0")
 
@@ -53,6 +55,17 @@ def load_compiled_encoder() -> Callable[..., Any] | None:
     return encode
 
 
+def load_compiled_stager() -> type | None:
+    """The compiled ``Stager`` type; None when it is not built."""
+    try:
+        from sdk.records import _fast
+    except ImportError:
+        return None
+    stager: type | None = getattr(_fast, "Stager", None)  # None from a stale build
+    return stager
+
+
 compiled_decode = None if FORCED_PURE else load_compiled()
 compiled_encode_values = None if FORCED_PURE else load_compiled_encoder()
+compiled_stager = None if FORCED_PURE else load_compiled_stager()
 IMPLEMENTATION = "pure" if compiled_decode is None else "compiled"
