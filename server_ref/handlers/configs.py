@@ -13,6 +13,7 @@ controller (any broker id may be named) and replayed from the metadata log.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from sdk.errors import (
@@ -130,7 +131,8 @@ def _broker_entry(broker: BrokerConfig, name: str, per_broker: bool, synonyms: b
     levels = [(broker.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG)] if per_broker else []
     levels.append((broker.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
     found: list[tuple[str | None, ConfigSource]] = [
-        (level[name], source) for level, source in levels if name in level]
+        (_as_kafka_shows(known, level[name]), source) for level, source in levels
+        if name in level]
     if per_broker and name in broker.static_keys and ours is not None:
         found.append((ours.render(broker.get(name)), ConfigSource.STATIC_BROKER_CONFIG))
     if per_broker and name in broker.security:  # listener, TLS and SASL settings as given
@@ -169,6 +171,32 @@ def _broker_entry(broker: BrokerConfig, name: str, per_broker: bool, synonyms: b
                                    source=int(ConfigSource.DEFAULT_CONFIG))
                            for n, v in defaults]
     return entry
+
+
+def _as_kafka_shows(known: Any, text: str) -> str:
+    """A dynamic value as Kafka describes it: parsed by its type, then printed (a DOUBLE
+    set as "1000000" reads "1000000.0", a BOOLEAN "TRUE" reads "true")."""
+    kind = known.type if known is not None else None
+    try:
+        if kind in ("INT", "LONG", "SHORT"):
+            return str(int(text.strip()))
+        if kind == "DOUBLE":
+            return _java_double(float(text.strip()))
+    except ValueError:
+        return text
+    if kind == "BOOLEAN" and text.strip().lower() in ("true", "false"):
+        return text.strip().lower()
+    return text
+
+
+def _java_double(x: float) -> str:
+    """Java's Double.toString: plain between 1e-3 and 1e7, else "1.5E7"."""
+    if x == 0 or 1e-3 <= abs(x) < 1e7 or x != x or abs(x) == float("inf"):
+        return repr(x).replace("inf", "Infinity").replace("nan", "NaN")
+    d = Decimal(repr(x)).normalize()
+    digits = "".join(map(str, d.as_tuple().digits))
+    sign = "-" if x < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{d.adjusted()}"
 
 
 def _broker_entries(broker: BrokerConfig, per_broker: bool, keys: list[str] | None,
