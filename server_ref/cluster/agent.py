@@ -37,6 +37,7 @@ from server_ref.controller import records
 from server_ref.controller.image import MetadataImage
 from server_ref.producer_state import ProducerIdAllocator
 from server_ref.raft.api import CommittedBatch, LeaderAndEpoch, RaftConfig
+from server_ref.replication.lease import LeadershipLease
 from server_ref.replication.manager import ReplicaManager
 from server_ref.share.coordinator import ShareCoordinator
 
@@ -119,6 +120,8 @@ class ClusterAgent:
                                        lag_time_ms=int(cfg.get("replica.lag.time.max.ms")),
                                        fetch_wait_ms=int(cfg.get("replica.fetch.wait.max.ms")))
         self.placement = CoordinatorPlacement(broker)
+        # Leaderships count only while the controller's heartbeat answers hold.
+        self.lease = LeadershipLease(self, int(cfg.get("broker.session.timeout.ms")) / 1000)
         self.broker_epoch = -1
         self.fenced = True
         self.incarnation = uuid.uuid4()
@@ -187,6 +190,10 @@ class ClusterAgent:
         if not self._reconcile_scheduled:
             self._reconcile_scheduled = True
             asyncio.get_running_loop().call_soon(self._reconcile)
+
+    def reconcile_now(self) -> None:
+        """Apply what the image holds now, not at the next loop turn."""
+        self._reconcile()
 
     def _reconcile(self) -> None:
         self._reconcile_scheduled = False
@@ -335,6 +342,7 @@ class ClusterAgent:
             broker_id=self.node_id, broker_epoch=self.broker_epoch,
             current_metadata_offset=self.image.offset, want_fence=False,
             want_shut_down=shut_down)
+        sent = time.monotonic()
         response = await self.controller_request(request, 1, timeout_s=self.heartbeat_s * 2)
         assert isinstance(response, BrokerHeartbeatResponse)
         if response.error_code in STALE_OR_UNKNOWN:
@@ -342,6 +350,7 @@ class ClusterAgent:
             return
         if response.error_code == 0:
             self.fenced = response.is_fenced
+            self.lease.answered(sent, response.is_fenced)
             if not self.fenced and self.broker.authorizer is not None:
                 self.broker.authorizer.ready = True  # caught up past its registration
 

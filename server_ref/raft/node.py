@@ -104,6 +104,9 @@ class RaftNode(PreVoting, PeerRequests):
         self._leader_known = asyncio.Event()
         self._leader_ready = False
         self._leader_seen = 0.0  # monotonic time of the last fetch the leader answered
+        # Send time of the last Fetch the leader answered, and its high watermark then.
+        self._fetch_ok_sent = -1.0
+        self._fetch_ok_hw = 0
 
     # ================================================================== public API
 
@@ -183,6 +186,14 @@ class RaftNode(PreVoting, PeerRequests):
     @property
     def high_watermark(self) -> int:
         return self._hw
+
+    def caught_up_since(self, t: float) -> bool:
+        """Whether a Fetch sent at or after monotonic time ``t`` was answered by the
+        quorum leader and everything committed as of that answer is applied: this node
+        knows what the quorum decided before ``t`` (a broker back from a pause)."""
+        if self.quorum.role is Role.LEADER:
+            return True
+        return self._fetch_ok_sent >= t and self._applied >= self._fetch_ok_hw
 
     def leader_endpoint(self) -> Endpoint | None:
         leader = self.quorum.leader_id
@@ -539,6 +550,7 @@ class RaftNode(PreVoting, PeerRequests):
         request = wire.fetch_request(
             cfg.cluster_id, self.node_id, q.epoch, self.log.end_offset, self.log.last_epoch,
             self.log.start_offset, cfg.fetch_wait_ms, cfg.max_fetch_bytes)
+        sent = time.monotonic()
         response = await self._call(target, "fetch", request, wire.FETCH_VERSION,
                                     timeout_s=(cfg.fetch_wait_ms
                                                + cfg.request_timeout_ms) / 1000)
@@ -563,6 +575,7 @@ class RaftNode(PreVoting, PeerRequests):
         if part.records:
             self._append_fetched(part.records)
         self._set_hw(min(part.high_watermark, self.log.end_offset))
+        self._fetch_ok_sent, self._fetch_ok_hw = sent, part.high_watermark
         return True
 
     def _truncate_diverging(self, epoch: int, end_offset: int) -> None:

@@ -31,6 +31,9 @@ def cluster_produce(ctx: RequestContext, req: ProduceRequest, produce_partition:
                     error: Any) -> Any:
     broker = ctx.broker
     manager = broker.cluster.replicas
+    # A broker whose heartbeat lease ran out (paused, cut off) may have been replaced as
+    # leader: it answers as a non-leader until it has caught up (replication/lease.py).
+    leading = broker.cluster.lease.may_lead()
     now = broker.now_ms()
     waits: list[tuple[ProduceResponse.PartitionProduceResponse, Any, int, int]] = []
     responses = []
@@ -42,7 +45,8 @@ def cluster_produce(ctx: RequestContext, req: ProduceRequest, produce_partition:
             if topic is not None and 0 <= data.index < len(topic.partitions):
                 partition = topic.partitions[data.index]
             state = partition.replica if partition is not None else None
-            if partition is not None and (state is None or not state.is_leader):
+            if partition is not None and (not leading or state is None
+                                          or not state.is_leader):
                 parts.append(error(data.index, NotLeaderOrFollowerError(
                     f"this broker does not lead {partition.name}")))
                 continue
