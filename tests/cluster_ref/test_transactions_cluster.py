@@ -13,6 +13,7 @@ timeout abort). The healed fixture (conftest) restarts killed brokers after each
 from __future__ import annotations
 
 import random
+import subprocess
 import threading
 import time
 import uuid
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from apache_support import require_apache_kafka
 from cluster.conftest import create_topic, leader_of, wait_for
 from cluster.test_transactions_failover import (
     _coordinator_of,
@@ -32,6 +34,7 @@ from sdk import AdminClient, Consumer, Producer, TopicPartition
 from sdk.errors import KafkaError, ProducerFencedError
 from server_ref.cluster import EmbeddedCluster
 from server_ref.offsets_journal import OFFSETS_TOPIC, partition_for_group
+from tools.apache_kafka import java_command
 
 __all__ = ["test_abort_with_the_coordinator_killed", "test_commit_with_the_coordinator_killed"]
 
@@ -466,3 +469,52 @@ def test_confluent_transactions_and_read_committed(kafka_cluster: EmbeddedCluste
         assert [o.offset for o in offsets] == [5] * PARTITIONS
     finally:
         consumer.close()
+
+
+COPIER_TOOL = "org.apache.kafka.tools.TransactionalMessageCopier"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+JAVA_TIMEOUT_S = 240
+
+
+def _java(main_class: str, *args: str) -> str:
+    result = subprocess.run(java_command(main_class, *args), capture_output=True, text=True,
+                            timeout=JAVA_TIMEOUT_S)
+    assert result.returncode == 0, (f"{main_class} exited {result.returncode}\n"
+                                    f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def test_java_transactional_copier_and_read_committed_console_consumer(
+        kafka_cluster: EmbeddedCluster) -> None:
+    """Kafka's own Java client (4.3.1: transactions v2, so Produce v12 adds partitions and
+    EndTxn v5 bumps the epoch) through TransactionalMessageCopier: 300 records copied in
+    transactions of 10, about a third aborted and copied again, offsets committed inside
+    the transactions. Kafka's console consumer with --isolation-level read_committed reads
+    each record once; the copier's offsets are the group's."""
+    require_apache_kafka()
+    bootstrap = kafka_cluster.bootstrap_servers
+    source = create_topic(kafka_cluster, "java-src", 1)
+    copy = create_topic(kafka_cluster, "java-copy", 1)
+    group = _txn_id("java-copier")
+    count = 300
+    with Producer(bootstrap_servers=bootstrap) as plain:
+        for i in range(count):
+            plain.send(source, f"m-{i}".encode(), key=f"k-{i}".encode(), partition=0)
+        plain.flush(timeout=60)
+    _java(COPIER_TOOL, "--broker-list", bootstrap, "--input-topic", source,
+          "--input-partition", "0", "--output-topic", copy, "--transactional-id",
+          _txn_id("java-tx"), "--transaction-size", "10", "--enable-random-aborts",
+          "--consumer-group", group)
+    out = _java(CONSOLE_CONSUMER, "--bootstrap-server", bootstrap, "--topic", copy,
+                "--from-beginning", "--isolation-level", "read_committed",
+                "--max-messages", str(count), "--timeout-ms", "60000",
+                "--formatter-property", "print.key=true", "--group", _txn_id("java-reader"))
+    lines = [line for line in out.splitlines() if "\t" in line]
+    assert sorted(lines) == sorted(f"k-{i}\tm-{i}" for i in range(count))
+    everything = _read(kafka_cluster, copy, "read_uncommitted", partitions=1)
+    assert set(everything) == {f"m-{i}".encode() for i in range(count)}  # + aborted copies
+    assert _read(kafka_cluster, copy, "read_committed", partitions=1) == \
+        [f"m-{i}".encode() for i in range(count)]
+    with AdminClient(bootstrap_servers=bootstrap) as admin:
+        offsets = admin.list_consumer_group_offsets(group).raise_if_failed()
+        assert offsets[TopicPartition(source, 0)].offset == count
