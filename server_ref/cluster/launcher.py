@@ -10,6 +10,12 @@ The same shape as ``tools/apache_kafka.py``'s ``ApacheKafkaCluster`` (``nodes``,
 Kafka's: brokers ``1..N``, controllers ``101..``. Each node is ``python -m
 server_ref.cluster.node`` with its own data directory and a fixed port, so a restarted node
 comes back on the same data and address.
+
+Client listeners with TLS or SASL run beside PLAINTEXT on every broker, each on a port of
+its own per node (``listeners={"SASL_SSL": "SASL_SSL"}`` as ``ApacheKafkaCluster`` takes
+them, or a ``listeners`` config with ports 0; ``cluster_listeners.py``); PLAINTEXT stays
+the inter-broker listener. ``listener_address(name)`` / ``listener_bootstrap(name)`` give
+their addresses.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from server_ref.cluster.cluster_listeners import extra_listeners, listener_settings, port_on
 from server_ref.cluster.processes import (
     FIRST_CONTROLLER_ID,
     HOST,
@@ -73,7 +80,8 @@ class EmbeddedCluster(NodeProcesses):
     def __init__(self, brokers: int = 3, controllers: int = 1, *,
                  data_dir: str | os.PathLike[str] | None = None,
                  config: Mapping[str, Any] | None = None, fsync: bool = False,
-                 log_level: str = "WARNING") -> None:
+                 log_level: str = "WARNING", listeners: Mapping[str, str] | None = None
+                 ) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         if controllers not in (1, 3):
@@ -81,6 +89,8 @@ class EmbeddedCluster(NodeProcesses):
         self.cluster_id = _cluster_id()
         self.config = {**cluster_defaults(brokers),
                        **{k: str(v) for k, v in (config or {}).items()}}
+        # name -> (protocol, bind host) of the client listeners beside PLAINTEXT
+        self.extra_listeners = extra_listeners(self.config, listeners or {}, HOST)
         self.fsync = fsync
         self.log_level = log_level
         self._own_dir = data_dir is None
@@ -94,8 +104,27 @@ class EmbeddedCluster(NodeProcesses):
         for node_id in range(1, brokers + 1):
             self.nodes[node_id] = ClusterNode(node_id, "broker", _free_port(),
                                               self.data_dir / f"node-{node_id}")
+            self.nodes[node_id].listeners = {name: (host, port_on(host)) for name, (_p, host)
+                                             in self.extra_listeners.items()}
 
     # ------------------------------------------------------------------ addresses
+
+    def listener_address(self, name: str, node_id: int | None = None) -> str:
+        """``host:port`` of a client listener on a broker (the first one by default)."""
+        node = self.nodes[node_id] if node_id is not None else self.brokers[0]
+        host, port = node.listeners[name.upper()]
+        return f"{host}:{port}"
+
+    def listener_bootstrap(self, name: str) -> str:
+        """Bootstrap servers of a client listener on every broker."""
+        return ",".join(self.listener_address(name, n.node_id) for n in self.brokers)
+
+    def describe(self) -> list[str]:
+        """One line per node, then ``listener NAME node=ID protocol=P port=PORT`` per
+        client listener of each broker."""
+        return super().describe() + [
+            f"listener {name} node={n.node_id} protocol={protocol} port={n.listeners[name][1]}"
+            for name, (protocol, _h) in self.extra_listeners.items() for n in self.brokers]
 
     @property
     def voters(self) -> str:
@@ -137,6 +166,9 @@ class EmbeddedCluster(NodeProcesses):
                    "--log-level", self.log_level]
         if node.is_broker:
             command += ["--port", str(node.port)]
+            for item in listener_settings(HOST, node.port, node.listeners,
+                                          self.extra_listeners):
+                command += ["--config", item]
         if self.fsync:
             command.append("--fsync")
         for key, value in self.config.items():
@@ -163,7 +195,6 @@ class EmbeddedCluster(NodeProcesses):
         return {p.partition_index: (p.leader_id, p.leader_epoch, sorted(p.isr_nodes))
                 for t in response.topics if t.name == topic and t.error_code == 0
                 for p in t.partitions}
-
 
 
 def run_cluster(brokers: int, controllers: int, data_dir: Path | None, config: list[str], *,
