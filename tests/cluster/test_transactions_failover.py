@@ -1,5 +1,6 @@
-"""Transactions on a 3-broker Apache Kafka cluster: the transaction coordinator's broker
-is killed (SIGKILL) mid-transaction. The coordinator moves with the leadership of its
+"""Transactions on a 3-broker cluster — Apache Kafka here, our broker's cluster through
+tests/cluster_ref/test_transactions_cluster.py, which imports these tests unchanged: the
+transaction coordinator's broker is killed (SIGKILL) mid-transaction. The coordinator moves with the leadership of its
 ``__transaction_state`` partition; the producer finds the new one (FindCoordinator again
 after NOT_COORDINATOR or a lost connection) and the transaction commits (or aborts) as a
 whole: read_committed readers see every record of a committed transaction once, and
