@@ -156,7 +156,7 @@ def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
                        data: ProduceRequest.PartitionProduceData, acks: int,
                        now: int, transactional_id: str | None = None, *,
                        leader_epoch: int = LEADER_EPOCH, isr_size: int = 1,
-                       txn_verdicts: dict[tuple[str, int], int] | None = None
+                       txn_verdicts: dict[tuple[str, int], Any] | None = None
                        ) -> PartitionResponse:
     broker = ctx.broker
     try:

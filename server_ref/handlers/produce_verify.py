@@ -7,10 +7,11 @@ from broker to broker, or in-process when this broker is the coordinator) whethe
 producer is current and the partition is in its open transaction; for Produce v12+
 (transactions v2) the question adds the partition to the transaction, and the coordinator
 answers once the ISR of its state partition has that. Each verified (partition, producer)
-gets a guard; a transaction marker for that producer on that partition, written before the
-batch is appended, removes it and the batch is refused (as Kafka's verification state
-entries), so a batch verified in a transaction that then ended cannot open a new one the
-coordinator does not know of. Coordinator answers the producer should retry (not there,
+has a guard from before the question until the append; a transaction marker for that
+producer on that partition meanwhile removes it and the batch is refused (as Kafka's
+verification state entries), so a batch verified in a transaction that then ended cannot
+open a new one the coordinator does not know of. (The guards go with the markers; one left
+by a refused verification is taken over by the next.) Coordinator answers the producer should retry (not there,
 moving, loading, a transaction completing) are NOT_ENOUGH_REPLICAS, as Kafka answers them.
 """
 
@@ -41,7 +42,8 @@ __all__ = ["check_verified", "has_transactional_batch", "verified_produce"]
 _ATTRIBUTES = struct.Struct(">h")
 _PRODUCER = struct.Struct(">qh")
 
-Verdicts = dict[tuple[str, int], int]
+# (topic, partition) -> (the coordinator's answer, the guard held while it was asked)
+Verdicts = dict[tuple[str, int], tuple[int, object | None]]
 
 
 def _transactional(records: bytes | None) -> tuple[int, int] | None:
@@ -81,13 +83,16 @@ async def verified_produce(ctx: RequestContext, req: ProduceRequest,
             if replica is not None and replica.is_leader:
                 wanted[producer].append((topic_data.name, data.index))
     verdicts: Verdicts = {}
+    guards = coordinator.produce_guards
     for (pid, epoch), partitions in wanted.items():
+        # The guard exists before the question is asked: a marker for the producer on the
+        # partition while it is out removes it (concurrent requests share one guard).
+        held = {(name, index): guards.setdefault((name, index, pid), object())
+                for name, index in partitions}
         codes = await verify(broker, coordinator._cluster.peers, req.transactional_id, pid,
                              epoch, partitions, add=ctx.api_version >= 12)
-        for (name, index), code in codes.items():
-            verdicts[(name, index)] = code
-            if code == 0:
-                coordinator.produce_guards[(name, index, pid)] = ctx
+        for key, code in codes.items():
+            verdicts[key] = (code, held.get(key))
     result = produce(verdicts)
     if hasattr(result, "__await__"):
         result = await result
@@ -98,7 +103,7 @@ def check_verified(ctx: RequestContext, verdicts: Verdicts, name: str, index: in
                    producer_id: int) -> None:
     """Right before the append: the coordinator's verdict on this batch, and no marker
     for the producer came in between."""
-    code = verdicts.get((name, index))
+    code, guard = verdicts.get((name, index), (None, None))
     if code is None:
         raise InvalidTxnStateError(f"{name}-{index} was not verified with the coordinator")
     if code:
@@ -108,8 +113,8 @@ def check_verified(ctx: RequestContext, verdicts: Verdicts, name: str, index: in
             raise TransactionAbortableError(error.message) from None
         raise error
     coordinator = ctx.broker.transactions
-    if coordinator is None or coordinator.produce_guards.pop((name, index, producer_id),
-                                                             None) is not ctx:
+    if guard is None or coordinator is None or \
+            coordinator.produce_guards.get((name, index, producer_id)) is not guard:
         message = f"the transaction of producer {producer_id} on {name}-{index} ended"
         if ctx.api_version >= 11:
             raise TransactionAbortableError(message)

@@ -76,9 +76,9 @@ class TransactionCoordinator:
         self._marker_handles: dict[str, asyncio.TimerHandle] = {}
         self._marker_delay_s = int(os.environ.get("SERVER_REF_TXN_MARKER_DELAY_MS", "0")) / 1000
         self._cluster_part: ClusterTransactions | None = None
-        # Cluster mode: (topic, partition, producer id) of transactional batches verified
-        # with a coordinator on another broker and not appended yet; a marker for the
-        # producer there ends the verification (Kafka's VerificationStateEntry).
+        # Cluster mode: a guard per (topic, partition, producer id) of transactional
+        # batches being verified with the coordinator before their append; a marker for
+        # the producer there removes it (Kafka's VerificationStateEntry).
         self.produce_guards: dict[tuple[str, int, int], object] = {}
 
     # ================================================================== cluster mode
