@@ -400,6 +400,9 @@ def test_an_acl_made_on_one_broker_denies_on_the_others(cluster: Cluster,
     # A killed and restarted leader still enforces it (replayed from its log).
     cluster.kill(leader)
     cluster.start(leader)
+    both = {(topic, int(AclOperation.WRITE), int(AclPermissionType.ALLOW)),
+            (topic, int(AclOperation.WRITE), int(AclPermissionType.DENY))}
+    settle(lambda: acls_on(cluster, leader, "User:erin"), both, "erin's bindings, restarted")
     assert _produce_error(sasl(cluster, tls_dir, "erin", "erin-secret", node=leader),
                           topic) is TopicAuthorizationFailedError
     with admin_on(cluster, tls_dir, leader) as admin:
