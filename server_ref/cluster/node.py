@@ -69,7 +69,8 @@ async def run_controller(args: argparse.Namespace, config: BrokerConfig,
     controller = QuorumController(
         node, cluster_id=args.cluster_id,
         session_timeout_ms=int(config.get("broker.session.timeout.ms")),
-        topic_default=config.topic_default)
+        topic_default=config.topic_default,
+        snapshot_bytes=int(config.get("metadata.log.max.record.bytes.between.snapshots")))
     register_controller_apis(node.server, controller, config)
     from server_ref.controller.rebalance import LeaderRebalancer
 

@@ -41,13 +41,15 @@ log = logging.getLogger(__name__)
 
 __all__ = ["QuorumController"]
 
-SNAPSHOT_EVERY_RECORDS = 2000
+SNAPSHOT_EVERY_RECORDS = 2000  # also bounds a restarted node's replay of the log
+SNAPSHOT_EVERY_BYTES = 20 * 1024 * 1024  # metadata.log.max.record.bytes.between.snapshots
 FENCE_CHECK_S = 0.2
 
 
 class QuorumController:
     def __init__(self, node: Any, *, cluster_id: str, session_timeout_ms: int,
-                 topic_default: Callable[[str], Any]) -> None:
+                 topic_default: Callable[[str], Any],
+                 snapshot_bytes: int = SNAPSHOT_EVERY_BYTES) -> None:
         self.node = node
         self.cluster_id = cluster_id
         self.session_timeout_s = session_timeout_ms / 1000
@@ -56,6 +58,8 @@ class QuorumController:
         self._lock = asyncio.Lock()
         self._heartbeats: dict[int, float] = {}  # broker -> monotonic time of the last one
         self._since_snapshot = 0
+        self._bytes_since_snapshot = 0
+        self.snapshot_bytes = snapshot_bytes
         self._fencer: asyncio.Task[None] | None = None
         self._next_start = 0  # round-robin start of replica assignment
         node.register_listener(self._on_commit, self._on_snapshot, self._on_leader_change)
@@ -70,8 +74,10 @@ class QuorumController:
                 log.error("metadata record at %d skipped: %s", batch.last_offset, exc)
         self.image.offset = batch.last_offset
         self._since_snapshot += len(batch.records)
-        if self._since_snapshot >= SNAPSHOT_EVERY_RECORDS:
-            self._since_snapshot = 0
+        self._bytes_since_snapshot += sum(len(value) for value in batch.records)
+        if self._since_snapshot >= SNAPSHOT_EVERY_RECORDS or \
+                self._bytes_since_snapshot >= self.snapshot_bytes:
+            self._since_snapshot = self._bytes_since_snapshot = 0
             self.node.snapshot(batch.last_offset, self.image.to_snapshot())
 
     def _on_snapshot(self, payload: bytes, offset: int) -> None:
