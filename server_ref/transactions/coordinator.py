@@ -40,6 +40,7 @@ from sdk.errors import (
     BrokerResponseError,
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     InvalidTransactionTimeoutError,
@@ -256,7 +257,14 @@ class TransactionCoordinator:
                     client_version: int = 0) -> None:
         """AddOffsetsToTxn (and TxnOffsetCommit v5): the group's ``__consumer_offsets``
         partition joins."""
-        offsets_partition = self.broker.offsets_journal.partition_for(group_id)
+        try:
+            offsets_partition = self.broker.offsets_journal.partition_for(group_id)
+        except CoordinatorNotAvailableError:
+            # Cluster mode, no offsets topic yet (a v1 client adds the group before it
+            # looks the group's coordinator up): the controller creates it, the client retries.
+            if self.broker.cluster is not None:
+                self.broker.cluster.placement.create_offsets_topic()
+            raise
         self.add_partitions(txn_id, producer_id, epoch,
                             [(offsets_partition.topic.name, offsets_partition.index)],
                             client_version=client_version)
