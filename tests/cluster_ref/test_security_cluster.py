@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import trustme
-from apache_support import apache_cluster
+from apache_support import apache_cluster, require_apache_kafka
 from cryptography.hazmat.primitives import serialization
 
 from sdk import AdminClient, Consumer, Producer
@@ -497,6 +497,43 @@ def test_legacy_alter_configs_replaces_a_broker_level_through_the_controller(
     assert config_on(cluster, 2, second)[1] == DEFAULT  # type: ignore[index]
     replace({})
     settle_configs(cluster, first, {2: ("15000", DEFAULT)})
+
+
+def java(main_class: str, *args: str) -> str:
+    from tools.apache_kafka import java_command
+
+    done = subprocess.run(java_command(main_class, *args), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, f"{main_class}: {done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def test_kafka_java_tools_set_broker_configs_and_acls_through_any_broker(
+        cluster: Cluster) -> None:
+    """kafka-configs.sh and kafka-acls.sh (Java's admin client) on the PLAINTEXT listener
+    (a super user there): a cluster default set through broker 1 and a binding added through
+    broker 2 are what brokers 3 and 1 describe."""
+    require_apache_kafka()  # the tools' jars (Java)
+    key = "log.cleaner.backoff.ms"
+    on = {n: cluster.address_of(n) for n in (1, 2, 3)}
+    java("kafka.admin.ConfigCommand", "--bootstrap-server", on[1], "--entity-type", "brokers",
+         "--entity-default", "--alter", "--add-config", f"{key}=19000")
+    settle_configs(cluster, key, {n: ("19000", DYNAMIC_DEFAULT) for n in (1, 2, 3)})
+    shown = java("kafka.admin.ConfigCommand", "--bootstrap-server", on[3], "--entity-type",
+                 "brokers", "--entity-name", "3", "--describe", "--all")
+    assert f"{key}=19000 sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{key}=19000" \
+        in shown
+    java("kafka.admin.ConfigCommand", "--bootstrap-server", on[2], "--entity-type", "brokers",
+         "--entity-default", "--alter", "--delete-config", key)
+    settle_configs(cluster, key, {n: ("15000", DEFAULT) for n in (1, 2, 3)})
+    topic = f"java-{uuid.uuid4().hex[:8]}"
+    java("org.apache.kafka.tools.AclCommand", "--bootstrap-server", on[2], "--add",
+         "--allow-principal", "User:zed", "--operation", "Read", "--topic", topic)
+    settle(lambda: acls_on(cluster, 1, "User:zed"),
+           {(topic, int(AclOperation.READ), int(AclPermissionType.ALLOW))}, "zed on broker 1")
+    listed = java("org.apache.kafka.tools.AclCommand", "--bootstrap-server", on[1], "--list",
+                  "--topic", topic)
+    assert "principal=User:zed, host=*, operation=READ, permissionType=ALLOW" in listed
 
 
 # ---------------------------------------------------------------------------- command line
