@@ -1,6 +1,8 @@
 """The ACL store of the reference broker: bindings kept in ``acls.json`` in the data
 directory (so they survive restarts), Kafka's filter rules for DescribeAcls/DeleteAcls, and
-the validation CreateAcls applies.
+the validation CreateAcls applies. In cluster mode the metadata log holds the bindings
+(``server_ref.controller.acl_records``): the store is replaced from each broker's replay
+(``replace``) and the file is not written.
 
 Codes are Kafka's (``ResourceType``, ``PatternType``, ``AclOperation``, ``AclPermissionType``
 in Java): the broker shares only codecs with the SDK, so the numbers are spelled out here.

@@ -3,7 +3,9 @@
 Kafka keeps them in the KRaft metadata log (UserScramCredentialRecord); this broker runs one
 node with no metadata log, so the file (written atomically at each change) plays that part:
 credentials survive a restart. It holds what Kafka holds, salt, StoredKey, ServerKey and
-iterations per user and mechanism, base64-encoded; never a password.
+iterations per user and mechanism, base64-encoded; never a password. In cluster mode the
+metadata log holds them (``server_ref.controller.acl_records``): each broker's store is
+replaced from its replay and the file is not written.
 """
 
 from __future__ import annotations
