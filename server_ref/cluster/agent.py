@@ -233,10 +233,11 @@ class ClusterAgent:
                 and image.configs_version > configs_after)
 
     def _replay_security_and_configs(self) -> None:
-        """ACLs, SCRAM credentials and dynamic broker configs as the image holds them,
-        loaded into this broker's stores when they changed."""
+        """ACLs, SCRAM credentials, dynamic broker configs and group configs as the image
+        holds them, loaded into this broker's stores when they changed."""
         from server_ref.controller.acl_records import load_acls, load_credentials
         from server_ref.controller.config_records import apply_broker_configs
+        from server_ref.controller.group_configs import apply_group_configs
 
         image = self.image
         key = (id(image), image.security_version, image.configs_version)
@@ -248,6 +249,7 @@ class ClusterAgent:
             load_credentials(image, self.broker.credentials)
         if self._replayed is None or key[::2] != self._replayed[::2]:
             apply_broker_configs(image, self.broker)
+            apply_group_configs(image, self.broker)
         self._replayed = key
 
     async def wait_for(self, predicate: Any, timeout_s: float) -> bool:

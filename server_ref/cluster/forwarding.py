@@ -111,18 +111,20 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
-IN_LOG = (TOPIC_RESOURCE, BROKER_RESOURCE)
+GROUP_RESOURCE = 32
+IN_LOG = (TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE)
 
 
 async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest,
-                                    local: Any, version: int | None = None
+                                    local: Any, version: int | None = None,
+                                    in_log: tuple[int, ...] = IN_LOG
                                     ) -> IncrementalAlterConfigsResponse:
-    """Topic and broker configs live in the metadata log: those resources go to the
-    controller; the others (group configs) are answered by ``local``. The answer keeps the
-    request's order and waits until this broker's image shows the new topic configs and
-    it has replayed the broker configs."""
-    topics = [r for r in req.resources if r.resource_type in IN_LOG]
-    others = [r for r in req.resources if r.resource_type not in IN_LOG]
+    """Topic, broker and group configs live in the metadata log: those resources go to the
+    controller; any others are answered by ``local``. The answer keeps the request's order
+    and waits until this broker's image shows the new topic configs and it has replayed
+    the broker and group configs."""
+    topics = [r for r in req.resources if r.resource_type in in_log]
+    others = [r for r in req.resources if r.resource_type not in in_log]
     agent = ctx.broker.cluster
     configs_before = agent.image.configs_version
     answered: dict[tuple[int, str], Any] = {}
@@ -137,7 +139,7 @@ async def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterCo
 
         def seen(image: MetadataImage, response: IncrementalAlterConfigsResponse) -> bool:
             for entry in response.responses:
-                if entry.resource_type == BROKER_RESOURCE:
+                if entry.resource_type in (BROKER_RESOURCE, GROUP_RESOURCE):
                     if entry.error_code == 0 and not agent.replayed(-1, configs_before):
                         return False
                     continue
@@ -204,7 +206,9 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest, local: An
 
     converted = IncrementalAlterConfigsRequest(resources=resources,
                                                validate_only=req.validate_only)
-    answer = await incremental_alter_configs(ctx, converted, local_incremental, 1)
+    # group configs have no whole-set form: those resources get the single broker's answer
+    answer = await incremental_alter_configs(ctx, converted, local_incremental, 1,
+                                             (TOPIC_RESOURCE, BROKER_RESOURCE))
     return AlterConfigsResponse(responses=[
         AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=e.error_code, error_message=e.error_message,

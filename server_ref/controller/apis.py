@@ -56,6 +56,7 @@ from server_ref.controller.acl_records import register_security_apis
 from server_ref.controller.config_records import broker_config_record
 from server_ref.controller.controller import QuorumController
 from server_ref.controller.election import assign_replicas, elect
+from server_ref.controller.group_configs import group_config_record
 from server_ref.controller.image import NO_LEADER, PartitionImage
 from server_ref.controller.reassign import complete_if_caught_up, register_reassignment_apis
 from server_ref.controller.records import partition_record
@@ -67,6 +68,7 @@ __all__ = ["register_controller_apis"]
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+GROUP_RESOURCE = 32
 PREFERRED, UNCLEAN = 0, 1
 
 
@@ -421,8 +423,8 @@ class ControllerApis:
 
     async def incremental_alter_configs(self, req: IncrementalAlterConfigsRequest,
                                         version: int) -> IncrementalAlterConfigsResponse:
-        """Topic configs (SET 0, DELETE 1) and dynamic broker configs
-        (``config_records.py``)."""
+        """Topic configs (SET 0, DELETE 1), dynamic broker configs (``config_records.py``)
+        and group configs (``group_configs.py``)."""
         image = self.c.image
         results = [IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
             resource_type=r.resource_type, resource_name=r.resource_name)
@@ -435,6 +437,12 @@ class ControllerApis:
                     if r.resource_type == BROKER_RESOURCE:  # dynamic broker configs
                         record = broker_config_record(image, self.config, r.resource_name,
                                                       r.configs)
+                        if not req.validate_only:
+                            batch.append(record)
+                        continue
+                    if r.resource_type == GROUP_RESOURCE:  # group_configs.py
+                        record = group_config_record(image, self.config, r.resource_name,
+                                                     r.configs)
                         if not req.validate_only:
                             batch.append(record)
                         continue

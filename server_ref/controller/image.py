@@ -88,6 +88,8 @@ class MetadataImage:
         # name now used by another id), never because its image has not caught up yet.
         self.removed_topic_ids: set[str] = set()
         self.broker_configs: dict[str, dict[str, str]] = {}  # "" = cluster default
+        # Group configs: group id -> its overrides (``group_configs.py``).
+        self.group_configs: dict[str, dict[str, Any]] = {}
         # ACL bindings by id and SCRAM credentials by (user, mechanism), as the
         # acl/scram records of server_ref.controller.acl_records carry them.
         self.acls: dict[str, dict[str, Any]] = {}
@@ -148,6 +150,12 @@ class MetadataImage:
         elif kind == "broker_configs":
             self.broker_configs[record["resource"]] = dict(record["configs"])
             self.configs_version += 1
+        elif kind == "group_configs":
+            if record["configs"]:
+                self.group_configs[record["group"]] = dict(record["configs"])
+            else:
+                self.group_configs.pop(record["group"], None)
+            self.configs_version += 1
         elif kind == "acl":
             self.acls[record["id"]] = {k: v for k, v in record.items()
                                        if k not in ("type", "id")}
@@ -177,6 +185,7 @@ class MetadataImage:
                         "partitions": {str(i): p.to_json() for i, p in t.partitions.items()}}
                        for t in self.topics.values()],
             "broker_configs": self.broker_configs,
+            "group_configs": self.group_configs,
             "removed_topic_ids": sorted(self.removed_topic_ids),
             "acls": self.acls,
             "scram": [{"user": u, "mechanism": m, **c} for (u, m), c in self.scram.items()],
@@ -202,6 +211,7 @@ class MetadataImage:
             image.topics[topic.name] = topic
             image.topic_ids[topic.topic_id] = topic.name
         image.broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
+        image.group_configs = {k: dict(v) for k, v in data.get("group_configs", {}).items()}
         image.removed_topic_ids = set(data.get("removed_topic_ids", ()))
         image.acls = {k: dict(v) for k, v in data.get("acls", {}).items()}
         image.scram = {(c["user"], c["mechanism"]): {

@@ -13,6 +13,8 @@ schemas; only our nodes read this log, and JSON keeps it readable with any tool)
   change, an election, a reassignment step);
 - ``broker_configs`` {resource, configs}: dynamic broker configs ("" is the cluster default,
   else a broker id), the whole level after a change (``config_records.py``);
+- ``group_configs`` {group, configs}: a group's config overrides after a change, none
+  when empty (``group_configs.py``; Kafka's ConfigRecords of GROUP resources);
 - ``acl`` {id, resource_type, name, pattern_type, principal, host, operation, permission},
   ``remove_acl`` {id}; ``scram_credential`` {user, mechanism, salt, stored_key, server_key,
   iterations}, ``remove_scram_credential`` {user, mechanism} (``acl_records.py``; Kafka's

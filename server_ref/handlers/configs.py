@@ -434,8 +434,8 @@ def _incremental_broker(config: BrokerConfig, per_broker: bool,
 def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
                               ) -> Any:
     if ctx.broker.cluster is not None and any(
-            r.resource_type in FORWARDED for r in req.resources):
-        from server_ref.cluster import forwarding  # through the controller
+            r.resource_type in (*FORWARDED, GROUP_RESOURCE) for r in req.resources):
+        from server_ref.cluster import forwarding  # through the controller (group configs too)
 
         return forwarding.incremental_alter_configs(ctx, req, incremental_alter_configs)
     responses = []

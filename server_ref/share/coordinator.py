@@ -342,6 +342,7 @@ def delete_share_group(broker: Broker, group_id: str) -> int | None:
         return NON_EMPTY_GROUP
     del coordinator.groups[group_id]
     coordinator.forget_partitions(group_id)
-    coordinator.configs.forget(group_id)
+    if getattr(broker, "cluster", None) is None:  # cluster mode: they are the controller's
+        coordinator.configs.forget(group_id)
     coordinator.flush()
     return 0

@@ -4,8 +4,9 @@ Each group may override these; unset ones take the broker's value (the ``group.*
 config named as the synonym) or Kafka's default. Validation is Kafka's: the type and lower
 bound of each config, then the session timeouts, heartbeat intervals, lock duration,
 delivery limit and lock count must lie within the broker's ``group.*.min.*`` /
-``group.*.max.*`` bounds. Overrides live in ``group_configs.json`` in the data directory
-(Kafka keeps them in its metadata log, which a single node without KRaft does not have).
+``group.*.max.*`` bounds. On a single node overrides live in ``group_configs.json`` in the
+data directory; in cluster mode, as in Kafka, in the metadata log: changes go through the
+controller and every broker replays them (``server_ref/controller/group_configs.py``).
 """
 
 from __future__ import annotations
@@ -80,10 +81,18 @@ GROUP_CONFIGS = _defs()
 
 
 class GroupConfigStore:
-    def __init__(self, data_dir: Path, broker_config: Any) -> None:
-        self.path = Path(data_dir) / FILE
+    """Every group's overrides, kept in ``data_dir`` (None: in memory only, as the
+    controller's checks and cluster mode's replay use it)."""
+
+    def __init__(self, data_dir: Path | None, broker_config: Any) -> None:
+        self.path = None if data_dir is None else Path(data_dir) / FILE
         self.broker_config = broker_config
-        self.overrides: dict[str, dict[str, Any]] = read_json(self.path) or {}
+        self.overrides: dict[str, dict[str, Any]] = (
+            read_json(self.path) or {}) if self.path is not None else {}
+
+    def _save(self) -> None:
+        if self.path is not None:
+            write_json_atomically(self.path, self.overrides)
 
     def _broker(self, name: str) -> Any | None:
         try:
@@ -149,11 +158,11 @@ class GroupConfigStore:
             self.overrides[group_id] = own
         else:
             self.overrides.pop(group_id, None)
-        write_json_atomically(self.path, self.overrides)
+        self._save()
 
     def forget(self, group_id: str) -> None:
         if self.overrides.pop(group_id, None) is not None:
-            write_json_atomically(self.path, self.overrides)
+            self._save()
 
 
 def _parse(spec: GroupConfigDef, raw: Any) -> Any:
