@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Mapping
 
-__all__ = ["extra_listeners", "listener_settings", "port_on"]
+__all__ = ["extra_listeners", "inter_broker_warning", "listener_settings", "port_on"]
 
 INTER_BROKER = "PLAINTEXT"
 _TEMPLATE_KEYS = ("listeners", "listener.security.protocol.map", "inter.broker.listener.name")
@@ -67,6 +67,22 @@ def extra_listeners(config: dict[str, str], given: Mapping[str, str], default_ho
     if INTER_BROKER in out:
         raise ValueError("listener name PLAINTEXT is taken (the inter-broker listener)")
     return out
+
+
+def inter_broker_warning(config: Mapping[str, str]) -> str | None:
+    """Why replication would be refused, or None: with an authorizer on, brokers fetch from
+    each other as ``User:ANONYMOUS`` (PLAINTEXT), which needs CLUSTER_ACTION on the
+    cluster, as Kafka's inter-broker principal does."""
+    if not config.get("authorizer.class.name", "").strip():
+        return None
+    supers = {p.strip() for p in config.get("super.users", "").split(";")}
+    if "User:ANONYMOUS" in supers or \
+            config.get("allow.everyone.if.no.acl.found", "").strip().lower() == "true":
+        return None
+    return ("an authorizer is on and User:ANONYMOUS (the principal of the PLAINTEXT "
+            "inter-broker listener) is not a super user: replica fetches are refused until "
+            "it is (super.users=...;User:ANONYMOUS) or an ACL allows it CLUSTER_ACTION on "
+            "the cluster")
 
 
 def listener_settings(host: str, port: int, bound: Mapping[str, tuple[str, int]],

@@ -20,6 +20,7 @@ their addresses.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -29,7 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server_ref.cluster.cluster_listeners import extra_listeners, listener_settings, port_on
+from server_ref.cluster.cluster_listeners import (
+    extra_listeners,
+    inter_broker_warning,
+    listener_settings,
+    port_on,
+)
 from server_ref.cluster.processes import (
     FIRST_CONTROLLER_ID,
     HOST,
@@ -46,6 +52,8 @@ from server_ref.cluster.processes import (
 )
 
 __all__ = ["EmbeddedCluster", "ClusterNode"]
+
+log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
@@ -91,6 +99,9 @@ class EmbeddedCluster(NodeProcesses):
                        **{k: str(v) for k, v in (config or {}).items()}}
         # name -> (protocol, bind host) of the client listeners beside PLAINTEXT
         self.extra_listeners = extra_listeners(self.config, listeners or {}, HOST)
+        warning = inter_broker_warning(self.config)
+        if warning is not None:
+            log.warning("cluster mode: %s", warning)
         self.fsync = fsync
         self.log_level = log_level
         self._own_dir = data_dir is None
@@ -108,16 +119,6 @@ class EmbeddedCluster(NodeProcesses):
                                              in self.extra_listeners.items()}
 
     # ------------------------------------------------------------------ addresses
-
-    def listener_address(self, name: str, node_id: int | None = None) -> str:
-        """``host:port`` of a client listener on a broker (the first one by default)."""
-        node = self.nodes[node_id] if node_id is not None else self.brokers[0]
-        host, port = node.listeners[name.upper()]
-        return f"{host}:{port}"
-
-    def listener_bootstrap(self, name: str) -> str:
-        """Bootstrap servers of a client listener on every broker."""
-        return ",".join(self.listener_address(name, n.node_id) for n in self.brokers)
 
     def describe(self) -> list[str]:
         """One line per node, then ``listener NAME node=ID protocol=P port=PORT`` per
