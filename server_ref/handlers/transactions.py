@@ -9,6 +9,13 @@ Transactions v1 and v2 (KIP-890 part 2): ApiVersions advertises the finalized fe
 without AddOffsetsToTxn, and EndTxn v5, whose answer carries the bumped epoch. v1 clients
 (AddPartitionsToTxn, EndTxn <= v4) are served as before.
 
+Cluster mode: a transactional id is served by the leader of its ``__transaction_state``
+partition (NOT_COORDINATOR elsewhere), and each answer that wrote state waits until the
+ISR has it; WriteTxnMarkers is served at partition leaders and answered after the ISR;
+AddPartitionsToTxn v4+ comes from partition leaders verifying (or, for transactions v2,
+adding) a producer's partition; TxnOffsetCommit at the group coordinator verifies with the
+transaction coordinator wherever it is (``cluster/txn_link.py``).
+
 PRODUCER_FENCED exists from InitProducerId v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2
 (KIP-588); older versions get INVALID_PRODUCER_EPOCH in its place, as Kafka answers them.
 """
