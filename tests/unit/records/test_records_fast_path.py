@@ -124,6 +124,29 @@ def test_every_codec_same_records(codec: str, records: list[tuple[Any, ...]], ba
     _same(_decode_with(None, batch), _decode_with(COMPILED, batch))
 
 
+def test_compiled_records_stay_out_of_the_cyclic_collector() -> None:
+    """Records and headers hold atomic values only: the compiled loop untracks them (every
+    collection while records were buffered traversed them all), and reference counting
+    alone frees them."""
+    import gc
+    import weakref
+
+    batch = _batch("none", [(0, 1, b"k", b"v", [("h", b"x")]), (0, 2, None, None, [])], 0, 0,
+                   None)
+    records = _decode_with(COMPILED, batch)
+    assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in records)
+    assert records == _decode_with(None, batch)
+
+    class Value:  # a deserializer's object: weakly referenceable, tracked as usual
+        pass
+
+    value = Value()
+    records[0].value = value
+    gone = weakref.ref(value)
+    del value, records
+    assert gone() is None  # freed with the list, no collection needed
+
+
 def test_share_records_are_built_as_the_subclass() -> None:
     batch = _batch("lz4", [(0, 1, b"k", b"v", [("h", None)])] * 3, 10, 2, None)
     pure = _decode_with(None, batch, ShareConsumerRecord)
