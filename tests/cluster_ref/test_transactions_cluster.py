@@ -135,6 +135,65 @@ def test_commit_and_abort_across_partitions_led_by_different_brokers(
     assert sorted(seen) == sorted([*committed, b"open", b"after-open"])
 
 
+def test_read_committed_on_a_follower_that_became_leader(
+        kafka_cluster: EmbeddedCluster) -> None:
+    """The last stable offset and the aborted-transaction index come from replicated data:
+    an aborted and a committed transaction, then one left open, all on partition 0; its
+    leader (not the coordinator) is SIGKILLed. The new leader serves read_committed
+    exactly as the old one did: the aborted records dropped (its aborted index was built
+    from the replicated ABORT marker), nothing past the open transaction's first offset;
+    the open transaction's abort (markers to the new leader) then releases what follows."""
+    topic = create_topic(kafka_cluster, "txn-follower", PARTITIONS)
+    bootstrap = kafka_cluster.bootstrap_servers
+    txn_id = _txn_id()
+    with _producer(kafka_cluster, txn_id) as p, \
+            Producer(bootstrap_servers=bootstrap) as plain:
+        p.init_transactions(timeout=60)
+        coordinator = _coordinator_of(bootstrap, txn_id)
+        leader = leader_of(kafka_cluster, topic, 0)
+        if leader == coordinator:  # another partition whose leader is not the coordinator
+            target = next(q for q in range(PARTITIONS)
+                          if leader_of(kafka_cluster, topic, q) != coordinator)
+        else:
+            target = 0
+        leader = leader_of(kafka_cluster, topic, target)
+        p.begin_transaction()
+        for i in range(10):
+            p.send(topic, f"aborted-{i}".encode(), partition=target)
+        p.flush(timeout=60)
+        p.abort_transaction(timeout=60)
+        with p.transaction(timeout=60):
+            for i in range(10):
+                p.send(topic, f"committed-{i}".encode(), partition=target)
+        p.begin_transaction()
+        p.send(topic, b"open", partition=target).result(timeout=60)
+        plain.send(topic, b"behind-open", partition=target).result(timeout=60)
+
+        def read() -> list[bytes]:
+            tp = TopicPartition(topic, target)
+            out: list[bytes] = []
+            with Consumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                          auto_offset_reset="earliest") as c:
+                c.assign([tp])
+                end = c.end_offsets([tp])[tp]
+                deadline = time.monotonic() + 30
+                while c.position(tp) < end and time.monotonic() < deadline:
+                    for records in c.poll(timeout_ms=300).values():
+                        out.extend(r.value for r in records if r.value is not None)
+            return out
+
+        committed = [f"committed-{i}".encode() for i in range(10)]
+        assert read() == committed
+        kafka_cluster.kill(leader)
+        wait_for(lambda: leader_of(kafka_cluster, topic, target) != leader, 60,
+                 f"a new leader of {topic}-{target}")
+        assert read() == committed  # the same answer from the former follower
+        p.abort_transaction(timeout=60)
+        assert wait_for(lambda: (seen := read()) and len(seen) > len(committed) and seen,
+                        60, "the LSO past the aborted transaction") == \
+            [*committed, b"behind-open"]
+
+
 def _ids_apart(cluster: EmbeddedCluster) -> tuple[str, str]:
     """A transactional id and a group whose coordinators are on different brokers."""
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
