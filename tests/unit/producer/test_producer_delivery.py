@@ -197,6 +197,27 @@ def test_send_many_metadata_reports_serialized_sizes(embedded_broker: Any, topic
     assert [m.offset for m in metas] == list(range(len(records)))
 
 
+def test_send_many_of_a_list_takes_plain_slices_whole_and_keeps_order_and_sizes(
+        embedded_broker: Any, topic: str, read_values: Any) -> None:
+    """A list is cut into 1024-record slices; a slice of bytes values goes in as it is, any
+    other slice record by record: same records, order, keys and sizes either way."""
+    records: list[Any] = [b"p%d" % i for i in range(2048)]  # two plain slices
+    records += [b"m%d" % i if i % 5 else (b"k%d" % i, b"m%d" % i) for i in range(1024)]
+    records += [b"q%d" % i for i in range(1000)] + [None, bytearray(b"ba")]  # tail: mixed
+    with Producer(bootstrap_servers=embedded_broker.bootstrap_servers, linger_ms=1) as p:
+        metas = p.send_many(topic, records).result(timeout=30)
+    assert [m.offset for m in metas] == list(range(len(records)))
+    sizes = [(m.serialized_key_size, m.serialized_value_size) for m in metas]
+    expected = []
+    for r in records:
+        key, value = r if type(r) is tuple else (None, r)
+        expected.append((-1 if key is None else len(key), -1 if value is None else len(value)))
+    assert sizes == expected
+    values = read_values(embedded_broker.bootstrap_servers, topic, len(records))
+    assert values == [bytes(r[1] if type(r) is tuple else r) if r is not None else None
+                      for r in records]
+
+
 @pytest.mark.parametrize(("code", "new_ids"), [
     (errors.UnknownProducerIdError.errno, 0),
     (errors.OutOfOrderSequenceNumberError.errno, 0),
