@@ -63,13 +63,16 @@ PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 def inter_broker_listener(cfg: Any) -> tuple[str, dict[str, str]]:
-    """(the inter-broker listener's name, {listener: security protocol}).
+    """(the inter-broker listener's name, {listener: security protocol}), and how this
+    process's connections to other brokers authenticate on it (``peer_security.py``).
 
-    Brokers talk to each other and to the controllers without authenticating, so the
-    inter-broker listener must be PLAINTEXT (Kafka's ``inter.broker.listener.name``, else
-    the listener whose protocol is ``security.inter.broker.protocol``); clients may use any
-    listener. A setting that asks for more is refused at start."""
+    The inter-broker listener is Kafka's ``inter.broker.listener.name``, else the listener
+    whose protocol is ``security.inter.broker.protocol`` (PLAINTEXT by default); the
+    controllers are reached on their PLAINTEXT listener. A listener that does not exist, or
+    a secured one without the settings to log in, is refused at start."""
     from sdk.errors import ConfigError
+    from server_ref.cluster.peer import use_inter_broker_security
+    from server_ref.cluster.peer_security import peer_security
     from server_ref.security.listeners import resolve_listeners
 
     settings = cfg.security
@@ -81,13 +84,13 @@ def inter_broker_listener(cfg: Any) -> tuple[str, dict[str, str]]:
     else:
         wanted = settings.get("security.inter.broker.protocol", "PLAINTEXT").strip().upper()
         name = next((n for n, proto in protocols.items() if proto == wanted), "")
-    if protocols.get(name) != "PLAINTEXT":
+    if name not in protocols:
         raise ConfigError(
-            "cluster mode: the inter-broker listener must be a PLAINTEXT listener (brokers "
-            "do not authenticate to each other yet); add one, e.g. listeners="
-            "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0 with "
-            "inter.broker.listener.name=PLAINTEXT", key="inter.broker.listener.name",
-            value=named)
+            "cluster mode: no listener for brokers to reach each other on; name one with "
+            "inter.broker.listener.name (e.g. listeners=PLAINTEXT://127.0.0.1:0,"
+            "SASL_SSL://127.0.0.1:0 with inter.broker.listener.name=PLAINTEXT)",
+            key="inter.broker.listener.name", value=named)
+    use_inter_broker_security(peer_security(settings, name, protocols[name]))
     return name, protocols
 
 
@@ -305,7 +308,8 @@ class ClusterAgent:
             peer = self._peers.get(target)
             if peer is None:
                 host, port = self.voters[target]
-                peer = self._peers[target] = PeerConnection(host, port, f"broker-{self.node_id}")
+                peer = self._peers[target] = PeerConnection(host, port, f"broker-{self.node_id}",
+                                                            to_broker=False)
             remaining = deadline - time.monotonic()
             try:
                 response = await peer.request(message, version,

@@ -5,9 +5,9 @@ A cluster's brokers all run the same listeners, each on a port of its own per no
 name to its security protocol, optionally ``"SSL@127.0.0.2"`` for another bind address, as
 ``ApacheKafkaCluster`` takes them) or a ``listeners`` config whose ports are 0
 (``listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0``). PLAINTEXT is always there
-and is the inter-broker listener: brokers reach each other and the controllers without
-authenticating (as a Kafka cluster with ``inter.broker.listener.name=PLAINTEXT``), so a
-setting that names another inter-broker listener is refused with the reason.
+(the launcher's readiness checks use it) and is the inter-broker listener unless
+``inter.broker.listener.name`` names another one, whose TLS/SASL the brokers then use with
+each other (``peer_security.py``); the controllers are reached on PLAINTEXT.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 __all__ = ["extra_listeners", "inter_broker_warning", "listener_settings", "port_on"]
 
 INTER_BROKER = "PLAINTEXT"
-_TEMPLATE_KEYS = ("listeners", "listener.security.protocol.map", "inter.broker.listener.name")
+_TEMPLATE_KEYS = ("listeners", "listener.security.protocol.map")
 
 
 def port_on(host: str) -> int:
@@ -43,12 +43,6 @@ def extra_listeners(config: dict[str, str], given: Mapping[str, str], default_ho
                              f"{', '.join(PROTOCOLS)}")
         out[name.upper()] = (protocol.upper(), host or default_host)
     template = {k: config.pop(k) for k in _TEMPLATE_KEYS if k in config}
-    inter = template.get("inter.broker.listener.name", INTER_BROKER).strip().upper()
-    if inter != INTER_BROKER or config.get("security.inter.broker.protocol",
-                                          INTER_BROKER).strip().upper() != INTER_BROKER:
-        raise ValueError("cluster mode: brokers talk to each other on their PLAINTEXT "
-                         "listener (inter.broker.listener.name=PLAINTEXT); they do not "
-                         "authenticate to each other yet")
     if "listeners" in template:
         try:
             parsed = resolve_listeners(template, default_host, 0, None)
@@ -65,7 +59,11 @@ def extra_listeners(config: dict[str, str], given: Mapping[str, str], default_ho
                 continue
             out[listener.name] = (listener.protocol, listener.host or default_host)
     if INTER_BROKER in out:
-        raise ValueError("listener name PLAINTEXT is taken (the inter-broker listener)")
+        raise ValueError("listener name PLAINTEXT is taken (the launcher's own listener)")
+    inter = config.get("inter.broker.listener.name", INTER_BROKER).strip().upper()
+    if inter != INTER_BROKER and inter not in out:
+        raise ValueError(f"inter.broker.listener.name: {inter} is not among the listeners "
+                         f"({', '.join([INTER_BROKER, *out])})")
     return out
 
 
@@ -73,8 +71,9 @@ def inter_broker_warning(config: Mapping[str, str]) -> str | None:
     """Why replication would be refused, or None: with an authorizer on, brokers fetch from
     each other as ``User:ANONYMOUS`` (PLAINTEXT), which needs CLUSTER_ACTION on the
     cluster, as Kafka's inter-broker principal does."""
-    if not config.get("authorizer.class.name", "").strip():
-        return None
+    if not config.get("authorizer.class.name", "").strip() or config.get(
+            "inter.broker.listener.name", INTER_BROKER).strip().upper() != INTER_BROKER:
+        return None  # no authorizer, or brokers log in as a principal of their own
     supers = {p.strip() for p in config.get("super.users", "").split(";")}
     if "User:ANONYMOUS" in supers or \
             config.get("allow.everyone.if.no.acl.found", "").strip().lower() == "true":
@@ -88,7 +87,7 @@ def inter_broker_warning(config: Mapping[str, str]) -> str | None:
 def listener_settings(host: str, port: int, bound: Mapping[str, tuple[str, int]],
                       protocols: Mapping[str, tuple[str, str]]) -> list[str]:
     """One broker's ``--config`` items: PLAINTEXT on ``host:port`` and each extra listener
-    at its own address."""
+    at its own address (a given ``inter.broker.listener.name`` comes after, and wins)."""
     if not bound:
         return []
     listeners = ",".join([f"{INTER_BROKER}://{host}:{port}"] + [

@@ -16,19 +16,31 @@ import logging
 
 from sdk.protocol.framing import ClientFraming
 from sdk.protocol.message import Message
+from server_ref.cluster.peer_security import PeerSecurity
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PeerConnection"]
 
 CONNECT_TIMEOUT_S = 2.0
+_inter_broker: PeerSecurity | None = None  # set once per broker process
+
+
+def use_inter_broker_security(security: PeerSecurity | None) -> None:
+    """How this process's connections to other brokers authenticate (None: PLAINTEXT);
+    set by the broker's cluster agent before any connection is made."""
+    global _inter_broker
+    _inter_broker = security
 
 
 class PeerConnection:
     """One TCP connection to ``host:port``, pipelined, reconnected on demand."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(self, host: str, port: int, client_id: str, *, to_broker: bool = True
+                 ) -> None:
         self.host = host
+        # Brokers' listeners use the inter-broker security; controllers' stay PLAINTEXT.
+        self.security = _inter_broker if to_broker else None
         self.port = port
         self.client_id = client_id
         self._writer: asyncio.StreamWriter | None = None
@@ -66,7 +78,11 @@ class PeerConnection:
         async with self._connecting:
             if self._writer is not None:
                 return
-            reader, writer = await asyncio.open_connection(self.host, self.port)
+            if self.security is None:
+                reader, writer = await asyncio.open_connection(self.host, self.port)
+            else:  # TLS and SASL first, as the inter-broker listener asks
+                reader, writer = await self.security.open(self.host, self.port,
+                                                          self.client_id)
             self._writer = writer
             self._framing = ClientFraming(client_id=self.client_id)
             self._reader_task = asyncio.get_running_loop().create_task(

@@ -585,7 +585,7 @@ def test_command_line_cluster_with_a_sasl_ssl_listener(tls_dir: Path, tmp_path: 
 
 
 @pytest.mark.parametrize(("setting", "reason"), [
-    ("inter.broker.listener.name=SASL_SSL", "do not authenticate to each other"),
+    ("inter.broker.listener.name=INTERNAL", "INTERNAL is not among the listeners"),
     ("listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:9999", "must use port 0")])
 def test_command_line_refuses_listeners_cluster_mode_cannot_run(setting: str, reason: str
                                                                 ) -> None:
