@@ -51,6 +51,11 @@ class PeerSecurity:
         if self.mechanism is not None:
             try:
                 await self._authenticate(reader, writer, ClientFraming(client_id=client_id))
+            except SaslAuthenticationFailedError as exc:
+                # A connection failure to every caller: they retry (the user may not exist
+                # yet, e.g. a SCRAM login made through the controller after start).
+                writer.close()
+                raise ConnectionError(f"{host}:{port}: {exc}") from exc
             except BaseException:
                 writer.close()
                 raise

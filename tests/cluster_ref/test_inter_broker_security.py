@@ -1,6 +1,6 @@
 """Our cluster with an authenticated inter-broker listener: ``inter.broker.listener.name=
-SASL_SSL`` with ``sasl.mechanism.inter.broker.protocol=PLAIN``, so brokers fetch from each
-other over TLS as ``User:broker`` (a super user); ``User:ANONYMOUS`` (the PLAINTEXT listener)
+SASL_SSL`` with ``sasl.mechanism.inter.broker.protocol`` PLAIN or SCRAM-SHA-512, so brokers
+fetch from each other over TLS as ``User:broker`` (a super user); ``User:ANONYMOUS`` (the PLAINTEXT listener)
 is not one. ``acks=all`` on a ``min.insync.replicas=3`` topic is answered only once both
 followers fetched the batch, which they can only do as ``User:broker``; the same holds after
 the leader's SIGKILL and restart (new connections log in again). Apache Kafka's test cluster
@@ -26,6 +26,8 @@ from sdk.admin.acl_types import (
     AclPermissionType,
     ResourcePattern,
     ResourceType,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 from sdk.errors import KafkaError, TopicAuthorizationFailedError
 from sdk.types import NewTopic
@@ -34,6 +36,8 @@ from server_ref.cluster import EmbeddedCluster
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="broker" password="broker-secret" user_broker="broker-secret" '
         'user_admin="admin-secret";')
+SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+              'username="broker" password="broker-secret";')
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +54,18 @@ def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def cluster(tls_dir: Path) -> Iterator[EmbeddedCluster]:
+@pytest.fixture(scope="module", params=["PLAIN", "SCRAM-SHA-512"])
+def cluster(request: pytest.FixtureRequest, tls_dir: Path) -> Iterator[EmbeddedCluster]:
+    """With SCRAM, the brokers' own user is made through the controller once the cluster
+    runs (as Kafka's ``kafka-storage format --add-scram`` would before): until then their
+    fetches from each other fail to log in, then replication starts."""
+    mechanism = request.param
     config = {
         "inter.broker.listener.name": "SASL_SSL",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": mechanism,
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(tls_dir / "keystore.pem"),
         "ssl.truststore.type": "PEM",
@@ -69,6 +78,9 @@ def cluster(tls_dir: Path) -> Iterator[EmbeddedCluster]:
                          listeners={"SASL_SSL": "SASL_SSL"}) as c:
         # The launcher reads leaders over PLAINTEXT: ANONYMOUS may describe topics, no more.
         with AdminClient(config=admin_settings(c, tls_dir)) as admin:
+            if mechanism != "PLAIN":
+                assert admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                    "broker", ScramMechanism.SCRAM_SHA_512, "broker-secret")]).ok
             assert admin.create_acls([AclBinding(
                 ResourcePattern(ResourceType.TOPIC, "*"), "User:ANONYMOUS", "*",
                 AclOperation.DESCRIBE, AclPermissionType.ALLOW)]).ok
