@@ -12,8 +12,9 @@ answered unfenced: the controller received it later, so the broker's lease alway
 before the controller can fence it. Once the lease has run out the broker answers as a
 non-leader (NOT_LEADER_OR_FOLLOWER: clients refresh metadata and go to the new leader)
 until both hold again: a heartbeat sent after the lapse answered unfenced, and a metadata
-fetch sent after the lapse answered by the quorum leader with everything committed then
-applied — by then the image says who leads now. A broker that cannot reach any controller
+fetch sent after that answer, answered by the quorum leader, with everything committed
+then applied. Whatever the controller decided before answering the heartbeat (fencing
+this broker, moving its leaderships) is then in the image. A broker that cannot reach any controller
 for a whole session (every controller down) also stops leading until one answers: the
 safe side, where Kafka's brokers keep leading.
 """
@@ -34,11 +35,16 @@ class LeadershipLease:
         self.agent = agent  # ClusterAgent: its Raft observer and _reconcile
         self.session_s = session_s
         self._renewed: float | None = None  # send time of the last unfenced heartbeat
+        self._answered_at = 0.0  # when that heartbeat's answer came
         self._lapsed_at: float | None = None  # when the lease was found run out
 
     def answered(self, sent: float, fenced: bool) -> None:
         """A heartbeat sent at ``sent`` (monotonic) was answered."""
-        if fenced or (self._renewed is not None and sent <= self._renewed):
+        if fenced:  # the controller has taken (or is taking) this broker's leaderships
+            if self._lapsed_at is None:
+                self._lapsed_at = time.monotonic()
+            return
+        if self._renewed is not None and sent <= self._renewed:
             return
         if self._lapsed_at is None and not self._held(sent):
             # The lease had run out before this heartbeat (the broker was paused or cut
@@ -46,6 +52,7 @@ class LeadershipLease:
             # catch up too, even if no request asked may_lead() in between.
             self._lapsed_at = sent
         self._renewed = sent
+        self._answered_at = time.monotonic()
 
     def _held(self, now: float) -> bool:
         return self._renewed is not None and now - self._renewed < self.session_s
@@ -64,7 +71,7 @@ class LeadershipLease:
             return False
         lapsed = self._lapsed_at
         if self._renewed is None or self._renewed < lapsed or not self._held(now) or \
-                not self.agent.raft.caught_up_since(lapsed):
+                not self.agent.raft.caught_up_since(self._answered_at):
             return False
         self._lapsed_at = None
         self.agent.reconcile_now()  # leaderships as the caught-up image says
