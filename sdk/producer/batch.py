@@ -33,6 +33,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import KafkaTimeoutError
+from sdk.records import fast_path
 from sdk.records.builder import RecordBatchBuilder
 from sdk.types import RecordMetadata
 
@@ -254,9 +255,9 @@ def run_callbacks(batch: ProducerBatch,
 
 
 _new = object.__new__
-_SLOT_SETTERS = tuple(getattr(RecordMetadata, name).__set__ for name in (
-    "topic", "partition", "offset", "timestamp", "serialized_key_size",
-    "serialized_value_size"))
+_FIELDS = ("topic", "partition", "offset", "timestamp", "serialized_key_size",
+           "serialized_value_size")
+_SLOT_SETTERS = tuple(getattr(RecordMetadata, name).__set__ for name in _FIELDS)
 
 
 def _metadata_pure(topic: str, partition: int, offset: int, timestamp: int, key_size: int,
@@ -274,7 +275,11 @@ def _metadata_pure(topic: str, partition: int, offset: int, timestamp: int, key_
     return md
 
 
-new_metadata = _metadata_pure
+# The compiled twin (sdk.records.fast_path): the same object in ~60 ns instead of ~350 ns,
+# untracked by the cyclic GC (its values are atomic).
+new_metadata: Callable[[str, int, int, int, int, int], RecordMetadata] = (
+    _metadata_pure if fast_path.compiled_slot_maker is None
+    else fast_path.compiled_slot_maker(RecordMetadata, _FIELDS))
 
 
 class RecordFuture:
@@ -337,7 +342,7 @@ class RecordFuture:
             b, index = b.part_of(index)
         offset = b.base_offset + index if b.base_offset >= 0 else -1
         ts = b.log_append_time if b.log_append_time >= 0 else self._timestamp
-        return RecordMetadata(b.topic, b.partition, offset, ts, self._key_size, self._value_size)
+        return new_metadata(b.topic, b.partition, offset, ts, self._key_size, self._value_size)
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         """Wait up to ``timeout`` seconds; the metadata, or raise the delivery error.
@@ -469,9 +474,9 @@ class BulkFuture:
                 raise b.error
             stamp = b.log_append_time if b.log_append_time >= 0 else ts
             base = b.base_offset + first if b.base_offset >= 0 else -1
-            tp = b.topic, b.partition
-            out.extend(RecordMetadata(
-                *tp, base + k if base >= 0 else -1, stamp,
+            topic, partition, make = b.topic, b.partition, new_metadata
+            out.extend(make(
+                topic, partition, base + k if base >= 0 else -1, stamp,
                 ksizes[i + k] if known else -1,
                 vsizes[i + k] if known else -1) for k in range(n))
             i += n

@@ -14,7 +14,9 @@ From a shell: ``python -c "from sdk.records import fast_path; print(fast_path.IM
 signature), ``compiled_encode_values`` the producer's bulk encoding
 (``RecordBatchBuilder.append_values``'s loop), ``compiled_stager`` the type of the producer's
 per-record ``send`` (``sdk.producer.staging.Stage.stager``: it stages a plain record and hands
-every other call to the pure function it wraps); None when not in use. All keep the GIL: they
+every other call to the pure function it wraps), ``compiled_slot_maker`` the type that builds
+a slotted instance without ``__init__`` (``RecordMetadata`` per delivered record,
+``sdk.producer.batch.new_metadata``); None when not in use. All keep the GIL: they
 build Python objects or read the caller's lists and resize its bytearray.
 """
 
@@ -28,7 +30,8 @@ from sdk.errors import MalformedDataError
 from sdk.types import ConsumerRecord
 
 __all__ = ["FORCED_PURE", "IMPLEMENTATION", "compiled_decode", "compiled_encode_values",
-           "compiled_stager", "load_compiled", "load_compiled_encoder", "load_compiled_stager"]
+           "compiled_slot_maker", "compiled_stager", "load_compiled", "load_compiled_encoder",
+           "load_compiled_slot_maker", "load_compiled_stager"]
 
 FORCED_PURE = os.environ.get("KAFKA_SDK_PURE_PYTHON", "") not in ("", "0")
 
@@ -65,7 +68,18 @@ def load_compiled_stager() -> type | None:
     return stager
 
 
+def load_compiled_slot_maker() -> type | None:
+    """The compiled ``SlotMaker`` type; None when it is not built."""
+    try:
+        from sdk.records import _fast
+    except ImportError:
+        return None
+    maker: type | None = getattr(_fast, "SlotMaker", None)  # None from a stale build
+    return maker
+
+
 compiled_decode = None if FORCED_PURE else load_compiled()
 compiled_encode_values = None if FORCED_PURE else load_compiled_encoder()
 compiled_stager = None if FORCED_PURE else load_compiled_stager()
+compiled_slot_maker = None if FORCED_PURE else load_compiled_slot_maker()
 IMPLEMENTATION = "pure" if compiled_decode is None else "compiled"

@@ -222,3 +222,57 @@ def test_the_compiled_send_stages_plain_records_itself() -> None:
     send("t", b"keyed", b"k")  # the run's first key: the pure function's add_key
     send("t", b"keyed2", b"k2")  # keys kept from then on: compiled again
     assert len(reached) == 2 and run.keys == [None] * 6 + [b"k", b"k2"]
+
+
+MAKER = fast_path.load_compiled_slot_maker()
+ATOMS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.text(max_size=5),
+                  st.none(), st.binary(max_size=4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.tuples(ATOMS, ATOMS, ATOMS, ATOMS, ATOMS, ATOMS),
+       container=st.booleans())
+def test_compiled_metadata_is_the_pure_one(values: tuple[Any, ...], container: bool) -> None:
+    """RecordMetadata built by the compiled SlotMaker and by the pure slot writes: equal,
+    same type, hash and repr; untracked by the GC only when every value is atomic."""
+    import gc
+
+    from sdk.producer import batch
+    from sdk.types import RecordMetadata
+
+    assert MAKER is not None
+    make = MAKER(RecordMetadata, batch._FIELDS)
+    if container:
+        values = ([values[0]], *values[1:])
+    compiled, pure = make(*values), batch._metadata_pure(*values)
+    assert type(compiled) is RecordMetadata and compiled == pure
+    assert repr(compiled) == repr(pure)
+    if not container:
+        assert hash(compiled) == hash(pure) == hash(RecordMetadata(*values))
+    assert gc.is_tracked(compiled) is container
+    with pytest.raises(AttributeError):  # still frozen
+        compiled.offset = 1
+
+
+def test_slot_maker_refuses_what_it_cannot_build() -> None:
+    from sdk.producer import batch
+    from sdk.types import RecordMetadata
+
+    assert MAKER is not None
+    make = MAKER(RecordMetadata, batch._FIELDS)
+    with pytest.raises(TypeError, match="6 positional"):
+        make("t", 1)
+    with pytest.raises(TypeError, match="6 object slots, 1 named"):
+        MAKER(RecordMetadata, ("topic",))
+    with pytest.raises(TypeError, match="not an object slot"):
+        MAKER(RecordMetadata, ("topic", "partition", "offset", "timestamp",
+                               "serialized_key_size", "nope"))
+
+
+def test_the_producer_builds_metadata_with_the_compiled_maker_when_built() -> None:
+    from sdk.producer import batch
+
+    if fast_path.compiled_slot_maker is None:  # KAFKA_SDK_PURE_PYTHON=1
+        assert batch.new_metadata is batch._metadata_pure
+    else:
+        assert isinstance(batch.new_metadata, fast_path.compiled_slot_maker)
