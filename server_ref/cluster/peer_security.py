@@ -4,7 +4,8 @@ With ``inter.broker.listener.name`` naming an SSL, SASL_PLAINTEXT or SASL_SSL li
 every broker-to-broker connection (replica fetches, appends to internal topics at their
 leaders, transaction markers) speaks that listener's protocol, as Kafka's brokers do: TLS
 trusting the listener's ``ssl.truststore.*`` (host names checked unless
-``ssl.endpoint.identification.algorithm`` is empty), then SASL with
+``ssl.endpoint.identification.algorithm`` is empty) and offering its key store as the
+client certificate (mutual TLS), then SASL with
 ``sasl.mechanism.inter.broker.protocol`` (PLAIN or SCRAM-SHA-256/512) and the ``username``
 / ``password`` of that mechanism's ``listener.name.<listener>.<mechanism>.sasl.jaas.config``.
 The connections to the controllers stay on their PLAINTEXT listener. The principal brokers
@@ -29,6 +30,7 @@ from sdk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from sdk.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from server_ref.security.listeners import listener_value
 from server_ref.security.mechanisms import parse_jaas
+from server_ref.security.tls import client_context
 
 __all__ = ["PeerSecurity", "peer_security"]
 
@@ -131,20 +133,8 @@ def peer_security(settings: Mapping[str, str], listener: str, protocol: str
     PLAINTEXT. ConfigError, naming the setting, for what is missing or unsupported."""
     if protocol == "PLAINTEXT":
         return None
-    context = None
-    if protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context()
-        location = listener_value(settings, listener, "ssl.truststore.location")
-        if location is not None:
-            try:
-                context.load_verify_locations(cafile=location)
-            except (OSError, ssl.SSLError) as exc:
-                raise ConfigError(f"ssl.truststore.location: cannot load {location} ({exc})",
-                                  key="ssl.truststore.location", value=location) from None
-        check = listener_value(settings, listener, "ssl.endpoint.identification.algorithm")
-        if check is not None and not check.strip():
-            context.check_hostname = False
-    if protocol in ("SSL",):
+    context = client_context(settings, listener) if protocol in ("SSL", "SASL_SSL") else None
+    if protocol == "SSL":
         return PeerSecurity(context, None)
     key = "sasl.mechanism.inter.broker.protocol"
     mechanism = (settings.get(key) or "").strip().upper()

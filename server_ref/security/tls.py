@@ -79,6 +79,20 @@ def server_context(settings: Mapping[str, str], listener: str, protocol: str
     return context
 
 
+def client_context(settings: Mapping[str, str], listener: str) -> ssl.SSLContext:
+    """How a broker connects to other brokers' ``listener`` (the inter-broker one): their
+    certificates checked against its trust store (the system's without one), host names
+    unless ``ssl.endpoint.identification.algorithm`` is empty, and its own key store
+    offered as the client certificate, as Kafka's brokers do."""
+    context = ssl.create_default_context()
+    _load_truststore(context, settings, listener)
+    check = listener_value(settings, listener, "ssl.endpoint.identification.algorithm")
+    if check is not None and not check.strip():
+        context.check_hostname = False
+    _load_keystore(context, settings, listener)
+    return context
+
+
 def _load_keystore(context: ssl.SSLContext, settings: Mapping[str, str], listener: str
                    ) -> None:
     location = _setting(settings, listener, "ssl.keystore.location")

@@ -1,6 +1,7 @@
 """Our cluster with an authenticated inter-broker listener: ``inter.broker.listener.name=
 SASL_SSL`` with ``sasl.mechanism.inter.broker.protocol`` PLAIN or SCRAM-SHA-512, so brokers
-fetch from each other over TLS as ``User:broker`` (a super user); ``User:ANONYMOUS`` (the PLAINTEXT listener)
+fetch from each other over TLS as ``User:broker`` (a super user), or an SSL listener with
+mutual TLS, the brokers being their certificate's subject; ``User:ANONYMOUS`` (the PLAINTEXT listener)
 is not one. ``acks=all`` on a ``min.insync.replicas=3`` topic is answered only once both
 followers fetched the batch, which they can only do as ``User:broker``; the same holds after
 the leader's SIGKILL and restart (new connections log in again). Apache Kafka's test cluster
@@ -54,15 +55,27 @@ def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=["PLAIN", "SCRAM-SHA-512"])
+def certificate_principal(tls_dir: Path) -> str:
+    """``User:<subject DN>``: who a broker is when it logs in with its certificate."""
+    from cryptography import x509
+
+    cert = x509.load_pem_x509_certificate((tls_dir / "keystore.pem").read_bytes())
+    return "User:" + cert.subject.rfc4514_string()
+
+
+@pytest.fixture(scope="module", params=["PLAIN", "SCRAM-SHA-512", "SSL"])
 def cluster(request: pytest.FixtureRequest, tls_dir: Path) -> Iterator[EmbeddedCluster]:
-    """With SCRAM, the brokers' own user is made through the controller once the cluster
-    runs (as Kafka's ``kafka-storage format --add-scram`` would before): until then their
-    fetches from each other fail to log in, then replication starts."""
+    """PLAIN and SCRAM: the brokers log in on SASL_SSL as ``User:broker``; with SCRAM
+    that user is made through the controller once the cluster runs (as Kafka's
+    ``kafka-storage format --add-scram`` would before): until then their fetches from each
+    other fail to log in, then replication starts. SSL: mutual TLS on an SSL listener
+    (``ssl.client.auth=required``), the brokers being their certificate's subject."""
     mechanism = request.param
+    inter = "MTLS" if mechanism == "SSL" else "SASL_SSL"
     config = {
-        "inter.broker.listener.name": "SASL_SSL",
-        "sasl.mechanism.inter.broker.protocol": mechanism,
+        "inter.broker.listener.name": inter,
+        "sasl.mechanism.inter.broker.protocol": mechanism if inter == "SASL_SSL" else "",
+        "listener.name.mtls.ssl.client.auth": "required",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
@@ -71,14 +84,14 @@ def cluster(request: pytest.FixtureRequest, tls_dir: Path) -> Iterator[EmbeddedC
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(tls_dir / "ca.pem"),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:broker;User:admin",
+        "super.users": f"User:broker;User:admin;{certificate_principal(tls_dir)}",
         "min.insync.replicas": "3",
     }
     with EmbeddedCluster(brokers=3, controllers=1, config=config,
-                         listeners={"SASL_SSL": "SASL_SSL"}) as c:
+                         listeners={"SASL_SSL": "SASL_SSL", "MTLS": "SSL"}) as c:
         # The launcher reads leaders over PLAINTEXT: ANONYMOUS may describe topics, no more.
         with AdminClient(config=admin_settings(c, tls_dir)) as admin:
-            if mechanism != "PLAIN":
+            if mechanism == "SCRAM-SHA-512":
                 assert admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
                     "broker", ScramMechanism.SCRAM_SHA_512, "broker-secret")]).ok
             assert admin.create_acls([AclBinding(
