@@ -64,6 +64,8 @@ class ProducerBatch:
         "count",
         "created",
         "deadline",
+        "deliveries",
+        "delivery_info",
         "done",
         "error",
         "event",
@@ -99,6 +101,10 @@ class ProducerBatch:
         self.room = 0  # bytes left under `limit` by a (loose) upper bound
         self.count = 0
         self.callbacks: list[tuple[Any, Callable[..., Any], bool]] | None = None
+        # Staged records' on_delivery functions, and per record its index here, send time
+        # and key and value sizes (four ints each): see add_deliveries.
+        self.deliveries: list[DeliveryCallback] | None = None
+        self.delivery_info: list[int] | None = None
         self.done = False
         self.error: BaseException | None = None
         self.base_offset = -1
@@ -163,12 +169,16 @@ class ProducerBatch:
         with _CALLBACKS_LOCK:
             self.done = True
             callbacks, self.callbacks = self.callbacks, None
+            deliveries, self.deliveries = self.deliveries, None
+            info, self.delivery_info = self.delivery_info, None
             event = self.event
         if event is not None:
             event.set()
         fut = self._aio_future
         if fut is not None and not fut.done():
             fut.set_result(None)
+        if deliveries:
+            run_deliveries(self, deliveries, info)  # type: ignore[arg-type]
         if callbacks:
             run_callbacks(self, callbacks)
 
@@ -193,6 +203,22 @@ class ProducerBatch:
                     self.callbacks += entries
                 return
         run_callbacks(self, entries)
+
+    def add_deliveries(self, fns: list[DeliveryCallback], info: list[int]) -> None:
+        """``fns[n](error, metadata)`` for record ``info[4n]`` of this batch once it completes
+        (at once if it has); ``info`` holds four ints a record: its index here, send time,
+        key size and value size. A staged record's ``on_delivery`` comes this way: no
+        future and no tuple kept per record until delivery. They run before the callbacks
+        of :meth:`add_callback`."""
+        with _CALLBACKS_LOCK:
+            if not self.done:
+                if self.deliveries is None:
+                    self.deliveries, self.delivery_info = fns, info
+                else:
+                    self.deliveries += fns
+                    self.delivery_info += info  # type: ignore[operator]
+                return
+        run_deliveries(self, fns, info)
 
     def wait(self, timeout: float | None) -> None:
         with _CALLBACKS_LOCK:
@@ -250,6 +276,29 @@ def run_callbacks(batch: ProducerBatch,
                                base + record_future._index if base >= 0 else -1,
                                appended if appended >= 0 else record_future._timestamp,
                                record_future._key_size, record_future._value_size))
+        except Exception:  # a user's callback must not break delivery of the others
+            log.exception("producer callback %r raised", fn)
+
+
+def run_deliveries(batch: ProducerBatch, fns: list[DeliveryCallback], info: list[int]) -> None:
+    """Run the delivery functions :meth:`ProducerBatch.add_deliveries` took, in order, as
+    :func:`run_callback` runs a record future's: ``fn(error or None, RecordMetadata)``."""
+    make = new_metadata
+    topic, partition = batch.topic, batch.partition
+    base, appended, error = batch.base_offset, batch.log_append_time, batch.error
+    split = batch.split is not None
+    it = iter(info)
+    for fn, index, stamp, key_size, value_size in zip(fns, it, it, it, it):
+        try:
+            if split:  # the record's outcome is that of the part that carried it
+                part, at = batch.part_of(index)
+                fn(part.error, make(part.topic, part.partition,
+                                    part.base_offset + at if part.base_offset >= 0 else -1,
+                                    part.log_append_time if part.log_append_time >= 0
+                                    else stamp, key_size, value_size))
+                continue
+            fn(error, make(topic, partition, base + index if base >= 0 else -1,
+                           appended if appended >= 0 else stamp, key_size, value_size))
         except Exception:  # a user's callback must not break delivery of the others
             log.exception("producer callback %r raised", fn)
 

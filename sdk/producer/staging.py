@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdk.errors import DeliveryTimeoutError, KafkaTimeoutError
 from sdk.producer.accumulator import RECORD_OVERHEAD_BOUND, NeedMemory, RecordAccumulator
-from sdk.producer.batch import DeliveryCallback, RecordFuture, run_callback
+from sdk.producer.batch import DeliveryCallback, RecordFuture, run_callback, run_deliveries
 from sdk.records import fast_path
 from sdk.types import RecordMetadata
 
@@ -90,8 +90,8 @@ def _callback_refused(name: str) -> TypeError:
 class StagedRun:
     """Records of one topic staged in send order; ``drained`` of them are in batches."""
 
-    __slots__ = ("callbacks", "drained", "keys", "millis", "parts", "stage", "started",
-                 "starts", "timestamps", "topic", "values")
+    __slots__ = ("callbacks", "deliveries", "delivery_pos", "drained", "keys", "millis",
+                 "parts", "stage", "started", "starts", "timestamps", "topic", "values")
 
     def __init__(self, stage: Stage, topic: str, started: float) -> None:
         self.stage = stage
@@ -110,6 +110,10 @@ class StagedRun:
         self.parts: list[list[Any]] = []
         self.starts: list[int] = []
         self.callbacks: list[tuple[StagedFuture, Callable[..., Any], bool]] = []
+        # send's on_delivery functions and their records' positions, in send order: no
+        # tuple and no future kept per record (the GC traversed both until delivery).
+        self.deliveries: list[DeliveryCallback] = []
+        self.delivery_pos: list[int] = []
 
     def add_key(self, pos: int, key: bytes | None) -> None:
         if self.keys is None:
@@ -198,6 +202,36 @@ def _hand_over(run: StagedRun) -> list[tuple[StagedFuture, Callable[..., Any], b
     return waiting
 
 
+def _hand_over_deliveries(run: StagedRun) -> None:
+    """Give the on_delivery functions of drained records to their batches (under the
+    stage's lock), with what each record's metadata needs: offset delta, send time and
+    sizes, four ints a record (``ProducerBatch.add_deliveries``)."""
+    poss = run.delivery_pos
+    n = bisect_left(poss, run.drained)  # positions ascend: send order
+    if n == 0:
+        return
+    fns, starts, parts = run.deliveries, run.starts, run.parts
+    millis, stamps, values, keys = run.millis, run.timestamps, run.values, run.keys
+    known = len(millis)  # send times converted so far (all drained ones but failed runs')
+    k = bisect_right(starts, poss[0]) - 1
+    i = 0
+    while i < n:
+        lo = starts[k]
+        batch, delta, count = parts[k][0], parts[k][1], parts[k][2]
+        j = bisect_left(poss, lo + count, i, n)
+        if j > i:
+            info: list[int] = []
+            for pos in poss[i:j]:
+                key = None if keys is None else keys[pos]
+                info += (delta + pos - lo,
+                         millis[pos] if pos < known else stamps[pos] // 1_000_000,
+                         -1 if key is None else len(key), len(values[pos]))
+            batch.add_deliveries(fns[i:j], info)
+        i = j
+        k += 1
+    del fns[:n], poss[:n]
+
+
 class _FailedRecords:
     """Stands in for the batch of staged records that failed before reaching one: done from
     the start, so futures never wait on it."""
@@ -220,6 +254,9 @@ class _FailedRecords:
     def add_callbacks(self, entries: list[tuple[Any, Callable[..., Any], bool]]) -> None:
         for entry in entries:
             run_callback(*entry)
+
+    def add_deliveries(self, fns: list[DeliveryCallback], info: list[int]) -> None:
+        run_deliveries(self, fns, info)  # type: ignore[arg-type]
 
 
 class StagedFuture(RecordFuture):
@@ -423,7 +460,8 @@ class Stage:
                         future._run = run
                         future._pos = pos
                         if on_delivery is not None:
-                            run.callbacks.append((future, on_delivery, True))
+                            run.deliveries.append(on_delivery)
+                            run.delivery_pos.append(pos)
                         return future
                 finally:
                     lock.release()
@@ -517,6 +555,8 @@ class Stage:
 
     def _settle(self, run: StagedRun) -> None:
         """After a drain (under lock): hand callbacks to their batches, retire a done run."""
+        if run.deliveries:
+            _hand_over_deliveries(run)
         if run.callbacks:
             run.callbacks = _hand_over(run)
         if run.drained >= len(run.values) and self.runs.get(run.topic) is run:

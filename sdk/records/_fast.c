@@ -465,14 +465,15 @@ static PyObject *fast_encode_values(PyObject *self, PyObject *const *args, Py_ss
  * exists, a bytes value, a bytes key or none (or a key into a run that has keys already),
  * nothing else -- exactly as the pure function does: the send time appended to the run's
  * timestamps, the key (when the run keeps keys) and the value appended, stage.held raised
- * by their size plus record_cost, a StagedFuture returned (and (future, on_delivery, True)
- * appended to the run's callbacks). Every other call -- other arguments, unknown keywords,
+ * by their size plus record_cost, a StagedFuture returned (and on_delivery and the record's
+ * position appended to the run's deliveries and delivery_pos). Every other call -- other arguments, unknown keywords,
  * a full, closed or locked stage, a topic without a run, a record above value_limit -- is
  * forwarded unchanged to `pure`, which decides, raises or falls back as it always did.
  *
  * Why no lock: this code holds the GIL from its first read of the stage to its last write
  * and runs no Python code in between (nothing it calls can run a finalizer or switch
- * threads: the objects that may start a collection are allocated before the first read),
+ * threads: the future, the one object that may start a collection, is allocated before the
+ * first read),
  * so no other thread sees a half-staged record. A thread that holds stage.lock may be in the
  * middle of a drain: then `locked()` says so and the call goes to `pure`, which waits for
  * the lock. */
@@ -487,7 +488,8 @@ typedef struct {
     PyObject *locked;       /* stage.lock.locked */
     PyTypeObject *run_type;
     PyTypeObject *future_type;
-    Py_ssize_t off_values, off_stamps, off_keys, off_callbacks, off_run, off_pos;
+    Py_ssize_t off_values, off_stamps, off_keys, off_deliveries, off_delivery_pos, off_run,
+        off_pos;
     long long value_limit, record_cost;
 } StagerObject;
 
@@ -546,14 +548,9 @@ static PyObject *stager_vectorcall(PyObject *callable, PyObject *const *args, si
     long long size = PyBytes_GET_SIZE(value) + (key == NULL ? 0 : PyBytes_GET_SIZE(key));
     if (size > self->value_limit) return stager_forward(self, args, nargsf, kwnames);
 
-    /* Allocations that may start a garbage collection (and so run Python code) first. */
+    /* The allocation that may start a garbage collection (and so run Python code) first. */
     PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
     if (future == NULL) return NULL;
-    PyObject *entry = NULL;
-    if (on_delivery != NULL) {
-        entry = PyTuple_Pack(3, future, on_delivery, Py_True);
-        if (entry == NULL) goto error;
-    }
     /* From here to the end: no Python code runs, so no other thread does either. */
     PyObject *locked = PyObject_CallNoArgs(self->locked);
     if (locked == NULL) goto error;
@@ -567,10 +564,11 @@ static PyObject *stager_vectorcall(PyObject *callable, PyObject *const *args, si
     }
     if (Py_TYPE(run) != self->run_type) goto forward;
     PyObject *values = SLOT(run, self->off_values), *stamps = SLOT(run, self->off_stamps);
-    PyObject *keys = SLOT(run, self->off_keys), *callbacks = SLOT(run, self->off_callbacks);
+    PyObject *keys = SLOT(run, self->off_keys);
+    PyObject *fns = SLOT(run, self->off_deliveries), *fn_pos = SLOT(run, self->off_delivery_pos);
     if (values == NULL || !PyList_CheckExact(values) || stamps == NULL ||
-        !PyList_CheckExact(stamps) || keys == NULL || callbacks == NULL ||
-        !PyList_CheckExact(callbacks))
+        !PyList_CheckExact(stamps) || keys == NULL || fns == NULL || !PyList_CheckExact(fns) ||
+        fn_pos == NULL || !PyList_CheckExact(fn_pos))
         goto forward;
     if (keys == Py_None) {
         if (key != NULL) goto forward;  /* the run's first key: add_key, in the pure path */
@@ -611,21 +609,14 @@ static PyObject *stager_vectorcall(PyObject *callable, PyObject *const *args, si
     if (pos_obj == NULL) goto error;
     SLOT(future, self->off_run) = Py_NewRef(run);
     SLOT(future, self->off_pos) = pos_obj;
-    if (entry != NULL) {
-        bad = PyList_Append(callbacks, entry);
-        Py_DECREF(entry);
-        if (bad) {
-            Py_DECREF(future);
-            return NULL;
-        }
-    }
+    if (on_delivery != NULL &&
+        (PyList_Append(fns, on_delivery) < 0 || PyList_Append(fn_pos, pos_obj) < 0))
+        goto error;
     return future;
 forward:
-    Py_XDECREF(entry);
     Py_DECREF(future);
     return stager_forward(self, args, nargsf, kwnames);
 error:
-    Py_XDECREF(entry);
     Py_DECREF(future);
     return NULL;
 }
@@ -648,7 +639,8 @@ static PyObject *stager_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     if (slot_offset(run_type, "values", &self->off_values) < 0 ||
         slot_offset(run_type, "timestamps", &self->off_stamps) < 0 ||
         slot_offset(run_type, "keys", &self->off_keys) < 0 ||
-        slot_offset(run_type, "callbacks", &self->off_callbacks) < 0 ||
+        slot_offset(run_type, "deliveries", &self->off_deliveries) < 0 ||
+        slot_offset(run_type, "delivery_pos", &self->off_delivery_pos) < 0 ||
         slot_offset(future_type, "_run", &self->off_run) < 0 ||
         slot_offset(future_type, "_pos", &self->off_pos) < 0) {
         Py_DECREF(self);

@@ -375,3 +375,40 @@ def test_delivery_callbacks_of_a_drained_run_report_each_record_as_its_future_do
         order = [i for i, _, _ in seen if futures[i].partition == p]
         assert order == sorted(order)
     assert late == [futures[5].metadata().offset]
+
+
+def test_delivery_callbacks_of_a_split_batch_report_the_part_that_carried_each_record() -> None:
+    """A batch split after MESSAGE_TOO_LARGE (or KIP-467 refusals): each staged record's
+    on_delivery gets the outcome and offset of its part, as its future does."""
+    stage, acc, _ = staged(batch_size=100_000)
+    seen: dict[int, tuple[Any, Any]] = {}
+    futures = []
+    for i in range(9):
+        fut = stage.put("t", None, b"v" * (10 + i),
+                        lambda err, meta, i=i: seen.__setitem__(i, (err, meta)))
+        assert fut is not None
+        futures.append(fut)
+    assert stage.drain() is None
+    (batch,) = [b for pq in acc.all_queues() for b in pq.batches]
+    with acc.lock:
+        acc.pop_head(batch.queue)
+    batch.payload = batch.builder.build()  # type: ignore[union-attr]
+    parts = acc.split_batch(batch)
+    assert len(parts) >= 2
+    first, batch.split = 0, []
+    error = MessageTooLargeError("still too large")
+    for n, part in enumerate(parts):
+        batch.split.append((first, part))
+        first += part.count
+        if n == 1:
+            part.fail(error)
+        else:
+            part.complete(100 * (n + 1))
+    batch.complete(-1)
+    assert sorted(seen) == list(range(9))
+    for i, fut in enumerate(futures):
+        err, meta = seen[i]
+        assert err is fut.exception(0) and meta == fut.metadata()
+    carried = [n for n, (_, p) in enumerate(batch.split) for _ in range(p.count)]
+    assert [seen[i][0] is error for i in range(9)] == [n == 1 for n in carried]
+    assert all(seen[i][1].offset >= 100 for i in range(9) if carried[i] != 1)

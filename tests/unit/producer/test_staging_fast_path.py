@@ -71,7 +71,8 @@ def state(stage: Stage) -> dict[str, Any]:
         "held": stage.held,
         "cap": stage.cap,
         "runs": {topic: (run.values, run.keys, len(run.timestamps), run.drained,
-                         [(f._pos, fn, d) for f, fn, d in run.callbacks])
+                         [(f._pos, fn, d) for f, fn, d in run.callbacks],
+                         run.deliveries, run.delivery_pos)
                  for topic, run in stage.runs.items()},
     }
 
@@ -217,7 +218,7 @@ def test_the_compiled_send_stages_plain_records_itself() -> None:
     assert [f._pos for f in futures] == list(range(6))
     run = stage.runs["t"]
     assert run.values == [b"v0", b"v1", b"v2", b"v3", b"v4", b"kw"]
-    assert run.callbacks == [(futures[5], on_delivery, True)]
+    assert run.deliveries == [on_delivery] and run.delivery_pos == [5]
     assert stage.held == sum(len(v) + _RECORD_COST for v in run.values)
     send("t", b"keyed", b"k")  # the run's first key: the pure function's add_key
     send("t", b"keyed2", b"k2")  # keys kept from then on: compiled again
