@@ -33,9 +33,9 @@ from sdk.protocol.messages.broker_registration import (
 )
 from server_ref.cluster.coordinators import CoordinatorPlacement
 from server_ref.cluster.peer import PeerConnection
+from server_ref.cluster.producer_ids import ControllerProducerIds
 from server_ref.controller import records
 from server_ref.controller.image import MetadataImage
-from server_ref.producer_state import ProducerIdAllocator
 from server_ref.raft.api import CommittedBatch, LeaderAndEpoch, RaftConfig
 from server_ref.replication.lease import LeadershipLease
 from server_ref.replication.manager import ReplicaManager
@@ -53,7 +53,6 @@ NOT_CONTROLLER = NotControllerError.errno
 STALE_OR_UNKNOWN = (StaleBrokerEpochError.errno, BrokerIdNotRegisteredError.errno)
 CONTROLLER_RETRY_S = 0.05
 ATTEMPT_S = 2.0  # one controller's answer; then the next voter is tried
-PRODUCER_ID_BITS = 40  # broker N allocates producer ids from N * 2**40 on
 _ITEM_LISTS = ("topics", "responses", "results", "replica_election_results", "partitions",
                "partition_result", "filter_results")
 
@@ -144,14 +143,15 @@ class ClusterAgent:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        # Producer ids must be unique in the cluster: each broker hands out its own range
-        # (Kafka's controller hands out blocks; a static split needs no round trip).
-        self.broker.producer_ids = ProducerIdAllocator(Path(self.broker.data_dir),
-                                                       first=self.node_id << PRODUCER_ID_BITS)
+        # Producer ids must be unique in the cluster: blocks from the active controller
+        # (AllocateProducerIds), as Kafka's brokers get them.
+        producer_ids = ControllerProducerIds(self)
+        self.broker.producer_ids = producer_ids
         if self.broker.authorizer is not None:  # no decision before the ACLs are replayed
             self.broker.authorizer.ready = False
         await self.raft.start()
         self.replicas.start()
+        producer_ids.start()
         self._reconcile()
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeats())
 

@@ -1,6 +1,7 @@
 """The controller's APIs, served on the controller listener next to the Raft APIs.
 
-BrokerRegistration, BrokerHeartbeat and AlterPartition come from brokers; CreateTopics,
+BrokerRegistration, BrokerHeartbeat, AlterPartition and AllocateProducerIds
+(``producer_ids.py``) come from brokers; CreateTopics,
 DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs (topics and brokers),
 the reassignment APIs, CreateAcls, DeleteAcls and AlterUserScramCredentials come from
 brokers forwarding what clients sent them (Kafka 4 brokers forward these to the active
@@ -58,6 +59,7 @@ from server_ref.controller.controller import QuorumController
 from server_ref.controller.election import assign_replicas, elect
 from server_ref.controller.group_configs import group_config_record
 from server_ref.controller.image import NO_LEADER, PartitionImage
+from server_ref.controller.producer_ids import register_producer_id_apis
 from server_ref.controller.reassign import complete_if_caught_up, register_reassignment_apis
 from server_ref.controller.records import partition_record
 from server_ref.tiered.settings import validate_topic
@@ -91,6 +93,7 @@ def register_controller_apis(server: Any, controller: QuorumController,
     server.register(44, 0, 1, apis.incremental_alter_configs)
     register_reassignment_apis(server, controller)
     register_security_apis(server, controller)
+    register_producer_id_apis(server, controller)
 
 
 class ControllerApis:

@@ -99,6 +99,8 @@ class MetadataImage:
         self.configs_version = 0
         self.offset = -1  # the last applied log offset
         self.cluster_id: str | None = None
+        # The first producer id of the next block AllocateProducerIds hands out.
+        self.next_producer_id = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -172,6 +174,8 @@ class MetadataImage:
             self.security_version += 1
         elif kind == "cluster":
             self.cluster_id = record["cluster_id"]
+        elif kind == "producer_ids":
+            self.next_producer_id = max(self.next_producer_id, int(record["next"]))
         # Unknown kinds are skipped: a newer controller's record an older broker ignores.
 
     # ------------------------------------------------------------------ snapshots
@@ -180,6 +184,7 @@ class MetadataImage:
         data = {
             "offset": self.offset,
             "cluster_id": self.cluster_id,
+            "next_producer_id": self.next_producer_id,
             "brokers": [b.to_json() for b in self.brokers.values()],
             "topics": [{"name": t.name, "id": t.topic_id, "configs": t.configs,
                         "partitions": {str(i): p.to_json() for i, p in t.partitions.items()}}
@@ -198,6 +203,7 @@ class MetadataImage:
         image = cls()
         image.offset = offset
         image.cluster_id = data.get("cluster_id")
+        image.next_producer_id = int(data.get("next_producer_id", 0))
         for b in data["brokers"]:
             image.brokers[b["id"]] = BrokerImage(
                 b["id"], b["epoch"], b["incarnation"], b["host"], b["port"], b.get("rack"),

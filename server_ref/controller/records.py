@@ -19,6 +19,8 @@ schemas; only our nodes read this log, and JSON keeps it readable with any tool)
   ``remove_acl`` {id}; ``scram_credential`` {user, mechanism, salt, stored_key, server_key,
   iterations}, ``remove_scram_credential`` {user, mechanism} (``acl_records.py``; Kafka's
   AccessControlEntryRecord, UserScramCredentialRecord and their removals);
+- ``producer_ids`` {broker, epoch, next}: a block of producer ids handed to a broker
+  (AllocateProducerIds, ``producer_ids.py``; Kafka's ProducerIdsRecord);
 - ``cluster`` {cluster_id}: written once by the first active controller.
 """
 

@@ -117,7 +117,11 @@ def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest
         assert allocator is not None
         # As Kafka does for idempotent producers: always a fresh id (even when the request
         # names the current one to bump its epoch), with epoch 0.
-        return InitProducerIdResponse(producer_id=allocator.allocate(), producer_epoch=0)
+        try:
+            return InitProducerIdResponse(producer_id=allocator.allocate(), producer_epoch=0)
+        except errors.BrokerResponseError as exc:  # cluster mode: no block of ids yet
+            return InitProducerIdResponse(error_code=exc.errno, producer_id=-1,
+                                          producer_epoch=-1)
     v = ctx.api_version
     try:
         pid, epoch = _coordinator(ctx).init_producer_id(

@@ -12,6 +12,7 @@ timeout abort). The healed fixture (conftest) restarts killed brokers after each
 
 from __future__ import annotations
 
+import asyncio
 import random
 import subprocess
 import threading
@@ -31,7 +32,10 @@ from cluster.test_transactions_failover import (
 from cluster_ref.conftest import REF_CONFIG
 
 from sdk import AdminClient, Consumer, Producer, TopicPartition
-from sdk.errors import KafkaError, ProducerFencedError
+from sdk.errors import KafkaError, ProducerFencedError, raise_for_code
+from sdk.net.client import NetClient
+from sdk.net.config import CommonConfig
+from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
 from server_ref.cluster import EmbeddedCluster
 from server_ref.offsets_journal import OFFSETS_TOPIC, partition_for_group
 from tools.apache_kafka import java_command
@@ -192,6 +196,43 @@ def test_read_committed_on_a_follower_that_became_leader(
         assert wait_for(lambda: (seen := read()) and len(seen) > len(committed) and seen,
                         60, "the LSO past the aborted transaction") == \
             [*committed, b"behind-open"]
+
+
+def _producer_ids(bootstrap: str, node: int, count: int) -> list[int]:
+    """``count`` idempotent producer ids from broker ``node`` (raw InitProducerId)."""
+    async def ask() -> list[int]:
+        client = NetClient(CommonConfig.build(bootstrap_servers=bootstrap))
+        try:
+            await client.start()
+            out = []
+            for _ in range(count):
+                response = await client.call(
+                    InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
+                    node, check=lambda r: raise_for_code(r.error_code), timeout_s=60)
+                out.append(response.producer_id)
+            return out
+        finally:
+            await client.close()
+
+    return asyncio.run(ask())
+
+
+def test_producer_ids_come_from_controller_blocks(kafka_cluster: EmbeddedCluster) -> None:
+    """AllocateProducerIds: brokers hand out producer ids (idempotent producers, new
+    transactional ids) from blocks of 1,000 the active controller commits to the metadata
+    log, so two brokers never give out the same id, and a broker SIGKILLed and restarted
+    takes a new block after every block handed out before (it keeps nothing on disk)."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    ids = {node: _producer_ids(bootstrap, node, 5) for node in (1, 2, 3)}
+    blocks = {node: {pid // 1000 for pid in found} for node, found in ids.items()}
+    for node, found in ids.items():
+        assert found == list(range(found[0], found[0] + 5)), found  # one block, in order
+        assert len(blocks[node]) == 1
+    assert len(set.union(*blocks.values())) == 3  # a block each
+    kafka_cluster.kill(1)
+    kafka_cluster.start(1)
+    again = wait_for(lambda: _producer_ids(bootstrap, 1, 1), 60, "an id from the restarted node")
+    assert again[0] // 1000 > max(set.union(*blocks.values()))
 
 
 def _ids_apart(cluster: EmbeddedCluster) -> tuple[str, str]:
