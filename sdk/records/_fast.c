@@ -1,4 +1,11 @@
-/* The compiled fast path of the consumer's record decoder (sdk.records.fast_path).
+/* The compiled fast path (sdk.records.fast_path): the per-record work of the consumer's
+ * decoder and of the producer's send, each the twin of a pure-Python function that stays
+ * the pure path and the reference the tests compare it with:
+ *
+ *   decode         consumer_records._decode_pure (records bytes -> ConsumerRecords)
+ *   encode_values  RecordBatchBuilder.append_values (keyless staged records -> batch bytes)
+ *   Stager         Stage.stager's function (a plain send staged into its topic's run)
+ *   SlotMaker      RecordMetadata (any slotted class) built without its frozen __init__
  *
  * decode(buf, pos, end, count, base_offset, base_ts, topic, partition, ts_type, epoch, cls)
  * is consumer_records._decode in C: the records section of a RecordBatch v2 (already
