@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 DeliveryCallback = Callable[[BaseException | None, RecordMetadata], Any]
 """``on_delivery(err, metadata)``: err is None on success; metadata.offset is -1 on failure."""
+# Per delivery function: the record's index in its batch, send time, key and value sizes.
+DeliveryInfo = tuple[list[int], list[int], list[int], list[int]]
 
 # Guards callback lists against a registration racing the completion (rare, cheap).
 _CALLBACKS_LOCK = threading.Lock()
@@ -101,10 +103,11 @@ class ProducerBatch:
         self.room = 0  # bytes left under `limit` by a (loose) upper bound
         self.count = 0
         self.callbacks: list[tuple[Any, Callable[..., Any], bool]] | None = None
-        # Staged records' on_delivery functions, and per record its index here, send time
-        # and key and value sizes (four ints each): see add_deliveries.
+        # Staged records' on_delivery functions, and per record its index here, send time,
+        # key and value sizes (four lists of ints, indexed like the functions): see
+        # add_deliveries.
         self.deliveries: list[DeliveryCallback] | None = None
-        self.delivery_info: list[int] | None = None
+        self.delivery_info: DeliveryInfo | None = None
         self.done = False
         self.error: BaseException | None = None
         self.base_offset = -1
@@ -204,19 +207,20 @@ class ProducerBatch:
                 return
         run_callbacks(self, entries)
 
-    def add_deliveries(self, fns: list[DeliveryCallback], info: list[int]) -> None:
-        """``fns[n](error, metadata)`` for record ``info[4n]`` of this batch once it completes
-        (at once if it has); ``info`` holds four ints a record: its index here, send time,
-        key size and value size. A staged record's ``on_delivery`` comes this way: no
-        future and no tuple kept per record until delivery. They run before the callbacks
-        of :meth:`add_callback`."""
+    def add_deliveries(self, fns: list[DeliveryCallback], info: DeliveryInfo) -> None:
+        """``fns[n](error, metadata)`` for record ``info[0][n]`` of this batch once it
+        completes (at once if it has); ``info`` is four lists indexed like ``fns``: the
+        record's index here, send time, key size and value size. A staged record's
+        ``on_delivery`` comes this way: no future and no tuple kept per record until
+        delivery. They run before the callbacks of :meth:`add_callback`."""
         with _CALLBACKS_LOCK:
             if not self.done:
                 if self.deliveries is None:
                     self.deliveries, self.delivery_info = fns, info
                 else:
                     self.deliveries += fns
-                    self.delivery_info += info  # type: ignore[operator]
+                    for mine, more in zip(self.delivery_info, info):  # type: ignore[arg-type]
+                        mine += more
                 return
         run_deliveries(self, fns, info)
 
@@ -280,15 +284,15 @@ def run_callbacks(batch: ProducerBatch,
             log.exception("producer callback %r raised", fn)
 
 
-def run_deliveries(batch: ProducerBatch, fns: list[DeliveryCallback], info: list[int]) -> None:
+def run_deliveries(batch: ProducerBatch, fns: list[DeliveryCallback], info: DeliveryInfo
+                   ) -> None:
     """Run the delivery functions :meth:`ProducerBatch.add_deliveries` took, in order, as
     :func:`run_callback` runs a record future's: ``fn(error or None, RecordMetadata)``."""
     make = new_metadata
     topic, partition = batch.topic, batch.partition
     base, appended, error = batch.base_offset, batch.log_append_time, batch.error
     split = batch.split is not None
-    it = iter(info)
-    for fn, index, stamp, key_size, value_size in zip(fns, it, it, it, it):
+    for fn, index, stamp, key_size, value_size in zip(fns, *info):
         try:
             if split:  # the record's outcome is that of the part that carried it
                 part, at = batch.part_of(index)

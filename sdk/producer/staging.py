@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 from sdk.errors import DeliveryTimeoutError, KafkaTimeoutError
 from sdk.producer.accumulator import RECORD_OVERHEAD_BOUND, NeedMemory, RecordAccumulator
-from sdk.producer.batch import DeliveryCallback, RecordFuture, run_callback, run_deliveries
+from sdk.producer.batch import (
+    DeliveryCallback,
+    DeliveryInfo,
+    RecordFuture,
+    run_callback,
+    run_deliveries,
+)
 from sdk.records import fast_path
 from sdk.types import RecordMetadata
 
@@ -205,7 +211,8 @@ def _hand_over(run: StagedRun) -> list[tuple[StagedFuture, Callable[..., Any], b
 def _hand_over_deliveries(run: StagedRun) -> None:
     """Give the on_delivery functions of drained records to their batches (under the
     stage's lock), with what each record's metadata needs: offset delta, send time and
-    sizes, four ints a record (``ProducerBatch.add_deliveries``)."""
+    sizes (``ProducerBatch.add_deliveries``). A segment whose records all have one (the
+    usual case: a callback on every send) takes slices and ``map``, not a step per record."""
     poss = run.delivery_pos
     n = bisect_left(poss, run.drained)  # positions ascend: send order
     if n == 0:
@@ -220,12 +227,22 @@ def _hand_over_deliveries(run: StagedRun) -> None:
         batch, delta, count = parts[k][0], parts[k][1], parts[k][2]
         j = bisect_left(poss, lo + count, i, n)
         if j > i:
-            info: list[int] = []
-            for pos in poss[i:j]:
-                key = None if keys is None else keys[pos]
-                info += (delta + pos - lo,
-                         millis[pos] if pos < known else stamps[pos] // 1_000_000,
-                         -1 if key is None else len(key), len(values[pos]))
+            first, last = poss[i], poss[j - 1] + 1
+            if last - first == j - i and last <= known:  # every record from first to last
+                at = delta + first - lo
+                chosen = values[first:last]
+                info = (list(range(at, at + j - i)), millis[first:last],
+                        [-1] * (j - i) if keys is None else
+                        [-1 if key is None else len(key) for key in keys[first:last]],
+                        list(map(len, chosen)))
+            else:
+                picked = poss[i:j]
+                info = ([delta + pos - lo for pos in picked],
+                        [millis[pos] if pos < known else stamps[pos] // 1_000_000
+                         for pos in picked],
+                        [-1 if keys is None or keys[pos] is None else len(keys[pos])  # type: ignore[arg-type]
+                         for pos in picked],
+                        [len(values[pos]) for pos in picked])
             batch.add_deliveries(fns[i:j], info)
         i = j
         k += 1
@@ -255,7 +272,7 @@ class _FailedRecords:
         for entry in entries:
             run_callback(*entry)
 
-    def add_deliveries(self, fns: list[DeliveryCallback], info: list[int]) -> None:
+    def add_deliveries(self, fns: list[DeliveryCallback], info: DeliveryInfo) -> None:
         run_deliveries(self, fns, info)  # type: ignore[arg-type]
 
 

@@ -412,3 +412,31 @@ def test_delivery_callbacks_of_a_split_batch_report_the_part_that_carried_each_r
     carried = [n for n, (_, p) in enumerate(batch.split) for _ in range(p.count)]
     assert [seen[i][0] is error for i in range(9)] == [n == 1 for n in carried]
     assert all(seen[i][1].offset >= 100 for i in range(9) if carried[i] != 1)
+
+
+def test_delivery_callbacks_on_some_records_only_report_their_own_records() -> None:
+    """Callbacks on every third record, keyed and keyless, some drained after a failure of
+    the run: each reports its own record's offset, send time and sizes."""
+    stage, acc, _ = staged(batch_size=400)
+    seen: dict[int, tuple[Any, Any]] = {}
+    futures = []
+    for i in range(40):
+        callback = (lambda err, meta, i=i: seen.__setitem__(i, (err, meta))) if i % 3 == 0 else None
+        fut = stage.put("t", b"k%d" % i if i % 2 else None, b"v" * (i + 1), callback)
+        assert fut is not None
+        futures.append(fut)
+    assert stage.drain() is None
+    for pq in acc.all_queues():
+        for n, batch in enumerate(pq.batches):
+            batch.complete(1000 * (pq.partition + 1) + 100 * n)
+    late = [stage.put("t", None, b"late", lambda err, meta: seen.__setitem__(99, (err, meta)))]
+    stage.fail_all(ProducerClosedError("closed"))
+    assert sorted(seen) == [i for i in range(40) if i % 3 == 0] + [99]
+    for i in (i for i in range(40) if i % 3 == 0):
+        err, meta = seen[i]
+        assert err is None and meta == futures[i].metadata() and meta.offset >= 1000
+        assert meta.serialized_key_size == (len(b"k%d" % i) if i % 2 else -1)
+        assert meta.serialized_value_size == i + 1
+    err, meta = seen[99]
+    assert isinstance(err, ProducerClosedError) and meta.offset == -1
+    assert late[0] is not None and meta == late[0].metadata()
