@@ -96,6 +96,13 @@ async def _long_poll(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> Fet
         for partition in watched:
             partition.waiters.append(waiter)  # type: ignore[attr-defined]
         try:
+            # Checked with the waiter in place: this coroutine may start a loop turn after
+            # the handler's check, and an append in between (a produce resumed by this very
+            # fetch moving the high watermark) woke nobody, so a follower sat out the whole
+            # max_wait_ms and an acks=all produce with it.
+            available, has_error = _available(ctx, req, plan)
+            if has_error or available >= req.min_bytes:
+                break
             await asyncio.wait_for(waiter, remaining)
         except TimeoutError:
             break
@@ -103,9 +110,6 @@ async def _long_poll(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> Fet
             for partition in watched:  # idle partitions must not collect stale waiters
                 with contextlib.suppress(ValueError):
                     partition.waiters.remove(waiter)  # type: ignore[attr-defined]
-        available, has_error = _available(ctx, req, plan)
-        if has_error or available >= req.min_bytes:
-            break
     return _respond(ctx, req, plan)
 
 
