@@ -248,6 +248,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Smallest share.heartbeat.interval.ms a group may set", minimum=1),
     ConfigDef("group.share.max.heartbeat.interval.ms", _I, 15000,
               "Largest share.heartbeat.interval.ms a group may set", minimum=1),
+    # The one dynamic group.share.* config (cluster-wide in Kafka): the share coordinator
+    # reads it, or the group's share.assignment.interval.ms, at each heartbeat.
+    ConfigDef("group.share.assignment.interval.ms", _I, 1000,
+              "Least time between two target assignments of a share group (0: at each "
+              "change)", minimum=0, dynamic=True),
+    ConfigDef("group.share.min.assignment.interval.ms", _I, 0,
+              "Smallest share.assignment.interval.ms a group may set", minimum=0),
+    ConfigDef("group.share.max.assignment.interval.ms", _I, 15000,
+              "Largest share.assignment.interval.ms a group may set", minimum=0),
     ConfigDef("group.share.max.size", _I, 200, "Members allowed in one share group",
               minimum=1, maximum=1000),
     ConfigDef("group.share.max.share.sessions", _I, 2000, "Share sessions kept at once",

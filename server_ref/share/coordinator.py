@@ -156,11 +156,12 @@ class ShareCoordinator:
                                                    f"maximum capacity of {limit} members.", \
                         None, False
                 member = group.members[member_id] = ShareMember(
-                    member_id, client_id, host, rack, sorted(set(topics)))
-                self._assign(group)
+                    member_id, client_id, host, rack, sorted(set(topics)),
+                    epoch=group.assignment_epoch)  # until an assignment includes it
+                self._changed(group)
             elif topics is not None and sorted(set(topics)) != member.topics:
                 member.topics = sorted(set(topics))
-                self._assign(group)
+                self._changed(group)
             member.sent_epoch = -1  # a rejoin is told its assignment again
         else:
             if member is None:
@@ -172,7 +173,10 @@ class ShareCoordinator:
                                             f"group coordinator ({member.epoch}).", None, False
             if topics is not None and sorted(set(topics)) != member.topics:
                 member.topics = sorted(set(topics))
-                self._assign(group)
+                self._changed(group)
+        if group.assignment_stale and group.can_assign(now, self.assignment_interval_ms(
+                group_id)):
+            self._assign(group, now)
         member.last_seen_ms = now
         if rack is not None:
             member.rack = rack
@@ -183,28 +187,36 @@ class ShareCoordinator:
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return int(self.config(group_id, "share.heartbeat.interval.ms"))
 
-    def _assign(self, group: ShareGroup) -> None:
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """The group's share.assignment.interval.ms, else the broker's (dynamic)
+        group.share.assignment.interval.ms: read at each heartbeat, so a change applies
+        to the next assignment."""
+        return int(self.config(group_id, "share.assignment.interval.ms"))
+
+    def _subscribed_partitions(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         partitions_of: dict[str, tuple[uuid.UUID, int]] = {}
         for name in group.subscribed_topics():
             topic = self.broker.topics.get(name)
             if topic is not None:
                 partitions_of[name] = (topic.topic_id, len(topic.partitions))
-        group.assign(partitions_of)
+        return partitions_of
+
+    def _changed(self, group: ShareGroup) -> None:
+        """Membership or a subscription changed: a new group epoch; the assignment follows
+        at a heartbeat once the group's assignment interval allows."""
+        group.partitions_of = self._subscribed_partitions(group)
+        group.bump()
+
+    def _assign(self, group: ShareGroup, now_ms: int) -> None:
+        group.partitions_of = self._subscribed_partitions(group)
+        group.assign(group.partitions_of, now_ms)
 
     def refresh_assignments(self) -> None:
-        """Topics appear and grow: groups whose subscribed partitions changed reassign."""
+        """Topics appear and grow: groups whose subscribed partitions changed get a new
+        epoch (Kafka's metadata hash), and a new assignment as membership changes do."""
         for group in self.groups.values():
-            if not group.members:
-                continue
-            current = {(tid, len(parts)) for m in group.members.values()
-                       for tid, parts in m.assignment.items()}
-            wanted = set()
-            for name in group.subscribed_topics():
-                topic = self.broker.topics.get(name)
-                if topic is not None:
-                    wanted.add(topic.topic_id)
-            if wanted != {tid for tid, _ in current}:
-                self._assign(group)
+            if group.members and self._subscribed_partitions(group) != group.partitions_of:
+                self._changed(group)
 
     def _remove_member(self, group: ShareGroup, member_id: str) -> None:
         del group.members[member_id]
@@ -214,7 +226,7 @@ class ShareCoordinator:
                 self._dirty.add(key)
         for skey in [k for k in self.sessions if k == (group.group_id, member_id)]:
             del self.sessions[skey]
-        self._assign(group)
+        self._changed(group)  # the others take its partitions at their next heartbeat
         self.wake()
 
     # ------------------------------------------------------------------ share-partitions

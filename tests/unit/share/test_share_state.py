@@ -109,12 +109,28 @@ def test_assignor_shares_partitions_only_when_members_outnumber_them() -> None:
     group = ShareGroup("g")
     for m in ("m1", "m2", "m3"):
         group.members[m] = ShareMember(m, "c", "/h", None, ["t"])
-    group.assign({"t": (tid, 1)})
+    group.bump()
+    group.assign({"t": (tid, 1)}, now_ms=1000)
     assert all(m.assignment == {tid: [0]} for m in group.members.values())  # one partition
-    group.assign({"t": (tid, 6)})
+    group.bump()
+    group.assign({"t": (tid, 6)}, now_ms=2000)
     assert sorted(p for m in group.members.values() for p in m.assignment[tid]) == \
         list(range(6))  # enough partitions: each has one reader
     assert group.epoch == 2 and all(m.epoch == 2 for m in group.members.values())
+
+
+def test_assignment_interval_rule() -> None:
+    """Kafka's rule: the first assignment at once, then one per interval (0: each time)."""
+    group = ShareGroup("g")
+    assert group.can_assign(now_ms=5, interval_ms=3600000)  # never assigned
+    group.bump()
+    group.assign({}, now_ms=1000)
+    assert not group.assignment_stale
+    group.bump()
+    assert group.assignment_stale and group.assignment_epoch == 1 and group.epoch == 2
+    assert not group.can_assign(now_ms=1999, interval_ms=1000)
+    assert group.can_assign(now_ms=2000, interval_ms=1000)
+    assert group.can_assign(now_ms=1000, interval_ms=0)
 
 
 def test_acknowledgement_batches() -> None:

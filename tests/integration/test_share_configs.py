@@ -1,0 +1,262 @@
+"""Share-group configs that shape the share coordinator's assignments, on our broker (single
+node and cluster mode) and on Apache Kafka 4.3.1.
+
+``group.share.assignment.interval.ms`` (Kafka's one dynamic ``group.share.*`` broker config,
+cluster-wide) and the group's ``share.assignment.interval.ms`` (bounded by the static
+``group.share.min/max.assignment.interval.ms``) set the least time between two target
+assignments of a share group: a membership change bumps the group epoch at once, and the
+assignment for it is computed at a heartbeat once the interval has passed since the last
+one (the first one at once). Until then members keep the last assignment and a member that
+joined meanwhile has none.
+
+The tests never wait for an interval to pass: the brokers start with an interval of 0 (each
+change assigned at once), an hour is set dynamically (the broker's max is raised for it) at
+the group or the cluster-default broker level, so a deferral shows that value took effect
+and is certain, then 0 again, and the next heartbeat must compute the assignment. Heartbeats are sent as
+raw ShareGroupHeartbeat requests, so the test decides when each member heartbeats;
+ShareGroupDescribe shows the epochs and assignments.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+
+from sdk import AdminClient, ConfigResource, NewTopic
+from sdk.admin import ConfigResourceType
+from sdk.errors import InvalidRequestError
+from sdk.protocol.messages.describe_configs import DescribeConfigsRequest
+from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
+from sdk.protocol.messages.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from server_ref.cluster.processes import ask
+
+HOUR_MS = 3600000
+BROKER, GROUP = 4, 32  # config resource types
+# Static interval 0: without the hour set dynamically (group or broker), every change would
+# be assigned at once, so a deferral shows the dynamic value took effect.
+BROKER_CONFIG = {"group.share.assignment.interval.ms": "0",
+                 "group.share.max.assignment.interval.ms": str(HOUR_MS)}
+T = TypeVar("T")
+
+
+@dataclass
+class Target:
+    name: str
+    bootstrap_servers: str
+
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
+
+    def admin(self) -> AdminClient:
+        return AdminClient(bootstrap_servers=self.bootstrap_servers)
+
+
+@pytest.fixture(scope="module", params=["ref", "ref-cluster", "kafka"])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    if request.param == "ref":
+        from server_ref import EmbeddedBroker
+
+        with EmbeddedBroker(config=BROKER_CONFIG) as embedded:
+            yield Target("ref", embedded.bootstrap_servers)
+    elif request.param == "ref-cluster":
+        # dynamic broker and group configs go through the controller's metadata log and
+        # every broker replays them; the group's coordinator is any of the three
+        from server_ref.cluster import EmbeddedCluster
+
+        with EmbeddedCluster(brokers=3, controllers=1, config=BROKER_CONFIG) as cluster:
+            yield Target("ref-cluster", cluster.bootstrap_servers)
+    else:
+        from apache_support import apache_cluster
+
+        with apache_cluster(config=BROKER_CONFIG) as cluster:
+            yield Target("kafka", cluster.bootstrap_servers)
+
+
+def _member_id() -> str:
+    """A member id as Java's clients make them (a base64 UUID)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _coordinator_port(port: int, group: str) -> int:
+    request = FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+    deadline = time.monotonic() + 30
+    while True:
+        found = ask(port, request, 4, 10.0).coordinators[0]
+        if found.error_code == 0 or time.monotonic() > deadline:
+            assert found.error_code == 0, found.error_message
+            return int(found.port)
+        time.sleep(0.2)
+
+
+class Member:
+    """One share-group member whose heartbeats the test sends."""
+
+    def __init__(self, target: Target, group: str, topic: str) -> None:
+        self.group, self.topic = group, topic
+        self.member_id, self.epoch = _member_id(), 0
+        self.port = _coordinator_port(target.port, group)
+        self.assignment: list[int] | None = None  # partitions last told (None: never)
+
+    def heartbeat(self) -> ShareGroupHeartbeatResponse:
+        request = ShareGroupHeartbeatRequest(
+            group_id=self.group, member_id=self.member_id, member_epoch=self.epoch,
+            subscribed_topic_names=[self.topic] if self.epoch == 0 else None)
+        deadline = time.monotonic() + 30
+        while True:
+            response = ask(self.port, request, 1, 10.0)
+            # Kafka answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR while it settles
+            if response.error_code not in (14, 15, 16) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert response.error_code == 0, response.error_message
+        self.epoch = response.member_epoch
+        if response.assignment is not None:
+            self.assignment = sorted(p for t in response.assignment.topic_partitions
+                                     for p in t.partitions)
+        return response
+
+    def leave(self) -> None:
+        request = ShareGroupHeartbeatRequest(group_id=self.group, member_id=self.member_id,
+                                             member_epoch=-1)
+        ask(self.port, request, 1, 10.0)
+
+
+def _topic(target: Target, partitions: int) -> str:
+    name = f"share-cfg-{uuid.uuid4().hex[:8]}"
+    with target.admin() as admin:
+        admin.create_topics([NewTopic(name, partitions, 1)]).raise_if_failed()
+    return name
+
+
+def _set(target: Target, resource: ConfigResource, configs: dict[str, str | None]) -> None:
+    with target.admin() as admin:
+        admin.alter_configs({resource: configs}).raise_if_failed()
+
+
+def _describe(target: Target, group: str) -> Any:
+    with target.admin() as admin:
+        return admin.describe_share_groups([group]).raise_if_failed()[group]
+
+
+def _assigned(description: Any) -> dict[str, list[int]]:
+    return {m.member_id: sorted(tp.partition for tp in m.assignment)
+            for m in description.members}
+
+
+def _until(step: Callable[[], T], done: Callable[[T], bool], timeout_s: float = 30) -> T:
+    """``step()`` again until ``done`` holds of its result (or the timeout): a dynamic
+    config reaches Kafka's coordinator through its metadata log, a moment after the
+    admin call returned."""
+    deadline = time.monotonic() + timeout_s
+    while not done(result := step()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return result
+
+
+def _deferred_then_assigned(target: Target, group: str, topic: str,
+                            lift: Callable[[], None]) -> None:
+    """The second member's assignment waits for the interval (an hour) until ``lift`` sets
+    it to 0, then comes at the next heartbeat."""
+    a, b = Member(target, group, topic), Member(target, group, topic)
+    a.heartbeat()
+    first = a.epoch
+    if target.name != "kafka":
+        assert a.assignment == [0, 1]  # a group's first assignment is never deferred
+    else:
+        # Kafka computes the first assignment at once too, but before the share-partitions'
+        # state is initialized (InitializeShareGroupState, sent after that heartbeat), so
+        # it is empty; once initialized, a heartbeat bumps the group epoch and the
+        # assignment for it waits for the interval like any other. Ours has no such step.
+        assert a.assignment == []
+        described = _until(lambda: (a.heartbeat(), _describe(target, group))[1],
+                           lambda d: d.group_epoch > d.assignment_epoch)
+        assert (described.group_epoch, described.assignment_epoch) == (first + 1, first)
+        assert a.assignment == []
+    held = list(a.assignment or [])
+
+    b.heartbeat()
+    assert b.assignment == [] and b.epoch == first  # joined, nothing assigned yet
+    a.heartbeat()
+    assert a.assignment == held and a.epoch == first
+    described = _describe(target, group)
+    assert described.group_epoch > described.assignment_epoch == first
+    assert _assigned(described) == {a.member_id: held, b.member_id: []}
+    bumped = described.group_epoch
+
+    lift()
+    _until(b.heartbeat, lambda _: b.assignment != [])
+    a.heartbeat()
+    assert sorted([a.assignment, b.assignment]) == [[0], [1]]
+    assert a.epoch == b.epoch == bumped
+    described = _describe(target, group)
+    assert (described.group_epoch, described.assignment_epoch) == (bumped, bumped)
+    assert _assigned(described) == {a.member_id: a.assignment, b.member_id: b.assignment}
+    a.leave()
+    b.leave()
+
+
+def _shown_everywhere(target: Target, resource_type: int, resource_name: str,
+                     name: str) -> set[str | None]:
+    """``name`` of a resource as each broker describes it (cluster mode: each broker
+    replays the metadata log on its own time)."""
+    request = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=resource_type, resource_name=resource_name,
+        configuration_keys=[name])])
+    with target.admin() as admin:
+        ports = [b.port for b in admin.describe_cluster().brokers]
+    seen: set[str | None] = set()
+    for port in ports:
+        result = ask(port, request, 4, 10.0).results[0]
+        assert result.error_code == 0, result.error_message
+        seen |= {c.value for c in result.configs if c.name == name}
+    return seen
+
+
+def test_group_assignment_interval_defers_the_next_assignment(target: Target) -> None:
+    topic, group = _topic(target, 2), f"g-{uuid.uuid4().hex[:8]}"
+    resource = ConfigResource(ConfigResourceType.GROUP, group)
+    _set(target, resource, {"share.assignment.interval.ms": str(HOUR_MS)})
+    _until(lambda: _shown_everywhere(target, GROUP, group, "share.assignment.interval.ms"),
+           lambda seen: seen == {str(HOUR_MS)})
+    _deferred_then_assigned(target, group, topic, lambda: _set(
+        target, resource, {"share.assignment.interval.ms": "0"}))
+
+
+def test_broker_assignment_interval_is_dynamic(target: Target) -> None:
+    topic, group = _topic(target, 2), f"g-{uuid.uuid4().hex[:8]}"
+    cluster_default = ConfigResource(ConfigResourceType.BROKER, "")
+    _set(target, cluster_default, {"group.share.assignment.interval.ms": str(HOUR_MS)})
+    _until(lambda: _shown_everywhere(target, BROKER, "", "group.share.assignment.interval.ms"),
+           lambda seen: seen == {str(HOUR_MS)})
+    try:
+        _deferred_then_assigned(target, group, topic, lambda: _set(
+            target, cluster_default, {"group.share.assignment.interval.ms": "0"}))
+    finally:
+        _set(target, cluster_default, {"group.share.assignment.interval.ms": None})
+
+
+def test_assignment_interval_bounds(target: Target) -> None:
+    """A group may set share.assignment.interval.ms only within the broker's
+    group.share.min/max.assignment.interval.ms (INVALID_CONFIG)."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with target.admin() as admin:
+        result = admin.alter_configs({ConfigResource(ConfigResourceType.GROUP, group): {
+            "share.assignment.interval.ms": str(HOUR_MS + 1)}})
+        error = result[ConfigResource(ConfigResourceType.GROUP, group)].error
+    assert error is not None and "share.assignment.interval.ms must be less than or equal " \
+        "to group.share.max.assignment.interval.ms" in str(error)
+    with target.admin() as admin:
+        result = admin.alter_configs({ConfigResource(ConfigResourceType.BROKER, ""): {
+            "group.share.assignment.interval.ms": "-1"}})
+        error = result[ConfigResource(ConfigResourceType.BROKER, "")].error
+    assert isinstance(error, InvalidRequestError)
