@@ -413,6 +413,44 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "Delete the remote data when remote.storage.enable turns false"),
 )
 
+# Kafka's rules between share-group broker configs (its GroupCoordinatorConfig and
+# ShareGroupConfig, in their order): (a, rule, b) holds when a >= b ("ge"), a <= b ("le") or
+# a < b ("lt"). Kafka does not start with one broken, and refuses a dynamic change that
+# breaks one (INVALID_REQUEST); the message is Kafka's.
+_SHARE_RULES = (
+    ("group.share.max.heartbeat.interval.ms", "ge", "group.share.min.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", "ge", "group.share.min.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", "le", "group.share.max.heartbeat.interval.ms"),
+    ("group.share.max.session.timeout.ms", "ge", "group.share.min.session.timeout.ms"),
+    ("group.share.session.timeout.ms", "ge", "group.share.min.session.timeout.ms"),
+    ("group.share.session.timeout.ms", "le", "group.share.max.session.timeout.ms"),
+    ("group.share.heartbeat.interval.ms", "lt", "group.share.session.timeout.ms"),
+    ("group.share.max.assignment.interval.ms", "ge", "group.share.min.assignment.interval.ms"),
+    ("group.share.assignment.interval.ms", "ge", "group.share.min.assignment.interval.ms"),
+    ("group.share.assignment.interval.ms", "le", "group.share.max.assignment.interval.ms"),
+    ("group.share.max.delivery.count.limit", "ge", "group.share.delivery.count.limit"),
+    ("group.share.delivery.count.limit", "ge", "group.share.min.delivery.count.limit"),
+    ("group.share.max.partition.max.record.locks", "ge",
+     "group.share.partition.max.record.locks"),
+    ("group.share.partition.max.record.locks", "ge",
+     "group.share.min.partition.max.record.locks"),
+    ("group.share.record.lock.duration.ms", "ge", "group.share.min.record.lock.duration.ms"),
+    ("group.share.max.record.lock.duration.ms", "ge", "group.share.record.lock.duration.ms"),
+    ("group.share.max.share.sessions", "ge", "group.share.max.size"),
+)
+_RULE_TEXT = {"ge": "greater than or equal to", "le": "less than or equal to", "lt": "less than"}
+
+
+def share_config_problem(properties: Mapping[str, Any]) -> str | None:
+    """The first of Kafka's share-group config rules ``properties`` break, as Kafka words
+    it; None when they hold."""
+    for a, rule, b in _SHARE_RULES:
+        x, y = int(properties[a]), int(properties[b])
+        if not (x >= y if rule == "ge" else x <= y if rule == "le" else x < y):
+            return f"{a} must be {_RULE_TEXT[rule]} {b}"
+    return None
+
+
 # Kafka's older spellings of the retention default, accepted on the command line.
 _RETENTION_ALIASES = {"log.retention.hours": 3600 * 1000, "log.retention.minutes": 60 * 1000}
 
@@ -456,6 +494,8 @@ class BrokerConfig:
                 raise ConfigError(exc.message or str(exc), key=name, value=value) from None
         if self.fsync and "log.flush.interval.messages" not in given:
             self._set("log.flush.interval.messages", "1", static=True)
+        if (problem := share_config_problem(self.properties)) is not None:
+            raise ConfigError(problem)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any] | Iterable[str] = (),

@@ -45,6 +45,7 @@ from server_ref.config import (
     ConfigSource,
     ConfigType,
     parse_config_value,
+    share_config_problem,
 )
 from server_ref.handlers import RequestContext, handles
 from server_ref.tiered.settings import validate_topic
@@ -293,13 +294,18 @@ def check_broker_update(config: BrokerConfig, values: dict[str, str | None],
         entry = _broker_entry(config, name, per_broker, False, False)
         current[name] = entry.value if entry is not None else None
     validate_broker_update(values, per_broker, current)
+    after = dict(config.properties)  # the values the broker would act on afterwards
     for key, value in values.items():
         definition = BROKER_CONFIGS.get(key)
         if definition is not None and value is not None:
             try:
-                parse_config_value(definition, value)
+                parsed = parse_config_value(definition, value)
             except InvalidConfigError as exc:
                 raise InvalidRequestError(exc.message) from None
+            if per_broker or key not in config.dynamic_broker:
+                after[key] = parsed
+    if (problem := share_config_problem(after)) is not None:
+        raise InvalidRequestError(problem)
 
 
 def _apply_broker(ctx: RequestContext, values: dict[str, str | None], per_broker: bool,

@@ -30,7 +30,7 @@ import pytest
 
 from sdk import AdminClient, ConfigResource, NewTopic
 from sdk.admin import ConfigResourceType
-from sdk.errors import InvalidRequestError
+from sdk.errors import InvalidConfigError, InvalidRequestError
 from sdk.protocol.messages.describe_configs import DescribeConfigsRequest
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from sdk.protocol.messages.share_group_heartbeat import (
@@ -247,16 +247,26 @@ def test_broker_assignment_interval_is_dynamic(target: Target) -> None:
 
 def test_assignment_interval_bounds(target: Target) -> None:
     """A group may set share.assignment.interval.ms only within the broker's
-    group.share.min/max.assignment.interval.ms (INVALID_CONFIG)."""
-    group = f"g-{uuid.uuid4().hex[:8]}"
+    group.share.min/max.assignment.interval.ms (INVALID_CONFIG); the broker's own value
+    must lie within them too (INVALID_REQUEST, at either broker level)."""
+    group = ConfigResource(ConfigResourceType.GROUP, f"g-{uuid.uuid4().hex[:8]}")
     with target.admin() as admin:
-        result = admin.alter_configs({ConfigResource(ConfigResourceType.GROUP, group): {
-            "share.assignment.interval.ms": str(HOUR_MS + 1)}})
-        error = result[ConfigResource(ConfigResourceType.GROUP, group)].error
-    assert error is not None and "share.assignment.interval.ms must be less than or equal " \
-        "to group.share.max.assignment.interval.ms" in str(error)
-    with target.admin() as admin:
-        result = admin.alter_configs({ConfigResource(ConfigResourceType.BROKER, ""): {
-            "group.share.assignment.interval.ms": "-1"}})
-        error = result[ConfigResource(ConfigResourceType.BROKER, "")].error
-    assert isinstance(error, InvalidRequestError)
+        error = admin.alter_configs({group: {
+            "share.assignment.interval.ms": str(HOUR_MS + 1)}})[group].error
+        assert isinstance(error, InvalidConfigError)
+        assert "share.assignment.interval.ms must be less than or equal to " \
+            "group.share.max.assignment.interval.ms" in str(error)
+        brokers = [ConfigResource(ConfigResourceType.BROKER, ""), ConfigResource(
+            ConfigResourceType.BROKER, str(admin.describe_cluster().brokers[0].node_id))]
+        for broker in brokers:
+            error = admin.alter_configs({broker: {
+                "group.share.assignment.interval.ms": str(HOUR_MS + 1)}})[broker].error
+            assert isinstance(error, InvalidRequestError)
+            assert "group.share.assignment.interval.ms must be less than or equal to " \
+                "group.share.max.assignment.interval.ms" in str(error)
+            error = admin.alter_configs({broker: {
+                "group.share.assignment.interval.ms": "-1"}})[broker].error
+            assert isinstance(error, InvalidRequestError)
+            assert "Value must be at least 0" in str(error)
+    assert _shown_everywhere(target, BROKER, "", "group.share.assignment.interval.ms") \
+        == set()  # nothing was stored
