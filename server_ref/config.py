@@ -265,6 +265,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Partitions of __share_group_state", minimum=1),
     ConfigDef("share.coordinator.state.topic.segment.bytes", _I, 100 * 1024 * 1024,
               "segment.bytes of __share_group_state", minimum=14),
+    # Cluster mode (server_ref/share/cluster_state.py); a single node keeps one replica.
+    ConfigDef("share.coordinator.state.topic.replication.factor", ConfigType.SHORT, 3,
+              "Replication factor of __share_group_state (capped by the live brokers)",
+              minimum=1, maximum=(1 << 15) - 1),
+    ConfigDef("share.coordinator.state.topic.min.isr", ConfigType.SHORT, 2,
+              "min.insync.replicas of __share_group_state (capped by its replication "
+              "factor)", minimum=1, maximum=(1 << 15) - 1),
     ConfigDef("offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets",
               minimum=1),
     # Cluster mode (server_ref.cluster, server_ref.replication); unused by a single node.

@@ -83,11 +83,17 @@ class StateWriter:
             return
         agent = self.broker.cluster
         cfg = self.broker.config
-        replication = max(1, min(3, len(agent.image.live_brokers())))
+        # Kafka's share.coordinator.state.topic.* configs; the replication factor capped by
+        # the live brokers and min.isr by it, as for __consumer_offsets (Kafka refuses to
+        # create the topic until enough brokers are up)
+        replication = max(1, min(int(cfg.get("share.coordinator.state.topic.replication."
+                                             "factor")), len(agent.image.live_brokers())))
+        min_isr = min(int(cfg.get("share.coordinator.state.topic.min.isr")), replication)
         self._creating = asyncio.get_running_loop().create_task(create_topic(
             agent, _topic_name(), int(cfg.get("share.coordinator.state.topic.num.partitions")),
-            replication, {"cleanup.policy": "compact", "segment.bytes": str(
-                cfg.get("share.coordinator.state.topic.segment.bytes"))}))
+            replication, {"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
+                          "segment.bytes": str(
+                              cfg.get("share.coordinator.state.topic.segment.bytes"))}))
 
     async def _write(self, hash_key: str, key: bytes, value: bytes | None) -> None:
         agent = self.broker.cluster

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sdk import AdminClient, ConfigResource, NewTopic
+from sdk import AdminClient, AsyncShareConsumer, ConfigResource, NewTopic, Producer
 from sdk.admin import ConfigResourceType
 from sdk.errors import InvalidConfigError, InvalidRequestError
 from sdk.protocol.messages.describe_configs import DescribeConfigsRequest
@@ -46,6 +46,15 @@ BROKER, GROUP = 4, 32  # config resource types
 BROKER_CONFIG = {"group.share.assignment.interval.ms": "0",
                  "group.share.max.assignment.interval.ms": str(HOUR_MS)}
 T = TypeVar("T")
+# Per target: (replicas, min.insync.replicas) __share_group_state gets, and the broker
+# configs that ask for them. Our single node keeps one replica (no min.isr of its own);
+# Apache Kafka's test node is told 1 and 1 by tools/apache_kafka.py.
+STATE_TOPIC: dict[str, tuple[tuple[int, str], dict[str, str]]] = {
+    "ref": ((1, "1"), {}),
+    "ref-cluster": ((2, "2"), {"share.coordinator.state.topic.replication.factor": "2",
+                               "share.coordinator.state.topic.min.isr": "2"}),
+    "kafka": ((1, "1"), {}),
+}
 
 
 @dataclass
@@ -73,7 +82,8 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         # every broker replays them; the group's coordinator is any of the three
         from server_ref.cluster import EmbeddedCluster
 
-        with EmbeddedCluster(brokers=3, controllers=1, config=BROKER_CONFIG) as cluster:
+        with EmbeddedCluster(brokers=3, controllers=1, config={
+                **BROKER_CONFIG, **STATE_TOPIC["ref-cluster"][1]}) as cluster:
             yield Target("ref-cluster", cluster.bootstrap_servers)
     else:
         from apache_support import apache_cluster
@@ -270,3 +280,35 @@ def test_assignment_interval_bounds(target: Target) -> None:
             assert "Value must be at least 0" in str(error)
     assert _shown_everywhere(target, BROKER, "", "group.share.assignment.interval.ms") \
         == set()  # nothing was stored
+
+
+async def test_share_state_topic_configs(target: Target) -> None:
+    """share.coordinator.state.topic.replication.factor and .min.isr shape
+    __share_group_state, created once a share group keeps state."""
+    topic, group = _topic(target, 1), f"g-{uuid.uuid4().hex[:8]}"
+    _set(target, ConfigResource(ConfigResourceType.GROUP, group),
+         {"share.auto.offset.reset": "earliest"})
+    with Producer(bootstrap_servers=target.bootstrap_servers) as producer:
+        producer.send(topic, b"v")
+        producer.flush()
+    consumer: AsyncShareConsumer[bytes, bytes] = AsyncShareConsumer(
+        topic, bootstrap_servers=target.bootstrap_servers, group_id=group)
+    async with consumer:
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            got = list(await consumer.poll(500))
+        assert [r.value for r in got] == [b"v"]
+
+    def described() -> tuple[int, str | None]:
+        state = ConfigResource(ConfigResourceType.TOPIC, "__share_group_state")
+        with target.admin() as admin:
+            found = admin.describe_topics(["__share_group_state"])["__share_group_state"]
+            if found.error is not None or not found.partitions:
+                return 0, None
+            value = admin.describe_configs([state], names=["min.insync.replicas"]
+                                           ).raise_if_failed()[state].value(
+                                               "min.insync.replicas")
+        return len(found.partitions[0].replicas), value
+
+    assert _until(described, lambda d: d[0] > 0) == STATE_TOPIC[target.name][0]
