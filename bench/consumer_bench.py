@@ -267,13 +267,9 @@ def main() -> None:
     clients, kinds = shared.without_java(clients, kinds)
     cases: list[dict[str, Any]] = []
     for kind in kinds:
-        broker = shared.Broker(kind, args.bootstrap or "")
-        broker.start()
-        try:
+        with shared.started(kind, args.bootstrap or "") as broker:
             for size in sizes:
                 cases += measure_size(broker, size, clients, modes, args)
-        finally:
-            broker.stop()
     print(f"\n{PARTITIONS} partitions; median (lowest-highest) of {args.rounds} interleaved "
           f"rounds; steady = first record to last; CPU = client process user+sys per record "
           f"over the steady state; start-up = consumer created to first record")

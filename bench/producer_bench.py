@@ -314,9 +314,7 @@ def main() -> None:
     clients, kinds = shared.without_java(clients, kinds)
     results: list[dict[str, Any]] = []
     for kind in kinds:
-        broker = shared.Broker(kind, a.bootstrap_server or "")
-        broker.start()
-        try:
+        with shared.started(kind, a.bootstrap_server or "") as broker:
             for size, count in cases:
                 count = count // 4 if a.quick else count
                 for acks in a.acks_list.split(","):
@@ -326,8 +324,6 @@ def main() -> None:
                         results.append({"broker": kind, "size": size, "count": count,
                                         "acks": acks, "codec": codec,
                                         "batch_size": a.batch_size, "samples": samples})
-        finally:
-            broker.stop()
     batches = f"batch size {a.batch_size} B for all" if a.batch_size else "default batch sizes"
     print(f"\n{PARTITIONS} partitions, linger.ms={LINGER_MS}, {batches}; median "
           f"(lowest-highest) of {rounds} interleaved rounds; steady = first record sent to the "

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -267,6 +268,17 @@ class Broker:
         if self.kind == "tansu":
             self.stop()
             self.start()
+
+
+@contextmanager
+def started(kind: str, bootstrap: str = "") -> Iterator[Broker]:
+    """A started broker of ``kind``, stopped on leaving."""
+    broker = Broker(kind, bootstrap)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
