@@ -242,7 +242,7 @@ class Broker:
                 if saved is not None and saved[0] <= plog.log_end_offset:
                     partition.producers = PartitionProducers.from_json(saved[1])
                     start = max(start, saved[0])
-                partition.producers.replay(plog.batch_headers(start), now)
+                partition.producers.rebuild(plog, start, now)
         # The snapshot is only valid for the shutdown that wrote it; after a crash the logs
         # are scanned in full.
         (self.data_dir / "producer_state.json").unlink(missing_ok=True)

@@ -7,6 +7,13 @@ offsets of the original. Anything else out of sequence is OUT_OF_ORDER_SEQUENCE_
 old epoch is INVALID_PRODUCER_EPOCH. A retry older than the five remembered batches gets
 DUPLICATE_SEQUENCE_NUMBER (every client treats it as "already written").
 
+Transaction markers (control batches) are part of that state, as in Kafka's
+ProducerStateManager: a marker's epoch becomes the producer's (transactions v2 write it with
+the bumped epoch, which fences the old one) and the partition keeps the coordinator epoch of
+the last marker, refusing a marker from an older coordinator with
+TRANSACTION_COORDINATOR_FENCED. Rebuilding from the log applies markers too, so a new
+leader or a restarted broker fences what the original leader fenced.
+
 Producer state survives a restart: it is rebuilt from the batch headers in the logs, starting
 from a snapshot written at clean shutdown when there is one (``producer_state.json``).
 Producer ids are handed out in blocks whose upper bound is persisted before use
@@ -27,7 +34,9 @@ from sdk.errors import (
     DuplicateSequenceNumberError,
     InvalidProducerEpochError,
     OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
 )
+from sdk.records.reader import RecordBatch
 from server_ref.config import write_json_atomically
 
 log = logging.getLogger(__name__)
@@ -44,6 +53,14 @@ BATCHES_KEPT = 5  # Kafka's NUM_BATCHES_TO_RETAIN; also the most in-flight reque
 ID_BLOCK = 1000
 INT32_MAX = (1 << 31) - 1
 NO_PRODUCER_ID = -1
+NO_COORDINATOR_EPOCH = -1
+
+
+class LogLike(Protocol):
+    """What a rebuild reads from a partition log (storage's ``PartitionLog``)."""
+
+    def batch_headers(self, start_offset: int = 0) -> Iterator[Any]: ...
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> Any: ...
 
 
 class BatchHeaderLike(Protocol):
@@ -80,6 +97,13 @@ class ProducerEntry:
     epoch: int
     batches: deque[AppendedBatch] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
     last_seen_ms: int = -1
+    coordinator_epoch: int = NO_COORDINATOR_EPOCH  # of the last marker written
+
+    def take_epoch(self, epoch: int) -> None:
+        """A newer epoch starts over: its sequences begin at 0."""
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
 
     @property
     def last_sequence(self) -> int:
@@ -140,21 +164,62 @@ class PartitionProducers:
 
     def record(self, producer_id: int, epoch: int, batch: AppendedBatch, now_ms: int) -> None:
         entry = self.entries.get(producer_id)
-        if entry is None or entry.epoch != epoch:
-            entry = ProducerEntry(epoch)
-            self.entries[producer_id] = entry
+        if entry is None:
+            entry = self.entries[producer_id] = ProducerEntry(epoch)
+        entry.take_epoch(epoch)  # the coordinator epoch stays: it is not the producer's
         entry.batches.append(batch)
         entry.last_seen_ms = now_ms
 
-    def replay(self, headers: Iterable[BatchHeaderLike], now_ms: int) -> None:
-        """Rebuild from stored batches (oldest first)."""
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Before a COMMIT/ABORT marker is appended (Kafka's appendEndTxnMarker checks)."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            # A marker from an older epoch than the data the partition holds is a zombie
+            # coordinator's.
+            raise InvalidProducerEpochError(
+                f"marker epoch {epoch} of producer {producer_id} is older than {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}"
+                f", older than the {entry.coordinator_epoch} of the last marker written")
+
+    def record_marker(self, producer_id: int, epoch: int, coordinator_epoch: int,
+                      now_ms: int) -> None:
+        """A marker was appended: its epoch becomes the producer's (a v2 marker carries the
+        bumped one, which fences late writes of the old) and its coordinator epoch the
+        partition's for this producer. A marker has no sequence."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            entry = self.entries[producer_id] = ProducerEntry(epoch)
+        elif epoch > entry.epoch:
+            entry.take_epoch(epoch)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_seen_ms = now_ms
+
+    def replay(self, headers: Iterable[BatchHeaderLike], now_ms: int,
+               log: LogLike | None = None) -> None:
+        """Rebuild from stored batches (oldest first). With ``log`` (the one the headers come
+        from) control batches are applied too: their coordinator epoch is read from it."""
         for h in headers:
-            if h.producer_id == NO_PRODUCER_ID or h.is_control or h.base_sequence < 0:
+            if h.producer_id == NO_PRODUCER_ID:
+                continue
+            if h.is_control:
+                if log is not None:
+                    self.record_marker(h.producer_id, h.producer_epoch,
+                                       _marker_coordinator_epoch(log, h), now_ms)
+                continue
+            if h.base_sequence < 0:
                 continue
             last_seq = last_sequence_of(h.base_sequence, h.last_offset - h.base_offset)
             self.record(h.producer_id, h.producer_epoch,
                         AppendedBatch(h.base_sequence, last_seq, h.base_offset, h.last_offset,
                                       -1), now_ms)
+
+    def rebuild(self, log: LogLike, start_offset: int, now_ms: int) -> None:
+        """Apply every batch of ``log`` from ``start_offset``, markers included."""
+        self.replay(log.batch_headers(start_offset), now_ms, log)
 
     def expire(self, older_than_ms: int) -> int:
         stale = [pid for pid, e in self.entries.items() if e.last_seen_ms < older_than_ms]
@@ -167,6 +232,7 @@ class PartitionProducers:
     def to_json(self) -> dict[str, Any]:
         return {
             str(pid): {"epoch": e.epoch, "seen": e.last_seen_ms,
+                       "coordinator_epoch": e.coordinator_epoch,
                        "batches": [list(b) for b in e.batches]}
             for pid, e in self.entries.items()
         }
@@ -175,10 +241,20 @@ class PartitionProducers:
     def from_json(cls, data: dict[str, Any]) -> PartitionProducers:
         state = cls()
         for pid, e in data.items():
-            entry = ProducerEntry(int(e["epoch"]), last_seen_ms=int(e["seen"]))
+            entry = ProducerEntry(int(e["epoch"]), last_seen_ms=int(e["seen"]),
+                                  coordinator_epoch=int(e.get("coordinator_epoch",
+                                                              NO_COORDINATOR_EPOCH)))
             entry.batches.extend(AppendedBatch(*map(int, b)) for b in e["batches"])
             state.entries[int(pid)] = entry
         return state
+
+
+def _marker_coordinator_epoch(log: LogLike, header: BatchHeaderLike) -> int:
+    """The coordinator epoch in a stored marker's value (NO_COORDINATOR_EPOCH if it is not a
+    COMMIT/ABORT marker)."""
+    data = log.read(header.base_offset, 1).to_bytes()
+    epoch = RecordBatch(data).control_record().coordinator_epoch
+    return NO_COORDINATOR_EPOCH if epoch is None else int(epoch)
 
 
 SNAPSHOT_FILE = "producer_state.json"

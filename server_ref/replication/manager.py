@@ -146,7 +146,7 @@ class ReplicaManager:
         if not plog.log_end_offset:
             return
         state.entries.clear()
-        state.replay(plog.batch_headers(plog.log_start_offset), _now_ms())
+        state.rebuild(plog, plog.log_start_offset, _now_ms())
 
     # ------------------------------------------------------------------ follower side
 

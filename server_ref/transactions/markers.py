@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sdk.errors import (
-    InvalidProducerEpochError,
     KafkaStorageError,
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
@@ -34,12 +33,10 @@ def write_marker(broker: Broker, topic: str, index: int, producer_id: int, epoch
     partition = broker.topics.partition(topic, index)
     if partition is None:
         raise UnknownTopicOrPartitionError(f"topic {topic} has no partition {index}")
-    entry = partition.producers.entries.get(producer_id)
-    if entry is not None and epoch < entry.epoch:
-        # As Kafka's ProducerStateManager: a marker from an older epoch than the data the
-        # partition holds is a zombie coordinator's.
-        raise InvalidProducerEpochError(
-            f"marker epoch {epoch} of producer {producer_id} is older than {entry.epoch}")
+    # As Kafka's ProducerStateManager: INVALID_PRODUCER_EPOCH for an epoch older than the
+    # partition's, TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the last
+    # marker's (a coordinator that lost its __transaction_state partition); nothing written.
+    partition.producers.check_marker(producer_id, epoch, coordinator_epoch)
     now = broker.now_ms()
     batch = build_control_batch(ControlType.COMMIT if committed else ControlType.ABORT,
                                 producer_id, epoch, coordinator_epoch, timestamp_ms=now)
@@ -54,12 +51,9 @@ def write_marker(broker: Broker, topic: str, index: int, producer_id: int, epoch
     except OSError as exc:
         raise KafkaStorageError(f"writing a marker to {partition.name} failed: {exc}") from exc
     # The marker's epoch becomes the producer's on this partition (a bumped epoch fences
-    # the old one's late writes); sequences restart after a bump.
-    if entry is not None and epoch > entry.epoch:
-        entry.epoch = epoch
-        entry.batches.clear()
-    if entry is not None:
-        entry.last_seen_ms = now
+    # the old one's late writes; sequences restart after a bump), its coordinator epoch the
+    # partition's for this producer.
+    partition.producers.record_marker(producer_id, epoch, coordinator_epoch, now)
     partition.notify_appended()
     if broker.cluster is not None:
         broker.cluster.replicas.appended(partition)
