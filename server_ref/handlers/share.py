@@ -234,10 +234,15 @@ def _not_leader(broker: Any, key: PartKey) -> int:
 
 
 def _apply_acks(coordinator: ShareCoordinator, session: ShareSessionState,
-                topics: list[Any]) -> dict[PartKey, tuple[int, str | None]]:
-    """Every acknowledgement batch of the request; per partition the first error."""
+                topics: list[Any], renew_ack: bool = False
+                ) -> dict[PartKey, tuple[int, str | None]]:
+    """Every acknowledgement batch of the request; per partition the first error.
+    ``renew_ack``: a v2 request with IsRenewAck, which may carry RENEW (KIP-1222)."""
     results: dict[PartKey, tuple[int, str | None]] = {}
     limit = coordinator.delivery_limit(session.group_id)
+    renew_deadline = None  # RENEW refused: the group's share.renew.acknowledge.enable is off
+    if renew_ack and coordinator.config(session.group_id, "share.renew.acknowledge.enable"):
+        renew_deadline = coordinator.broker.now_ms() + coordinator.lock_ms(session.group_id)
     woke = False
     for topic in topics:
         for p in topic.partitions:
@@ -257,7 +262,8 @@ def _apply_acks(coordinator: ShareCoordinator, session: ShareSessionState,
                 try:
                     woke |= sp.acknowledge(session.member_id, batch.first_offset,
                                            batch.last_offset, list(batch.acknowledge_types),
-                                           limit)
+                                           limit, renew_ack=renew_ack,
+                                           renew_deadline=renew_deadline)
                 except InvalidAcknowledgement as exc:
                     if not code:
                         code = INVALID_REQUEST if exc.invalid_request else INVALID_RECORD_STATE
@@ -311,6 +317,14 @@ def share_fetch(ctx: RequestContext, req: ShareFetchRequest
     if epoch == 0 and any(p.acknowledgement_batches for t in req.topics for p in t.partitions):
         return ShareFetchResponse(error_code=INVALID_REQUEST, error_message=(
             "Acknowledge data present in the initial fetch request of a share session"))
+    renew_ack = ctx.api_version >= 2 and req.is_renew_ack
+    if renew_ack:  # acknowledgements only (KIP-1222), Kafka's check and message
+        nonzero = "".join(f"{name} must be set to 0, " for name, value in (
+            ("maxBytes", req.max_bytes), ("minBytes", req.min_bytes),
+            ("maxRecords", req.max_records), ("maxWaitMs", req.max_wait_ms)) if value)
+        if nonzero:
+            return ShareFetchResponse(error_code=INVALID_REQUEST,
+                                      error_message=f"{nonzero}if isRenewAck is true.")
     requested = {(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions}
     forgotten = {(f.topic_id, p) for f in req.forgotten_topics_data for p in f.partitions}
     session = _open_session(ctx, coordinator, req.group_id, req.member_id, epoch, requested,
@@ -322,9 +336,13 @@ def share_fetch(ctx: RequestContext, req: ShareFetchRequest
         else DEFAULT_MAX_RECORDS
     fetch = _Fetch(ctx, coordinator, session, max_records,
                    max(1, min(req.max_bytes, int(ctx.broker.config.get("fetch.max.bytes")))))
-    for key, (code, message) in _apply_acks(coordinator, session, req.topics).items():
+    for key, (code, message) in _apply_acks(coordinator, session, req.topics,
+                                            renew_ack).items():
         data = fetch.answer(key)
         data.acknowledge_error_code, data.acknowledge_error_message = code, message
+    if renew_ack and epoch != -1:  # nothing is acquired by a renewing fetch
+        coordinator.flush()
+        return _fetch_response(ctx, coordinator, fetch, epoch == 0, requested)
     if epoch == -1:  # the last request of the session: settle, give back, close
         coordinator.release_in_session(session)
         coordinator.sessions.pop((session.group_id, session.member_id), None)
@@ -403,7 +421,8 @@ def share_acknowledge(ctx: RequestContext, req: ShareAcknowledgeRequest
         return ShareAcknowledgeResponse(error_code=SHARE_SESSION_NOT_FOUND)
     if epoch != -1 and epoch != session.epoch:
         return ShareAcknowledgeResponse(error_code=INVALID_SHARE_SESSION_EPOCH)
-    results = _apply_acks(coordinator, session, req.topics)
+    results = _apply_acks(coordinator, session, req.topics,
+                          ctx.api_version >= 2 and req.is_renew_ack)
     if epoch == -1:
         coordinator.release_in_session(session)
         coordinator.sessions.pop((session.group_id, session.member_id), None)

@@ -36,7 +36,8 @@ class RecordState(enum.IntEnum):
     ARCHIVED = 4
 
 
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
 _SETTLED = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 NO_DEADLINE = 1 << 62
 
@@ -110,13 +111,16 @@ class SharePartition:
     # ------------------------------------------------------------------ settling
 
     def acknowledge(self, member: str, first: int, last: int, types: list[int],
-                    delivery_limit: int) -> bool:
+                    delivery_limit: int, *, renew_ack: bool = False,
+                    renew_deadline: int | None = None) -> bool:
         """Apply one acknowledgement batch; all of it or nothing. Returns whether a record
-        became AVAILABLE (waiting fetches may want it)."""
+        became AVAILABLE (waiting fetches may want it). RENEW (KIP-1222, v2 requests with
+        IsRenewAck, ``renew_ack``) keeps a record acquired by the member until
+        ``renew_deadline``; None: the group's share.renew.acknowledge.enable is off."""
         if last < first or not types or len(types) not in (1, last - first + 1):
             raise InvalidAcknowledgement(
                 f"batch {first}-{last} with {len(types)} types", invalid_request=True)
-        if any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
+        if any(not GAP <= t <= (RENEW if renew_ack else REJECT) for t in types):
             raise InvalidAcknowledgement(f"unknown acknowledge type in {types}",
                                          invalid_request=True)
         for offset in range(first, last + 1):
@@ -124,10 +128,15 @@ class SharePartition:
             if rec is None or rec.state is not RecordState.ACQUIRED or rec.member != member:
                 raise InvalidAcknowledgement(
                     f"offset {offset} is not acquired by member {member}")
+        if RENEW in types and renew_deadline is None:
+            raise InvalidAcknowledgement(RENEW_DISABLED)
         released = False
         for i, offset in enumerate(range(first, last + 1)):
             kind = types[0] if len(types) == 1 else types[i]
             rec = self.records[offset]
+            if kind == RENEW and renew_deadline is not None:
+                rec.deadline = renew_deadline  # still acquired by the member
+                continue
             rec.member, rec.deadline = "", NO_DEADLINE
             if kind == RELEASE:
                 released |= self._release(rec, delivery_limit)

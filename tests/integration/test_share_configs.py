@@ -20,6 +20,7 @@ ShareGroupDescribe shows the epochs and assignments.
 from __future__ import annotations
 
 import base64
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,8 +32,11 @@ import pytest
 from sdk import AdminClient, AsyncShareConsumer, ConfigResource, NewTopic, Producer
 from sdk.admin import ConfigResourceType
 from sdk.errors import InvalidConfigError, InvalidRequestError
+from sdk.protocol.framing import ClientFraming
 from sdk.protocol.messages.describe_configs import DescribeConfigsRequest
 from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
+from sdk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from sdk.protocol.messages.share_fetch import ShareFetchRequest
 from sdk.protocol.messages.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
@@ -312,3 +316,122 @@ async def test_share_state_topic_configs(target: Target) -> None:
         return len(found.partitions[0].replicas), value
 
     assert _until(described, lambda d: d[0] > 0) == STATE_TOPIC[target.name][0]
+
+
+# ---------------------------------------------------------------------------- RENEW
+
+INVALID_REQUEST, INVALID_RECORD_STATE = 42, 121
+
+
+class Connection:
+    """One connection for a share session's requests (Kafka ends a share session when its
+    connection closes)."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15.0)
+        self.framing = ClientFraming(client_id="share-configs-test")
+
+    def ask(self, request: Any, version: int) -> Any:
+        self.sock.sendall(self.framing.encode_request(request, version)[1])
+        while True:
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("the broker closed the connection")
+            for _correlation, response in self.framing.feed(data):
+                return response
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _fetch(conn: Connection, group: str, member: str, epoch: int, topic_id: uuid.UUID,
+           acks: list[Any] | None = None, renew: bool = False, max_wait_ms: int = 0
+           ) -> Any:
+    """ShareFetch v2 of partition 0; a renewing one (``renew``) carries acknowledgements
+    only, with every limit 0, as KIP-1222 asks."""
+    r = ShareFetchRequest
+    return conn.ask(r(
+        group_id=group, member_id=member, share_session_epoch=epoch,
+        max_wait_ms=max_wait_ms, min_bytes=0 if renew else 1,
+        max_bytes=0 if renew else 1 << 20, max_records=0 if renew else 10,
+        batch_size=0 if renew else 10, is_renew_ack=renew,
+        topics=[r.FetchTopic(topic_id=topic_id, partitions=[r.FetchPartition(
+            partition_index=0, acknowledgement_batches=acks or [])])]), 2)
+
+
+def _acknowledge(conn: Connection, group: str, member: str, epoch: int, topic_id: uuid.UUID,
+                 first: int, last: int, kind: int, renew: bool) -> tuple[int, int | None]:
+    """ShareAcknowledge v2 of one batch: (the request's, the partition's) error code."""
+    r = ShareAcknowledgeRequest
+    response = conn.ask(r(
+        group_id=group, member_id=member, share_session_epoch=epoch, is_renew_ack=renew,
+        topics=[r.AcknowledgeTopic(topic_id=topic_id, partitions=[r.AcknowledgePartition(
+            partition_index=0, acknowledgement_batches=[r.AcknowledgementBatch(
+                first_offset=first, last_offset=last, acknowledge_types=[kind])])])]), 2)
+    parts = [p for t in response.responses for p in t.partitions]
+    return response.error_code, parts[0].error_code if parts else None
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_renew_acknowledge_enable(target: Target, enabled: bool) -> None:
+    """share.renew.acknowledge.enable (group config, default true) decides whether a
+    member may renew the locks of records it holds (RENEW, KIP-1222, v2 requests with
+    IsRenewAck): off, RENEW is INVALID_RECORD_STATE and the records stay acquired as they
+    were. RENEW without IsRenewAck is INVALID_REQUEST either way, and a renewing
+    ShareFetch must ask for nothing (its limits 0)."""
+    topic, group = _topic(target, 1), f"g-{uuid.uuid4().hex[:8]}"
+    _set(target, ConfigResource(ConfigResourceType.GROUP, group), {
+        "share.auto.offset.reset": "earliest",
+        "share.renew.acknowledge.enable": "true" if enabled else "false"})
+    with Producer(bootstrap_servers=target.bootstrap_servers) as producer:
+        for i in range(3):
+            producer.send(topic, f"r{i}".encode())
+        producer.flush()
+    with target.admin() as admin:
+        found = admin.describe_topics([topic]).raise_if_failed()[topic]
+        ports = {b.node_id: b.port for b in admin.describe_cluster().brokers}
+    assert found.topic_id is not None
+    topic_id, conn = found.topic_id, Connection(ports[found.partitions[0].leader])
+    member = Member(target, group, topic)
+    _until(member.heartbeat, lambda _: member.assignment == [0])  # Kafka: once initialized
+
+    epoch = 0
+    acquired: list[Any] = []
+    deadline = time.monotonic() + 30
+    while not acquired and time.monotonic() < deadline:
+        response = _fetch(conn, group, member.member_id, epoch, topic_id, max_wait_ms=500)
+        assert response.error_code == 0, response.error_message
+        epoch += 1
+        acquired = [a for t in response.responses for p in t.partitions
+                    for a in p.acquired_records]
+    assert [(a.first_offset, a.last_offset) for a in acquired] == [(0, 2)]
+
+    # RENEW without IsRenewAck: a malformed request
+    assert _acknowledge(conn, group, member.member_id, epoch, topic_id, 0, 0, 4,
+                        renew=False) == (0, INVALID_REQUEST)
+    epoch += 1
+    # a renewing ShareFetch that asks for records is refused as a whole
+    refused = _fetch(conn, group, member.member_id, epoch, topic_id, renew=True,
+                     max_wait_ms=500)
+    assert refused.error_code == INVALID_REQUEST
+    # Kafka logs its reason and answers without it; ours says it
+    assert refused.error_message == (None if target.name == "kafka" else
+                                     "maxWaitMs must be set to 0, if isRenewAck is true.")
+
+    # RENEW with IsRenewAck: renewed, or refused when the group turned it off
+    code = _acknowledge(conn, group, member.member_id, epoch, topic_id, 0, 0, 4, renew=True)
+    assert code == (0, 0 if enabled else INVALID_RECORD_STATE)
+    epoch += 1
+    renewing = _fetch(conn, group, member.member_id, epoch, topic_id, renew=True,
+                      acks=[ShareFetchRequest.AcknowledgementBatch(
+                          first_offset=1, last_offset=1, acknowledge_types=[4])])
+    epoch += 1
+    assert renewing.error_code == 0, renewing.error_message
+    parts = [p for t in renewing.responses for p in t.partitions]
+    assert [(p.acknowledge_error_code, p.acquired_records) for p in parts] == \
+        [(0 if enabled else INVALID_RECORD_STATE, [])]  # nothing acquired by a renewal
+    # renewed or not, the records are still the member's: accepting them works
+    assert _acknowledge(conn, group, member.member_id, epoch, topic_id, 0, 2, 1,
+                        renew=False) == (0, 0)
+    conn.close()
+    member.leave()
