@@ -44,7 +44,7 @@ def describe_producers(ctx: RequestContext, req: DescribeProducersRequest
                        ) -> DescribeProducersResponse:
     """The producers a partition remembers. ``last_timestamp`` is when the broker last
     appended for the producer; a producer with an open transaction on the partition shows
-    its first offset and the coordinator epoch (0: this broker coordinates for good)."""
+    its first offset. The coordinator epoch is the last marker's, -1 before any (as Kafka)."""
     topics = []
     for topic in req.topics:
         results = []
@@ -59,7 +59,7 @@ def describe_producers(ctx: RequestContext, req: DescribeProducersRequest
                     DescribeProducersResponse.ProducerState(
                         producer_id=pid, producer_epoch=entry.epoch,
                         last_sequence=entry.last_sequence, last_timestamp=entry.last_seen_ms,
-                        coordinator_epoch=0 if pid in open_txns else -1,
+                        coordinator_epoch=entry.coordinator_epoch,
                         current_txn_start_offset=open_txns.get(pid, -1))
                     for pid, entry in sorted(partition.producers.entries.items())]
             results.append(result)

@@ -35,6 +35,7 @@ from sdk.errors import (
     ProducerFencedError,
     TransactionAbortableError,
     TransactionalIdNotFoundError,
+    TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
 )
 from sdk.net.client import NetClient
@@ -46,9 +47,11 @@ from sdk.protocol.messages.describe_producers import DescribeProducersRequest
 from sdk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from sdk.protocol.messages.end_txn import EndTxnRequest
 from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
+from sdk.protocol.messages.list_offsets import ListOffsetsRequest
 from sdk.protocol.messages.list_transactions import ListTransactionsRequest
 from sdk.protocol.messages.produce import ProduceRequest
 from sdk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest as TOC
+from sdk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from sdk.records.builder import RecordBatchBuilder
 
 from .conftest import Target, create_topic, new_topic, start_target
@@ -265,3 +268,86 @@ def test_raw_transaction_answers_match_kafka(target: Target) -> None:
     # KIP-994's duration filter counts from the transaction's start, whatever its state.
     assert answers["list by producer id, duration 0"] in (["CompleteAbort"], ["PrepareAbort"])
     assert answers["list by producer id, running an hour"] == []
+
+
+async def _v2_commit_then_stale_writes(target: Target) -> dict[str, object]:
+    """Transactions v2: a commit (markers under epoch + 1), then writes of the old epoch and
+    a marker from an older coordinator epoch, sent straight to the partition's leader."""
+    topic = new_topic("txn-fence")
+    await create_topic(target.bootstrap_servers, topic, 1)
+    client = NetClient(CommonConfig.build(bootstrap_servers=target.bootstrap_servers))
+    await client.start()
+    out: dict[str, object] = {}
+    leader = LeaderOf(topic, 0)
+    try:
+        raw = Raw(client, f"fence-{uuid.uuid4().hex[:8]}")
+        first = await raw.init(version=5)
+        pid, epoch = first.producer_id, first.producer_epoch
+
+        async def produce(seq: int, produce_epoch: int, transactional: bool) -> int:
+            builder = RecordBatchBuilder(producer_id=pid, producer_epoch=produce_epoch,
+                                         base_sequence=seq, is_transactional=transactional)
+            builder.append(None, None, None, b"v")
+            response = await client.call(ProduceRequest(
+                transactional_id=raw.txn_id if transactional else None, acks=-1,
+                timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(
+                    name=topic, partition_data=[ProduceRequest.PartitionProduceData(
+                        index=0, records=builder.build())])]),
+                leader, max_version=12, timeout_s=20)
+            return int(response.responses[0].partition_responses[0].error_code)
+
+        async def producer_state() -> tuple[int, int]:
+            response = await client.call(DescribeProducersRequest(topics=[
+                DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[0])]),
+                leader, timeout_s=20)
+            states = response.topics[0].partitions[0].active_producers
+            assert [s.producer_id for s in states] == [pid]
+            return states[0].producer_epoch - epoch, states[0].coordinator_epoch
+
+        async def log_end() -> int:
+            response = await client.call(ListOffsetsRequest(replica_id=-1, topics=[
+                ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(partition_index=0,
+                                                            timestamp=-1)])]),
+                leader, timeout_s=20)
+            return int(response.topics[0].partitions[0].offset)
+
+        out["produce v12"] = await produce(0, epoch, transactional=True)
+        out["producer while open"] = await producer_state()
+        ended = await raw.call(EndTxnRequest(transactional_id=raw.txn_id, producer_id=pid,
+                                             producer_epoch=epoch, committed=True), 5)
+        out["end v5"] = (ended.error_code, ended.producer_epoch - epoch)
+        deadline = time.monotonic() + 30  # Kafka writes the markers after its answer
+        while (await producer_state())[0] != 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        state_after = await producer_state()
+        out["producer after commit"] = state_after
+        out["idempotent batch, old epoch"] = await produce(1, epoch, transactional=False)
+        end_before = await log_end()
+        W = WriteTxnMarkersRequest
+        marker = await client.call(W(markers=[W.WritableTxnMarker(
+            producer_id=pid, producer_epoch=epoch + 1, transaction_result=False,
+            coordinator_epoch=state_after[1] - 1,
+            topics=[W.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])])]),
+            leader, max_version=1, timeout_s=20)
+        out["marker, older coordinator epoch"] = \
+            marker.markers[0].topics[0].partitions[0].error_code
+        out["written since"] = await log_end() - end_before
+    finally:
+        await client.close()
+    return out
+
+
+def test_a_v2_commit_fences_the_old_epoch_and_older_coordinators(target: Target) -> None:
+    answers = asyncio.run(_v2_commit_then_stale_writes(target))
+    assert answers["produce v12"] == 0
+    # A partition's producer knows no coordinator epoch until a marker was written.
+    assert answers["producer while open"] == (0, -1)
+    assert answers["end v5"] == (0, 1)
+    # The marker carried epoch + 1 and the coordinator's epoch (0 on one node: the first
+    # leader epoch of its __transaction_state partition).
+    assert answers["producer after commit"] == (1, 0)
+    assert answers["idempotent batch, old epoch"] == InvalidProducerEpochError.errno
+    assert answers["marker, older coordinator epoch"] == \
+        TransactionCoordinatorFencedError.errno
+    assert answers["written since"] == 0

@@ -346,8 +346,10 @@ async def test_write_txn_markers_handler_appends_through_the_same_path(
     producers = await client.call(DescribeProducersRequest(topics=[
         DescribeProducersRequest.TopicRequest(name="t", partition_indexes=[0])]), 0)
     state = producers.topics[0].partitions[0].active_producers[0]
+    # No marker yet: no coordinator epoch (Kafka answers -1 too, see
+    # tests/integration/test_broker_transactions.py).
     assert (state.producer_id, state.current_txn_start_offset, state.coordinator_epoch) == \
-        (pid, 0, 0)
+        (pid, 0, -1)
     W = WriteTxnMarkersRequest
     response = await client.call(W(markers=[W.WritableTxnMarker(
         producer_id=pid, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
