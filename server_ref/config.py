@@ -578,6 +578,20 @@ class BrokerConfig:
                 return
         self.properties[name] = self._static.get(name, definition.default)
 
+    def levels(self, name: str) -> list[tuple[Any, ConfigSource]]:
+        """Each level holding a value of ``name``, the one in effect first, ending with the
+        default: DescribeConfigs' synonyms, as Kafka lists them for a GROUP config."""
+        definition = BROKER_CONFIGS[name]
+        out: list[tuple[Any, ConfigSource]] = [
+            (parse_config_value(definition, level[name]), source)
+            for level, source in ((self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                                  (self.dynamic_default,
+                                   ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if name in level]
+        if name in self._static:
+            out.append((self._static[name], ConfigSource.STATIC_BROKER_CONFIG))
+        return [*out, (definition.default, ConfigSource.DEFAULT_CONFIG)]
+
     def source_of(self, name: str) -> ConfigSource:
         if name in self.dynamic_broker:
             return ConfigSource.DYNAMIC_BROKER_CONFIG

@@ -109,6 +109,18 @@ class GroupConfigStore:
                 return _parse(spec, value), value != spec.default
         return spec.default, False
 
+    def broker_levels(self, name: str) -> list[tuple[Any, int]]:
+        """(value, Kafka's ConfigSource id) of each broker level holding the config's broker
+        synonym, the one in effect first, ending with Kafka's default; [] without one."""
+        spec = GROUP_CONFIGS[name]
+        levels = getattr(self.broker_config, "levels", None)
+        if spec.synonym is None or levels is None:
+            return []
+        try:
+            return [(_parse(spec, value), int(source)) for value, source in levels(spec.synonym)]
+        except KeyError:  # a synonym this broker does not know (streams.*)
+            return []
+
     def value(self, group_id: str, name: str) -> Any:
         own = self.overrides.get(group_id, {})
         if name in own:
@@ -199,8 +211,14 @@ def describe_entries(store: GroupConfigStore, group_id: str, keys: list[str] | N
         if spec is None:
             continue
         default, from_broker = store.default(name)
+        # as Kafka shows it: an unset group config takes the source of the broker level in
+        # effect (static, dynamic cluster default, dynamic for this broker); the synonyms
+        # list every broker level down to Kafka's default
+        levels = store.broker_levels(name)
         if name in own:
             value, source = own[name], _SOURCE_GROUP
+        elif levels:
+            value, source = levels[0]
         else:
             value, source = default, _SOURCE_STATIC if from_broker else _SOURCE_DEFAULT
         entry = entry_cls(name=name, value=_text(value), read_only=False, config_source=source,
@@ -210,7 +228,11 @@ def describe_entries(store: GroupConfigStore, group_id: str, keys: list[str] | N
             if name in own:
                 chain.append(synonym_cls(name=name, value=_text(own[name]),
                                          source=_SOURCE_GROUP))
-            if from_broker and spec.synonym:
+            if levels and spec.synonym:
+                chain.extend(synonym_cls(name=spec.synonym, value=_text(level_value),
+                                         source=level_source)
+                             for level_value, level_source in levels)
+            elif from_broker and spec.synonym:
                 chain.append(synonym_cls(name=spec.synonym, value=_text(default),
                                          source=_SOURCE_STATIC))
             entry.synonyms = chain

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import pytest
 
 from sdk import AdminClient, AsyncShareConsumer, ConfigResource, NewTopic, Producer
-from sdk.admin import ConfigResourceType
+from sdk.admin import ConfigResourceType, ConfigSource
 from sdk.errors import InvalidConfigError, InvalidRequestError
 from sdk.protocol.framing import ClientFraming
 from sdk.protocol.messages.describe_configs import DescribeConfigsRequest
@@ -252,6 +252,20 @@ def test_broker_assignment_interval_is_dynamic(target: Target) -> None:
     _set(target, cluster_default, {"group.share.assignment.interval.ms": str(HOUR_MS)})
     _until(lambda: _shown_everywhere(target, BROKER, "", "group.share.assignment.interval.ms"),
            lambda seen: seen == {str(HOUR_MS)})
+    # the group, which sets nothing, shows the broker's levels (Kafka's synonyms)
+    resource = ConfigResource(ConfigResourceType.GROUP, group)
+    with target.admin() as admin:
+        entry = admin.describe_configs([resource], names=["share.assignment.interval.ms"],
+                                       include_synonyms=True
+                                       ).raise_if_failed()[resource].entries[
+                                           "share.assignment.interval.ms"]
+    assert (entry.value, entry.source) == (str(HOUR_MS),
+                                           ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert [(s.name, s.value, s.source) for s in entry.synonyms] == [
+        ("group.share.assignment.interval.ms", str(HOUR_MS),
+         ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("group.share.assignment.interval.ms", "0", ConfigSource.STATIC_BROKER_CONFIG),
+        ("group.share.assignment.interval.ms", "1000", ConfigSource.DEFAULT_CONFIG)]
     try:
         _deferred_then_assigned(target, group, topic, lambda: _set(
             target, cluster_default, {"group.share.assignment.interval.ms": "0"}))
