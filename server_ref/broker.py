@@ -167,6 +167,9 @@ class Broker:
             except asyncio.CancelledError:
                 pass  # the cancellation asked for just above
             self._maintenance = None
+        from server_ref.share.coordinator import ShareCoordinator  # made on first use
+
+        await ShareCoordinator.shutdown(self)
         if self.cluster is not None:
             await self.cluster.stop()
         await self.remote.stop()

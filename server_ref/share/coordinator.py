@@ -329,6 +329,18 @@ class ShareCoordinator:
         with contextlib.suppress(Exception):
             self.flush()
 
+    @classmethod
+    async def shutdown(cls, broker: Broker) -> None:
+        """Broker stop: journal what changed and end the ticker (left pending, asyncio
+        warned "Task was destroyed but it is pending" at every broker stop)."""
+        found = broker.__dict__.get(_ATTRIBUTE)
+        if found is None:
+            return
+        found.stop()
+        if found._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await found._task
+
 
 # ---------------------------------------------------------------------------- group admin
 
