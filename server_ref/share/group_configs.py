@@ -122,10 +122,21 @@ class GroupConfigStore:
             return []
 
     def value(self, group_id: str, name: str) -> Any:
+        """The value a group runs with: its override, kept within the broker's current
+        bounds (Kafka's GroupConfig.evaluate: a broker restarted with narrower
+        group.*.min/max.* caps what a group set earlier), else the broker's."""
         own = self.overrides.get(group_id, {})
-        if name in own:
-            return own[name]
-        return self.default(name)[0]
+        if name not in own:
+            return self.default(name)[0]
+        value = own[name]
+        spec = GROUP_CONFIGS[name]
+        if spec.bounds is not None and spec.kind == "INT":
+            low, high = (self._broker(b) for b in spec.bounds)
+            if low is not None and value < int(low):
+                value = int(low)
+            if high is not None and value > int(high):
+                value = int(high)
+        return value
 
     def parse(self, name: str, raw: str | None) -> Any:
         """A value as the group would hold it, validated as Kafka validates it."""

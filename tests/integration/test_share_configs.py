@@ -449,3 +449,56 @@ def test_renew_acknowledge_enable(target: Target, enabled: bool) -> None:
                         renew=False) == (0, 0)
     conn.close()
     member.leave()
+
+
+# ---------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize("kind", ["ref", "kafka"])
+def test_group_override_capped_by_narrower_broker_bounds(kind: str, tmp_path: Any) -> None:
+    """A group's share.heartbeat.interval.ms set within the broker's bounds, then the
+    broker restarted with a lower group.share.max.heartbeat.interval.ms: the group runs
+    with the new max (Kafka's GroupConfig.evaluate caps it and logs a warning)."""
+    wide = {"group.share.max.heartbeat.interval.ms": "15000"}
+    narrow = {"group.share.max.heartbeat.interval.ms": "10000"}
+
+    def interval(bootstrap: str, group: str, topic: str) -> int:
+        member = Member(Target(kind, bootstrap), group, topic)
+        response = member.heartbeat()
+        member.leave()
+        return int(response.heartbeat_interval_ms)
+
+    if kind == "ref":
+        from server_ref import EmbeddedBroker
+        from server_ref.config import BrokerConfig
+
+        with EmbeddedBroker(data_dir=tmp_path, config=wide) as embedded:
+            target = Target(kind, embedded.bootstrap_servers)
+            topic, group = _topic(target, 1), f"g-{uuid.uuid4().hex[:8]}"
+            _set(target, ConfigResource(ConfigResourceType.GROUP, group),
+                 {"share.heartbeat.interval.ms": "15000"})
+            assert interval(target.bootstrap_servers, group, topic) == 15000
+            embedded.stop()
+            embedded.config = BrokerConfig(host=embedded.host, port=embedded.port,
+                                           data_dir=embedded.data_dir, properties=narrow)
+            embedded.start()
+            assert interval(target.bootstrap_servers, group, topic) == 10000
+    else:
+        from apache_support import apache_cluster
+
+        with apache_cluster(config=wide) as cluster:
+            target = Target(kind, cluster.bootstrap_servers)
+            topic, group = _topic(target, 1), f"g-{uuid.uuid4().hex[:8]}"
+            _set(target, ConfigResource(ConfigResourceType.GROUP, group),
+                 {"share.heartbeat.interval.ms": "15000"})
+            assert _until(lambda: interval(target.bootstrap_servers, group, topic),
+                          lambda ms: ms == 15000) == 15000
+            node = cluster.nodes[1]
+            cluster.stop(1)
+            path = node.directory / "server.properties"
+            path.write_text(path.read_text().replace(
+                "group.share.max.heartbeat.interval.ms=15000",
+                "group.share.max.heartbeat.interval.ms=10000"))
+            cluster.start(1)
+            assert _until(lambda: interval(target.bootstrap_servers, group, topic),
+                          lambda ms: ms == 10000) == 10000
