@@ -371,14 +371,20 @@ async def _long_poll(ctx: RequestContext, coordinator: ShareCoordinator, fetch: 
         for partition in watched:
             partition.waiters.append(waiter)
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), remaining)
+            # Checked with the waiter in place (as the Fetch long poll): this coroutine
+            # starts a loop turn after the handler's check, and a record appended (or
+            # released) in between woke nobody, so the fetch sat out max_wait_ms.
+            if ctx.broker.opened:
+                fetch.acquire_all()
+            if not fetch.acquired:
+                await asyncio.wait_for(asyncio.shield(waiter), remaining)
         except TimeoutError:
             pass
         finally:
             for partition in watched:
                 with contextlib.suppress(ValueError):
                     partition.waiters.remove(waiter)
-        if ctx.broker.opened:
+        if ctx.broker.opened and not fetch.acquired:
             fetch.acquire_all()
     coordinator.flush()
     return _fetch_response(ctx, coordinator, fetch, full, requested)
