@@ -15,8 +15,9 @@ change goes through the active controller and every broker replays it:
   out of the broker's ``group.share.*`` bounds, an unknown name; ``validate_only`` changes
   nothing.
 
-``group.share.*`` broker configs are static (read-only in Kafka 4.3) and every node gets
-the same ones from the launcher, so they hold everywhere already.
+The static ``group.share.*`` broker configs come to every node from the launcher; the one
+dynamic one, ``group.share.assignment.interval.ms``, goes through the controller like any
+broker config (tests/integration/test_share_configs.py covers it on our cluster too).
 """
 
 from __future__ import annotations
