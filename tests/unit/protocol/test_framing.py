@@ -234,6 +234,25 @@ def test_frame_buffer_keeps_partial_frames() -> None:
     assert buf.pending_bytes == 1
 
 
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=6), st.data())
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+def test_frame_buffer_cuts_any_chunking(payloads: list[bytes], data: st.DataObject) -> None:
+    """Frames come out whole and in order however the stream is cut, even when a chunk
+    handed in as a bytearray is overwritten afterwards (a frame spanning chunks is held as
+    views until its last byte: they must not see the caller's buffer change)."""
+    stream = b"".join(struct.pack(">i", len(p)) + p for p in payloads)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    buf = FrameBuffer()
+    out: list[bytes] = []
+    for lo, hi in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        chunk = bytearray(stream[lo:hi])
+        out += buf.feed(chunk)
+        chunk[:] = b"\xff" * len(chunk)
+    assert out == payloads
+    assert all(type(f) is bytes for f in out)
+    assert buf.pending_bytes == 0
+
+
 def test_correlation_ids_increase_and_wrap() -> None:
     client = ClientFraming()
     assert [client.next_correlation_id() for _ in range(3)] == [0, 1, 2]
