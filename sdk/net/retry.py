@@ -90,43 +90,13 @@ class RetryPolicy:
         Retriable errors are retried after a backoff until ``max_attempts`` (the last error is
         then re-raised) or ``timeout_s`` (KafkaTimeoutError chained to the last error).
         """
-        import tenacity  # here: importing the clients does not pay for it (~5 ms)
-
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         last: list[BaseException] = []
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            delay = self.backoff.delay(state.attempt_number)
-            if deadline is not None:
-                delay = max(0.0, min(delay, deadline - time.monotonic()))
-            return delay
-
-        def should_stop(state: tenacity.RetryCallState) -> bool:
-            if self.max_attempts is not None and state.attempt_number >= self.max_attempts:
-                return True
-            return deadline is not None and time.monotonic() >= deadline
-
-        async def remember_and_hook(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            if exc is not None:
-                last[:] = [exc]
-                if before_retry is not None:
-                    maybe = before_retry(exc)
-                    if maybe is not None:
-                        await maybe
-
-        retrying = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(self.retry_if),
-            wait=wait,
-            stop=should_stop,
-            before_sleep=remember_and_hook,
-            reraise=True,
-        )
         try:
             if deadline is None:
-                return await retrying(operation)
+                return await self._attempts(operation, deadline, last, before_retry)
             # wait_for rather than asyncio.timeout: the package supports Python 3.10.
-            return await asyncio.wait_for(retrying(operation),
+            return await asyncio.wait_for(self._attempts(operation, deadline, last, before_retry),
                                           max(0.0, deadline - time.monotonic()))
         except TimeoutError as exc:
             if isinstance(exc, KafkaTimeoutError) and not self._is_budget(deadline):
@@ -144,6 +114,70 @@ class RetryPolicy:
                     cause=exc,
                 ) from exc
             raise
+
+    async def _attempts(
+        self,
+        operation: Callable[[], Awaitable[T]],
+        deadline: float | None,
+        last: list[BaseException],
+        before_retry: Callable[[BaseException], Awaitable[None] | None] | None,
+    ) -> T:
+        """The first attempt runs as is; tenacity runs the retries after a retriable failure.
+
+        Most calls succeed at once: importing tenacity and building its retrying object for
+        them cost ~8 ms at a client's first call (its start-up) and some µs per call after."""
+        try:
+            return await operation()
+        except BaseException as exc:
+            if not self.retry_if(exc) or self._stop(1, deadline):
+                raise
+            first = exc
+
+        import tenacity  # here: only a retry pays for it
+
+        async def remember_and_hook(exc: BaseException) -> None:
+            last[:] = [exc]
+            if before_retry is not None:
+                maybe = before_retry(exc)
+                if maybe is not None:
+                    await maybe
+
+        await remember_and_hook(first)
+        await asyncio.sleep(self._wait(1, deadline))
+        # Tenacity counts from 1 again: its attempt n is our attempt n + 1.
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            return self._wait(state.attempt_number + 1, deadline)
+
+        def should_stop(state: tenacity.RetryCallState) -> bool:
+            return self._stop(state.attempt_number + 1, deadline)
+
+        async def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            if exc is not None:
+                await remember_and_hook(exc)
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(self.retry_if),
+            wait=wait,
+            stop=should_stop,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        return await retrying(operation)
+
+    def _wait(self, failures: int, deadline: float | None) -> float:
+        """The backoff after ``failures`` failed attempts, not past the deadline."""
+        delay = self.backoff.delay(failures)
+        if deadline is not None:
+            delay = max(0.0, min(delay, deadline - time.monotonic()))
+        return delay
+
+    def _stop(self, attempts: int, deadline: float | None) -> bool:
+        """No attempt after ``attempts`` failed ones: the limit is reached or time is up."""
+        if self.max_attempts is not None and attempts >= self.max_attempts:
+            return True
+        return deadline is not None and time.monotonic() >= deadline
 
     @staticmethod
     def _is_budget(deadline: float | None) -> bool:
