@@ -15,7 +15,8 @@ highest. The children get bytecode caches (a temporary ``PYTHONPYCACHEPREFIX``, 
 one untimed round) even when the environment sets ``PYTHONDONTWRITEBYTECODE``.
 
     .venv/bin/python bench/startup_bench.py [--rounds 9] [--bootstrap host:port]
-        [--tree DIR]   # run the children on another checkout (e.g. a git archive export)
+        [--tree DIR --tree DIR2 ...]   # checkouts to compare (e.g. a git archive export
+                                       # of the commit before a change), interleaved too
 
 Without ``--bootstrap`` a reference broker is started in its own process for the run.
 """
@@ -127,7 +128,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--bootstrap", help="a running broker (default: start our reference broker)")
-    ap.add_argument("--tree", type=Path, default=ROOT, help="the SDK checkout the children run")
+    ap.add_argument("--tree", type=Path, action="append",
+                    help="an SDK checkout the children run (repeat to compare; default: this one)")
     ap.add_argument("--clients", default=",".join(CLIENTS))
     args = ap.parse_args()
     clients = args.clients.split(",")
@@ -135,35 +137,38 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown client(s) {sorted(unknown)}; choose from {', '.join(CLIENTS)}")
 
+    trees = [t.resolve() for t in (args.tree or [ROOT])]
+    cases = [(tree, client) for tree in trees for client in clients]
     broker = None
     boot = args.bootstrap
     if boot is None:
         broker, boot = start_broker()
     try:
         with tempfile.TemporaryDirectory(prefix="kafka-sdk-pycache-") as cache:
-            env = child_env(args.tree.resolve(), cache)
-            seed(args.tree, env, boot)
-            for client in clients:  # untimed: bytecode caches
-                sample(args.tree, env, boot, client)
-            results: dict[str, list[dict[str, float]]] = {c: [] for c in clients}
+            envs = {tree: child_env(tree, f"{cache}/{i}") for i, tree in enumerate(trees)}
+            seed(trees[0], envs[trees[0]], boot)
+            for tree, client in cases:  # untimed: bytecode caches
+                sample(tree, envs[tree], boot, client)
+            results: dict[tuple[Path, str], list[dict[str, float]]] = {c: [] for c in cases}
             for r in range(args.rounds):
-                order = clients[r % len(clients):] + clients[:r % len(clients)]
-                for client in order:
-                    results[client].append(sample(args.tree, env, boot, client))
+                order = cases[r % len(cases):] + cases[:r % len(cases)]
+                for tree, client in order:
+                    results[tree, client].append(sample(tree, envs[tree], boot, client))
                 time.sleep(0.05)
     finally:
         if broker is not None:
             broker.terminate()
             broker.wait(30)
 
-    print(f"tree {args.tree}, broker {boot}, {args.rounds} interleaved rounds; "
-          "median (lowest-highest)")
-    print(f"{'client':<14} {'construct':>26} {'to first answer':>26} {'total':>26}")
-    for client in clients:
-        runs = results[client]
-        print(f"{client:<14} {spread([x['construct'] for x in runs]):>26} "
-              f"{spread([x['first'] for x in runs]):>26} "
-              f"{spread([x['construct'] + x['first'] for x in runs]):>26}")
+    print(f"broker {boot}, {args.rounds} interleaved rounds; median (lowest-highest)")
+    for tree in trees:
+        print(f"\ntree {tree}")
+        print(f"{'client':<14} {'construct':>26} {'to first answer':>26} {'total':>26}")
+        for client in clients:
+            runs = results[tree, client]
+            print(f"{client:<14} {spread([x['construct'] for x in runs]):>26} "
+                  f"{spread([x['first'] for x in runs]):>26} "
+                  f"{spread([x['construct'] + x['first'] for x in runs]):>26}")
     return 0
 
 
