@@ -9,7 +9,8 @@ lag of each partition, each with a trend arrow against the previous sample (↑ 
 ``groups lag`` and Kafka's kafka-consumer-groups.sh compute it, so it works against any
 Kafka-protocol cluster (ours, Apache Kafka, tansu).
 
-On a terminal the screen is redrawn in place with ANSI escapes and ``q`` or Ctrl-C quits;
+On a terminal the screen is redrawn in place with ANSI escapes and ``q`` or Ctrl-C quits
+(Ctrl-C once a sample being taken ends; a second Ctrl-C at once);
 piped, frames follow one another. ``--once`` prints one frame (``--json``: one document)
 made of two samples ``--interval`` apart, so rates are filled (``--interval 0``: one
 sample, rates null); ``--json`` without ``--once`` prints one such document per line per
@@ -25,6 +26,7 @@ import fnmatch
 import os
 import select
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -239,11 +241,23 @@ def render(view: View, interval: float) -> list[str]:
 
 
 class _Keys:
-    """``q`` from a terminal's standard input, read without Enter (cbreak mode)."""
+    """``q`` from a terminal's standard input, read without Enter (cbreak mode), and Ctrl-C.
+
+    Ctrl-C sets a flag and wakes the wait through a pipe instead of raising
+    KeyboardInterrupt wherever the main thread happens to be (inside the client's locks or
+    a thread pool's shutdown, whose interrupted state could keep the process from exiting);
+    the view then ends between two samples.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self.fd: int | None = None
         self._saved: Any = None
+        self.interrupted = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._previous_handler: Any = None
+        with contextlib.suppress(ValueError):  # not the main thread: Ctrl-C raises as usual
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
         with contextlib.suppress(AttributeError, OSError, ValueError):
             if stream.isatty():
                 import termios
@@ -253,28 +267,40 @@ class _Keys:
                 self._saved = termios.tcgetattr(self.fd)
                 tty.setcbreak(self.fd)
 
+    def _on_sigint(self, _signum: int, _frame: Any) -> None:
+        if self.interrupted:  # a second Ctrl-C while a sample is still being taken
+            raise KeyboardInterrupt
+        self.interrupted = True
+        with contextlib.suppress(OSError):  # a full pipe already holds a wake-up
+            os.write(self._wake_w, b"x")
+
     def wait_for_quit(self, seconds: float) -> bool:
-        """Sleep ``seconds``; True as soon as ``q`` is typed."""
+        """Sleep ``seconds``; True as soon as ``q`` is typed or Ctrl-C pressed."""
         deadline = time.monotonic() + seconds
-        while True:
+        watched = [self._wake_r] if self.fd is None else [self._wake_r, self.fd]
+        while not self.interrupted:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            if self.fd is None:
-                time.sleep(left)
-                return False
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if ready:
+            ready, _, _ = select.select(watched, [], [], left)
+            if self.fd is not None and self.fd in ready:
                 typed = os.read(self.fd, 32)
                 if not typed or b"q" in typed.lower():
                     return True
+        return True
 
     def restore(self) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         if self.fd is not None and self._saved is not None:
             import termios
 
             with contextlib.suppress(OSError):
-                termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+                termios.tcsetattr(self.fd, termios.TCSANOW, self._saved)  # no wait on output
 
 
 def top(args: argparse.Namespace, admin: AdminClient, out: Output) -> int:
