@@ -125,7 +125,8 @@ class RetryPolicy:
         """The first attempt runs as is; tenacity runs the retries after a retriable failure.
 
         Most calls succeed at once: importing tenacity and building its retrying object for
-        them cost ~8 ms at a client's first call (its start-up) and some µs per call after."""
+        them cost 2-4 ms of a client's first call (its start-up; bench/startup_bench.py) and
+        some µs per call after."""
         try:
             return await operation()
         except BaseException as exc:
