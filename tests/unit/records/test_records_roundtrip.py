@@ -200,7 +200,24 @@ def test_builder_rejects_misuse() -> None:
     with pytest.raises(ValueError):
         RecordBatchBuilder(timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
     with pytest.raises(ValueError):
+        RecordBatchBuilder(timestamp_type=-1)  # the same, as a plain int
+    with pytest.raises(ValueError):
         RecordBatchBuilder("brotli")
+
+
+def test_builder_takes_members_ids_and_names_alike() -> None:
+    # Members skip the conversions (the producer opens a builder per batch); ids and names
+    # still go through them and give the same batch.
+    built = set()
+    for codec, ts_type in ((Compression.GZIP, TimestampType.LOG_APPEND_TIME), (1, 1),
+                           ("gzip", True)):
+        b = RecordBatchBuilder(codec, timestamp_type=ts_type)  # type: ignore[arg-type]
+        b.append(None, 7, b"k", b"v")
+        built.add(b.build())
+    assert len(built) == 1
+    (batch,) = read_batches(built.pop())
+    assert batch.compression == Compression.GZIP
+    assert batch.timestamp_type is TimestampType.LOG_APPEND_TIME
 
 
 def test_set_producer_state_and_log_append_builder() -> None:
