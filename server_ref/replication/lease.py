@@ -41,10 +41,18 @@ class LeadershipLease:
     def answered(self, sent: float, fenced: bool) -> None:
         """A heartbeat sent at ``sent`` (monotonic) was answered."""
         if fenced:  # the controller has taken (or is taking) this broker's leaderships
-            if self._lapsed_at is None:
-                self._lapsed_at = time.monotonic()
+            # Always from now: only a heartbeat answered unfenced after the fence renews.
+            self._lapsed_at = time.monotonic()
             return
         if self._renewed is not None and sent <= self._renewed:
+            return
+        if self._lapsed_at is not None and self._renewed is not None \
+                and self._renewed >= self._lapsed_at:
+            # Already renewed since the lapse: the catch-up is proven from that first
+            # answer. Moving it with every later heartbeat could keep a broker whose
+            # metadata fetches long-poll longer than the heartbeat interval from ever
+            # leading again (seen: a fresh cluster's leader refusing produce for a minute).
+            self._renewed = sent
             return
         if self._lapsed_at is None and not self._held(sent):
             # The lease had run out before this heartbeat (the broker was paused or cut
