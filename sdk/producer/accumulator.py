@@ -130,14 +130,22 @@ class BufferPool:
 
     async def reserve_async(self, n: int, timeout_s: float) -> None:
         """Await (on the producer's loop) until ``n`` bytes are free."""
+        if self.try_reserve(n):
+            return
         deadline = time.monotonic() + timeout_s
         loop = asyncio.get_running_loop()
-        while not self.try_reserve(n):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timeout(n, timeout_s)
+        while True:
             fut: asyncio.Future[None] = loop.create_future()
+            # Check and register under one lock hold: a release from another thread (a
+            # blocking caller giving back a surplus) between a failed check and the
+            # registration found no waiter to wake, and this one slept on.
             with self._cond:
+                if self._available >= n:
+                    self._available -= n
+                    return
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._timeout(n, timeout_s)
                 self._async_waiters.append(fut)
             try:
                 await asyncio.wait_for(fut, remaining)

@@ -595,7 +595,9 @@ class Stage:
         if deadline is None:
             deadline = _monotonic() + self._max_block_s
         reserved = 0
-        while self.runs:
+        # A reservation always goes back through drain: the sender may have drained every
+        # run while this thread waited for it (drain gives back what no run takes).
+        while self.runs or reserved:
             outcome = self.drain(None, reserved)
             reserved = 0
             if outcome is None:
@@ -612,7 +614,10 @@ class Stage:
         """:meth:`drain_blocking` for the producer's event loop (``deadline`` None: no limit
         but the records' delivery timeout)."""
         reserved = 0
-        while self.runs:
+        # As in drain_blocking: the sender's pass (Stage.service) may drain every run while
+        # this waits for memory; leaving with the reservation lost it for good (each time a
+        # batch's worth, until the pool was empty with nothing in flight to free it).
+        while self.runs or reserved:
             outcome = self.drain(None, reserved)
             reserved = 0
             if outcome is None:
