@@ -93,7 +93,8 @@ class BufferPool:
         """``total`` is ``buffer_memory``; ``held_back`` of it is not for batches (the
         producer keeps it for staged records, see ``sdk.producer.staging``)."""
         self.total = total
-        self._available = total - held_back
+        self.capacity = total - held_back  # the most one reservation can ever get
+        self._available = self.capacity
         self._cond = threading.Condition(threading.Lock())
         self._sleepers = 0  # threads in reserve_blocking (release notifies only if any)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -261,7 +262,11 @@ class RecordAccumulator:
         self.record_limit = record_limit
         self._ratios: dict[str, float] = {}  # compressed / uncompressed, per topic
         self._ratio_told: set[str] = set()  # topics with an estimate from a telling batch
-        self._max_uncompressed = max(batch_size, record_limit)
+        # A batch reserves its limit: one larger than the pool could never be reserved
+        # (batch_size above buffer_memory less the stage's share), and every send would
+        # wait out max_block_ms. Such batches are cut to the pool instead.
+        self._batch_cap = min(batch_size, pool.capacity)
+        self._max_uncompressed = min(max(batch_size, record_limit), pool.capacity)
         # The built-in partitioners stick to one partition per batch for keyless records:
         # bulk appends then ask them once per batch instead of once per record.
         self._sticky = isinstance(partitioner, (DefaultPartitioner, UniformStickyPartitioner))
@@ -701,10 +706,10 @@ class RecordAccumulator:
         """Uncompressed bytes a new batch of ``topic`` may hold: ``batch_size`` of estimated
         *compressed* bytes, as Java does, so compressible data makes full-sized batches."""
         if not self.compression:
-            return self.batch_size
+            return self._batch_cap
         ratio = self._ratios.get(topic, 1.0) * _RATIO_SAFETY
         if ratio >= 1.0:
-            return self.batch_size
+            return self._batch_cap
         return min(int(self.batch_size / ratio), self._max_uncompressed)
 
     def observe_compression(self, topic: str, uncompressed: int, compressed: int) -> None:

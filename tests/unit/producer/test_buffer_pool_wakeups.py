@@ -181,3 +181,17 @@ def test_buffer_memory_is_all_back_after_flush_under_pressure(embedded_broker: A
             inner = sp._core
             available, expected = inner._pool.available, inner._pool.total - inner._stage.cap
     assert available == expected
+
+
+async def test_a_batch_size_above_the_pools_share_still_sends(embedded_broker: Any,
+                                                             topic: str) -> None:
+    """batch_size 1 MB, buffer_memory 1.2 MB: a quarter is kept for staged records, so the
+    batches' pool holds 900 KB. Before, each batch asked for 1 MB and every send waited
+    out max_block_ms ("send blocked ... 1000000 more are needed")."""
+    async with AsyncProducer(bootstrap_servers=embedded_broker.bootstrap_servers,
+                             batch_size=1_000_000, buffer_memory=1_200_000,
+                             max_block_ms=20_000) as p:
+        futures = [await p.send(topic, b"x" * 1000) for _ in range(3000)]
+        await p.flush()
+        metas = [await f for f in futures]
+    assert [m.offset for m in metas] == list(range(3000))

@@ -134,6 +134,21 @@ def test_memory_is_reserved_per_batch_and_exhaustion_returns_the_need() -> None:
     assert isinstance(append(acc, b"c", partition=2, reserved=1000), RecordFuture)
 
 
+def test_a_batch_size_beyond_the_pool_is_cut_to_the_pool() -> None:
+    """batch_size above what the pool holds (buffer_memory less the stage's share): each
+    batch takes the whole pool and holds no more than that, instead of asking for memory
+    the pool can never give (every send then waited out max_block_ms)."""
+    acc, _ = make(batch_size=1000, memory=900)
+    assert acc.batch_limit("t") == 900
+    fut = append(acc, b"a" * 300, partition=0)
+    assert isinstance(fut, RecordFuture) and fut._batch.reserved == 900
+    assert acc.pool.available == 0
+    assert append(acc, b"b" * 300, partition=0)._batch is fut._batch  # type: ignore[union-attr]
+    assert append(acc, b"c" * 300, partition=0) == NeedMemory(900, 0)  # the batch is full
+    batch = acc.queues["t"][0].batches[0]
+    assert batch.builder is not None and batch.builder.size_in_bytes() <= 900
+
+
 def test_reserve_blocking_times_out_then_succeeds_after_a_release() -> None:
     pool = BufferPool(100)
     assert pool.try_reserve(100)
