@@ -14,8 +14,12 @@ running broker is warm, so a fresh JVM first gets an untimed produce and read
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -51,6 +55,31 @@ def unavailable() -> str | None:
     except ApacheKafkaUnavailable as exc:
         return str(exc)
     return None
+
+
+def java_driver_argv(source: Path) -> list[str]:
+    """The argv that runs a one-file Java driver (bench/java/<Main>.java, its class named as
+    the file) with the perf tools' JVM options. It is compiled once per source and Kafka
+    version into the jar cache; a staging directory renamed into place keeps a half-done
+    compile from ever being taken for a finished one."""
+    from tools.apache_kafka import DEFAULT_VERSION, cache_root, classpath, java_command
+
+    main_class = source.stem
+    digest = hashlib.sha256(source.read_bytes() + DEFAULT_VERSION.encode()).hexdigest()
+    classes = cache_root() / "bench-java" / f"{main_class}-{digest[:16]}"
+    if not (classes / f"{main_class}.class").exists():
+        javac = shutil.which("javac")
+        if javac is None:
+            raise RuntimeError("javac not found: the Java client needs a JDK")
+        staging = Path(tempfile.mkdtemp(prefix=f"{main_class}-"))
+        subprocess.run([javac, "-d", str(staging), "-cp", classpath(), str(source)],
+                       check=True, capture_output=True, text=True)
+        classes.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(classes, ignore_errors=True)
+        staging.rename(classes)
+    argv = java_command(main_class, heap=TOOL_HEAP, jvm_options=TOOL_JVM_OPTIONS)
+    argv[argv.index("-cp") + 1] += os.pathsep + str(classes)
+    return argv
 
 
 # ============================================================================ broker

@@ -22,7 +22,6 @@ Imports in this module stay lazy: workers run it with another tree's ``sdk`` on 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -296,27 +295,10 @@ _JAVA_RESULT = re.compile(r"^RESULT (.*)$", re.M)
 
 
 def java_argv() -> list[str]:
-    """The argv that runs ThroughputDriver with the perf tools' JVM options (compiled once
-    per source and Kafka version into the jar cache)."""
+    """The argv that runs ThroughputDriver with the perf tools' JVM options."""
     import java_peers
 
-    from tools.apache_kafka import DEFAULT_VERSION, cache_root, classpath, java_command
-
-    digest = hashlib.sha256(JAVA_SOURCE.read_bytes() + DEFAULT_VERSION.encode()).hexdigest()
-    classes = cache_root() / "bench-java" / f"throughput-{digest[:16]}"
-    if not (classes / "ThroughputDriver.class").exists():
-        javac = shutil.which("javac")
-        if javac is None:
-            raise RuntimeError("javac not found: the Java client needs a JDK")
-        staging = Path(tempfile.mkdtemp(prefix="throughput-driver-"))
-        subprocess.run([javac, "-d", str(staging), "-cp", classpath(), str(JAVA_SOURCE)],
-                       check=True, capture_output=True, text=True)
-        classes.parent.mkdir(parents=True, exist_ok=True)
-        staging.rename(classes)
-    argv = java_command("ThroughputDriver", heap=java_peers.TOOL_HEAP,
-                        jvm_options=java_peers.TOOL_JVM_OPTIONS)
-    argv[argv.index("-cp") + 1] += os.pathsep + str(classes)
-    return argv
+    return java_peers.java_driver_argv(JAVA_SOURCE)
 
 
 def run_java(args: list[str], timeout_s: float) -> Sample:

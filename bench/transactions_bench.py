@@ -25,7 +25,6 @@ AddPartitionsToTxn, an epoch bump per EndTxn); confluent-kafka (librdkafka) spea
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -99,27 +98,8 @@ _RESULT = re.compile(r"^RESULT records=(\d+) seconds=([\d.]+)", re.M)
 
 
 def java_driver() -> list[str]:
-    """The argv that runs TxnDriver (compiled once per source and Kafka version)."""
-    from tools.apache_kafka import DEFAULT_VERSION, cache_root, classpath, java_command
-
-    source = JAVA_SOURCE.read_bytes()
-    digest = hashlib.sha256(source + DEFAULT_VERSION.encode()).hexdigest()[:16]
-    classes = cache_root() / "bench-java" / digest
-    if not (classes / "TxnDriver.class").exists():
-        javac = shutil.which("javac")
-        if javac is None:
-            raise RuntimeError("javac not found: the Java client needs a JDK")
-        staging = Path(tempfile.mkdtemp(prefix="txn-driver-"))
-        subprocess.run([javac, "-d", str(staging), "-cp", classpath(), str(JAVA_SOURCE)],
-                       check=True, capture_output=True, text=True)
-        classes.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-    argv = java_command("TxnDriver", heap=java_peers.TOOL_HEAP,
-                        jvm_options=java_peers.TOOL_JVM_OPTIONS)
-    cp = argv.index("-cp") + 1
-    argv[cp] += os.pathsep + str(classes)
-    return argv
+    """The argv that runs TxnDriver with the perf tools' JVM options."""
+    return java_peers.java_driver_argv(JAVA_SOURCE)
 
 
 def java_run(bootstrap: str, topic: str, per_txn: int, transactions: int) -> float:
