@@ -33,14 +33,18 @@ demo: $(STAMP)
 # Every benchmark, each against its peers in the same run (figures go into the README).
 bench: $(STAMP)
 	$(BIN)/python bench/import_time.py
+	$(BIN)/python bench/startup_bench.py
 	$(BIN)/python bench/records_bench.py
-	$(BIN)/python bench/producer_bench.py --broker both
-	$(BIN)/python bench/producer_bench.py --broker apache
-	$(BIN)/python bench/consumer_bench.py --broker tansu
-	$(BIN)/python bench/consumer_bench.py --broker server_ref
-	$(BIN)/python bench/consumer_bench.py --broker apache
+	$(BIN)/python bench/fast_path_bench.py
+	$(BIN)/python bench/producer_bench.py --broker ref,apache --batch-size 1000000
+	$(BIN)/python bench/producer_bench.py --broker ref,tansu,apache
+	$(BIN)/python bench/consumer_bench.py --broker ref,apache
+	$(BIN)/python bench/consumer_bench.py --broker tansu --modes assign
+	$(BIN)/python bench/consumer_bench.py --broker tansu --modes group --sizes 100
+	$(BIN)/python bench/consumer_bench.py --broker tansu --modes group --sizes 1000
 	$(BIN)/python bench/broker_bench.py --peer tansu
 	$(BIN)/python bench/broker_bench.py --peer apache
+	$(BIN)/python bench/broker_bench.py --cluster
 	$(BIN)/python bench/spark_bench.py
 
 lint: $(STAMP)

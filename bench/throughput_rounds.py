@@ -176,7 +176,7 @@ def without_java(clients: list[str], kinds: list[str]) -> tuple[list[str], list[
     return clients, kinds
 
 
-# the names the scripts took before (the Makefile's ``make bench`` still uses them)
+# older names the scripts still take (scripts and notes from before the rework use them)
 _BROKER_ALIASES = {"server_ref": ["ref"], "both": ["tansu", "ref"], "all": list(BROKER_KINDS)}
 
 
