@@ -5,9 +5,6 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo bench lint regen clean
 
-PURE_INTEGRATION := $(addprefix tests/integration/,test_producer.py test_producer_faults.py \
-	test_consumer.py test_consumer_group.py test_transactions.py)
-
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -17,15 +14,11 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py sdk/records/_fast.c
 	touch $(STAMP)
 
 # Apache Kafka's jars are fetched once into ~/.cache/kafka-sdk (or $$KAFKA_SDK_CACHE).
-# The second pytest pass runs the same code without the compiled fast path: the unit suite
-# and the record-heavy integration files, on our broker only.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy sdk server_ref
 	$(BIN)/python tools/apache_kafka.py fetch --optional
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
-	KAFKA_SDK_PURE_PYTHON=1 KAFKA_SDK_TEST_TARGETS=ref $(BIN)/python -m pytest -q -n 2 \
-		--dist loadfile tests/unit $(PURE_INTEGRATION)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo_pipeline.py
