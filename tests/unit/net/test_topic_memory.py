@@ -16,11 +16,12 @@ from collections.abc import Iterator
 import pytest
 
 from sdk.admin import AdminClient, AsyncAdminClient
-from sdk.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
+from sdk.errors import UnknownTopicOrPartitionError
 from sdk.net import CommonConfig, NetClient
 from sdk.producer import Producer
 from sdk.types import NewTopic
 from server_ref import EmbeddedBroker
+from tests.unit.net.missing_topic import give_up_once, give_up_once_blocking
 
 SLOW_BACKOFF_MS = 10_000
 pytestmark = pytest.mark.timeout(60)
@@ -47,8 +48,7 @@ async def test_a_topic_created_by_this_process_is_forgotten_as_missing(
     topic = _topic()
     await client.start()
     try:
-        with pytest.raises(KafkaTimeoutError):
-            await client.wait_for_topic(topic, timeout_s=1.0)
+        await give_up_once(client, topic)
         with pytest.raises(UnknownTopicOrPartitionError):  # remembered: fails at once
             await client.wait_for_topic(topic, timeout_s=60)
         async with AsyncAdminClient(bootstrap_servers=bootstrap) as admin:
@@ -72,8 +72,7 @@ async def test_a_refresh_that_lists_the_topic_ends_the_memory(
     topic = _topic()
     await client.start()
     try:
-        with pytest.raises(KafkaTimeoutError):
-            await client.wait_for_topic(topic, timeout_s=1.0)
+        await give_up_once(client, topic)
         creatable = CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=1,
                                                        replication_factor=1)
         response = await client.call(CreateTopicsRequest(topics=[creatable], timeout_ms=10_000))
@@ -96,8 +95,7 @@ def test_a_producer_sends_right_after_the_topic_is_created(
     topic = _topic()
     with Producer(bootstrap_servers=bootstrap, retry_backoff_ms=SLOW_BACKOFF_MS,
                   max_block_ms=3_600_000) as p:
-        with pytest.raises(KafkaTimeoutError):
-            p.partitions_for(topic, timeout=1.0)
+        give_up_once_blocking(p, topic)
         with pytest.raises(UnknownTopicOrPartitionError):
             p.send(topic, b"refused")  # max_block_ms is an hour: only the memory refuses
         with AdminClient(bootstrap_servers=bootstrap) as admin:
@@ -118,9 +116,7 @@ def test_an_existing_topic_given_to_create_topics_is_forgotten_too(
                                               retry_backoff_ms=SLOW_BACKOFF_MS))
         await client.start()
         try:
-            with pytest.raises(KafkaTimeoutError):
-                await client.wait_for_topic(topic, timeout_s=1.0)
-            assert client.topic_problems.is_remembered_missing(topic)
+            await give_up_once(client, topic)
             async with AsyncAdminClient(bootstrap_servers=bootstrap) as other:
                 (await other.create_topics([NewTopic(topic, 1, 1)])).raise_if_failed()
             # As if another process had created it: this client still remembers it missing.

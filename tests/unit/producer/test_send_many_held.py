@@ -73,7 +73,9 @@ def test_result_timeout_is_honoured_while_the_metadata_is_missing(
 
 def test_held_records_fail_with_the_topic_error_after_max_block_ms(
         no_auto_create: EmbeddedBroker, topic: str) -> None:
-    with Producer(bootstrap_servers=no_auto_create.bootstrap_servers, max_block_ms=1500,
+    # 4 s: a loaded machine answers the first Metadata well within it (an error after no
+    # answer at all would have no cause and leave nothing remembered).
+    with Producer(bootstrap_servers=no_auto_create.bootstrap_servers, max_block_ms=4000,
                   retry_backoff_ms=10) as p:
         bulk = p.send_many(topic, [b"a", b"b", b"c"])
         with pytest.raises(KafkaTimeoutError):
