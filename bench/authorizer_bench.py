@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from peer_loops import confluent_produce  # noqa: E402
 
 from sdk import AclBinding, AdminClient, NewTopic, ResourcePattern, ResourceType  # noqa: E402
 from server_ref.security.acls import AclEntry, AclStore  # noqa: E402
@@ -69,13 +70,7 @@ def one_round(bootstrap: str, count: int) -> tuple[float, float]:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5})
     value = b"x" * 100
     start = time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                producer.produce(topic, value)
-                break
-            except BufferError:
-                producer.poll(0.01)
+    confluent_produce(producer, topic, value, count)
     producer.flush(120)
     produced = count / (time.perf_counter() - start)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "authz-bench",

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import trustme
 from confluent_kafka import Producer
+from peer_loops import confluent_produce
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -128,13 +129,7 @@ def records(target: Target, count: int) -> tuple[float, float]:
     producer.flush(30)
     value = b"x" * 100
     cpu0, t0 = cpu_seconds(target.pid), time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                producer.produce(topic, value)
-                break
-            except BufferError:
-                producer.poll(0.001)
+    confluent_produce(producer, topic, value, count, poll_s=0.001)
     assert producer.flush(60) == 0
     elapsed, cpu = time.perf_counter() - t0, cpu_seconds(target.pid) - cpu0
     return count / elapsed, cpu / count * 1000

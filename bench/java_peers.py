@@ -123,6 +123,7 @@ def warm_up_broker(bootstrap: str, records: int = 100_000, size: int = 100) -> N
     fresh JVM broker's JIT has compiled its produce and fetch paths before the clock."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
+    from peer_loops import confluent_produce
 
     topic = f"bench-warm-up-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -130,13 +131,7 @@ def warm_up_broker(bootstrap: str, records: int = 100_000, size: int = 100) -> N
         future.result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS})
     value = os.urandom(size)
-    for _ in range(records):
-        while True:
-            try:
-                producer.produce(topic, value)
-                break
-            except BufferError:
-                producer.poll(0.01)
+    confluent_produce(producer, topic, value, records)
     if producer.flush(120):
         raise RuntimeError("the broker warm-up produce did not finish")
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,

@@ -129,8 +129,9 @@ def broker(name: str, fast: bool) -> Iterator[str]:
         from server_ref import EmbeddedBroker
 
         config = {"group.initial.rebalance.delay.ms": 0}
-        if fast:
-            config["group.consumer.heartbeat.interval.ms"] = 500
+        if fast:  # the bounds must allow it on either broker, as Kafka checks at start
+            config.update({"group.consumer.heartbeat.interval.ms": 500,
+                           "group.consumer.min.heartbeat.interval.ms": 500})
         with EmbeddedBroker(config=config) as b:
             yield b.bootstrap_servers
     else:

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import broker_bench as bb
 import java_peers
 from broker_txn_bench import _check
+from peer_loops import confluent_produce
 
 SIZES = (100, 1000, 10_000)
 VALUE = os.urandom(100)
@@ -78,17 +79,8 @@ def confluent_run(bootstrap: str, topic: str, per_txn: int, transactions: int) -
     started = time.perf_counter()
     for t in range(transactions):
         p.begin_transaction()
-        base = t * per_txn
-        for i in range(per_txn):
-            while True:
-                try:
-                    if EXPLICIT:
-                        p.produce(topic, VALUE, partition=(base + i) % bb.PARTITIONS)
-                    else:
-                        p.produce(topic, VALUE)
-                    break
-                except BufferError:
-                    p.poll(0.005)
+        confluent_produce(p, topic, VALUE, per_txn, poll_s=0.005,
+                          partitions=bb.PARTITIONS if EXPLICIT else 0, first=t * per_txn)
         p.commit_transaction(120)
     return time.perf_counter() - started
 

@@ -50,7 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="controller quorum size in cluster mode (default 1)")
     parser.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
                         help="serve Prometheus metrics at http://HOST:PORT/metrics "
-                             "(0: any free port; needs prometheus_client)")
+                             "(0: any free port; needs prometheus_client); in cluster mode "
+                             "one port per node, PORT, PORT+1, ... (0: free ones), printed "
+                             "as 'metrics node=ID url=URL' lines")
     parser.add_argument("--log-level", default="WARNING",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser.parse_args(argv)
@@ -86,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         from server_ref.cluster.launcher import run_cluster
 
         return run_cluster(args.brokers, args.controllers or 1, args.data_dir, args.config,
-                           fsync=args.fsync, log_level=args.log_level)
+                           fsync=args.fsync, log_level=args.log_level,
+                           metrics_port=args.metrics_port)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="server_ref-"))
     try:
         config = BrokerConfig.from_properties(

@@ -270,8 +270,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Replication factor of __share_group_state (capped by the live brokers)",
               minimum=1, maximum=(1 << 15) - 1),
     ConfigDef("share.coordinator.state.topic.min.isr", ConfigType.SHORT, 2,
-              "min.insync.replicas of __share_group_state (capped by its replication "
-              "factor)", minimum=1, maximum=(1 << 15) - 1),
+              "min.insync.replicas of __share_group_state (acks=all needs at most its "
+              "replica count)", minimum=1, maximum=(1 << 15) - 1),
     ConfigDef("offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets",
               minimum=1),
     # Cluster mode (server_ref.cluster, server_ref.replication); unused by a single node.
@@ -308,6 +308,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Session timeout of consumer-protocol (KIP-848) group members", minimum=1),
     ConfigDef("group.consumer.heartbeat.interval.ms", _I, 5000,
               "Heartbeat interval of consumer-protocol (KIP-848) group members", minimum=1),
+    # The bounds of a group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+    # (the GROUP config resource, server_ref.share.group_configs).
+    ConfigDef("group.consumer.min.session.timeout.ms", _I, 45000,
+              "Smallest consumer.session.timeout.ms a group may set", minimum=1),
+    ConfigDef("group.consumer.max.session.timeout.ms", _I, 60000,
+              "Largest consumer.session.timeout.ms a group may set", minimum=1),
+    ConfigDef("group.consumer.min.heartbeat.interval.ms", _I, 5000,
+              "Smallest consumer.heartbeat.interval.ms a group may set", minimum=1),
+    ConfigDef("group.consumer.max.heartbeat.interval.ms", _I, 15000,
+              "Largest consumer.heartbeat.interval.ms a group may set", minimum=1),
     ConfigDef("group.consumer.max.size", _I, INT_MAX,
               "Members allowed in one consumer-protocol group", minimum=1),
     ConfigDef("fetch.max.bytes", _I, 57671680, "Cap on a fetch response's records",
@@ -420,11 +430,19 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "Delete the remote data when remote.storage.enable turns false"),
 )
 
-# Kafka's rules between share-group broker configs (its GroupCoordinatorConfig and
-# ShareGroupConfig, in their order): (a, rule, b) holds when a >= b ("ge"), a <= b ("le") or
-# a < b ("lt"). Kafka does not start with one broken, and refuses a dynamic change that
-# breaks one (INVALID_REQUEST); the message is Kafka's.
-_SHARE_RULES = (
+# Kafka's rules between consumer-group and share-group broker configs (its
+# GroupCoordinatorConfig and ShareGroupConfig, in their order): (a, rule, b) holds when
+# a >= b ("ge"), a <= b ("le") or a < b ("lt"). Kafka does not start with one broken, and
+# refuses a dynamic change that breaks one (INVALID_REQUEST); the message is Kafka's.
+_GROUP_RULES = (
+    ("group.consumer.max.heartbeat.interval.ms", "ge",
+     "group.consumer.min.heartbeat.interval.ms"),
+    ("group.consumer.heartbeat.interval.ms", "ge", "group.consumer.min.heartbeat.interval.ms"),
+    ("group.consumer.heartbeat.interval.ms", "le", "group.consumer.max.heartbeat.interval.ms"),
+    ("group.consumer.max.session.timeout.ms", "ge", "group.consumer.min.session.timeout.ms"),
+    ("group.consumer.session.timeout.ms", "ge", "group.consumer.min.session.timeout.ms"),
+    ("group.consumer.session.timeout.ms", "le", "group.consumer.max.session.timeout.ms"),
+    ("group.consumer.heartbeat.interval.ms", "lt", "group.consumer.session.timeout.ms"),
     ("group.share.max.heartbeat.interval.ms", "ge", "group.share.min.heartbeat.interval.ms"),
     ("group.share.heartbeat.interval.ms", "ge", "group.share.min.heartbeat.interval.ms"),
     ("group.share.heartbeat.interval.ms", "le", "group.share.max.heartbeat.interval.ms"),
@@ -448,10 +466,10 @@ _SHARE_RULES = (
 _RULE_TEXT = {"ge": "greater than or equal to", "le": "less than or equal to", "lt": "less than"}
 
 
-def share_config_problem(properties: Mapping[str, Any]) -> str | None:
-    """The first of Kafka's share-group config rules ``properties`` break, as Kafka words
-    it; None when they hold."""
-    for a, rule, b in _SHARE_RULES:
+def group_config_problem(properties: Mapping[str, Any]) -> str | None:
+    """The first of Kafka's consumer- and share-group config rules ``properties`` break, as
+    Kafka words it; None when they hold."""
+    for a, rule, b in _GROUP_RULES:
         x, y = int(properties[a]), int(properties[b])
         if not (x >= y if rule == "ge" else x <= y if rule == "le" else x < y):
             return f"{a} must be {_RULE_TEXT[rule]} {b}"
@@ -501,7 +519,7 @@ class BrokerConfig:
                 raise ConfigError(exc.message or str(exc), key=name, value=value) from None
         if self.fsync and "log.flush.interval.messages" not in given:
             self._set("log.flush.interval.messages", "1", static=True)
-        if (problem := share_config_problem(self.properties)) is not None:
+        if (problem := group_config_problem(self.properties)) is not None:
             raise ConfigError(problem)
 
     @classmethod

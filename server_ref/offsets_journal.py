@@ -21,8 +21,8 @@ from server_ref.topics import Partition, Topic
 if TYPE_CHECKING:
     from server_ref.broker import Broker
 
-__all__ = ["OFFSETS_TOPIC", "OffsetsJournal", "java_string_hash", "partition_for_group",
-           "replay_batches"]
+__all__ = ["OFFSETS_TOPIC", "OffsetsJournal", "append_as_leader", "java_string_hash",
+           "partition_for_group", "replay_batches"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 REPLAY_CHUNK = 1 << 20
@@ -45,6 +45,23 @@ def replay_batches(topic: Topic) -> Iterator[tuple[Any, int]]:
                     continue
                 yield batch, offset
                 offset = batch.next_offset
+
+
+def append_as_leader(broker: Broker, partition: Partition, builder: RecordBatchBuilder) -> None:
+    """Append a coordinator's record to its internal partition. Cluster mode: only the
+    partition's leader writes, stamped with its epoch; the followers copy it like any
+    record (callers that must answer after the ISR wait for it themselves)."""
+    cluster = broker.cluster
+    if cluster is None:
+        partition.log.append(bytearray(builder.build()), leader_epoch=0)
+        partition.notify_appended()
+        return
+    replica = partition.replica
+    if replica is None or not replica.is_leader:
+        raise NotCoordinatorError(f"this broker does not lead {partition.name}")
+    partition.log.append(bytearray(builder.build()), leader_epoch=replica.leader_epoch)
+    partition.notify_appended()
+    cluster.replicas.appended(partition)
 
 
 def java_string_hash(text: str) -> int:
@@ -108,22 +125,7 @@ class OffsetsJournal:
         partition = self.partition_for(group_of_key(key))
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), key, value)
-        self._append(partition, builder)
-
-    def _append(self, partition: Partition, builder: RecordBatchBuilder) -> None:
-        cluster = self.broker.cluster
-        if cluster is None:
-            partition.log.append(bytearray(builder.build()), leader_epoch=0)
-            partition.notify_appended()
-            return
-        # Cluster mode: only the partition's leader journals, stamped with its epoch; the
-        # followers copy it like any record.
-        replica = partition.replica
-        if replica is None or not replica.is_leader:
-            raise NotCoordinatorError(f"this broker does not lead {partition.name}")
-        partition.log.append(bytearray(builder.build()), leader_epoch=replica.leader_epoch)
-        partition.notify_appended()
-        cluster.replicas.appended(partition)
+        append_as_leader(self.broker, partition, builder)
 
     def append_transactional(self, key: bytes, value: bytes | None, producer_id: int,
                              producer_epoch: int) -> None:
@@ -133,7 +135,7 @@ class OffsetsJournal:
         builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch,
                                      is_transactional=True)
         builder.append(None, self.broker.now_ms(), key, value)
-        self._append(partition, builder)
+        append_as_leader(self.broker, partition, builder)
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
         """Records in log order; transactional ones at their COMMIT marker (dropped at an

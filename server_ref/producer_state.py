@@ -27,8 +27,9 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from sdk.errors import (
     DuplicateSequenceNumberError,
@@ -38,6 +39,10 @@ from sdk.errors import (
 )
 from sdk.records.reader import RecordBatch
 from server_ref.config import write_json_atomically
+from server_ref.storage.snapshots import read_snapshot, snapshot_offsets
+
+if TYPE_CHECKING:
+    from server_ref.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,8 @@ __all__ = [
     "PartitionProducers",
     "ProducerIdAllocator",
     "load_snapshot",
+    "producers_at_end",
+    "state_as_of",
     "write_snapshot",
 ]
 
@@ -255,6 +262,33 @@ def _marker_coordinator_epoch(log: LogLike, header: BatchHeaderLike) -> int:
     data = log.read(header.base_offset, 1).to_bytes()
     epoch = RecordBatch(data).control_record().coordinator_epoch
     return NO_COORDINATOR_EPOCH if epoch is None else int(epoch)
+
+
+def state_as_of(plog: PartitionLog, offset: int, now_ms: int) -> dict[str, Any]:
+    """The producer state (``to_json``) as of ``offset``, every batch below it applied: the
+    snapshot the log took when it rolled there; without one (lost, or a segment rolled
+    before snapshots were taken), the latest earlier snapshot still local, or none from the
+    local log start, with the batches from there to ``offset`` replayed."""
+    saved = read_snapshot(plog.directory, offset)
+    if saved is not None:
+        return saved
+    state, start = PartitionProducers(), plog.log_start_offset
+    for earlier in reversed(snapshot_offsets(plog.directory)):
+        found = read_snapshot(plog.directory, earlier) if start <= earlier < offset else None
+        if found is not None:
+            state, start = PartitionProducers.from_json(found), earlier
+            break
+    log.info("%s: no producer snapshot at %d; replaying batches from %d", plog.directory,
+             offset, start)
+    state.replay(takewhile(lambda h: h.base_offset < offset, plog.batch_headers(start)),
+                 now_ms, plog)
+    return state.to_json()
+
+
+def producers_at_end(plog: PartitionLog, now_ms: int) -> PartitionProducers:
+    """The producer state after every batch of ``plog``: from its latest snapshot plus the
+    batches after it (a new leader's, or a follower's after a truncation)."""
+    return PartitionProducers.from_json(state_as_of(plog, plog.log_end_offset, now_ms))
 
 
 SNAPSHOT_FILE = "producer_state.json"

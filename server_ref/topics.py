@@ -209,7 +209,11 @@ class TopicRegistry:
             log.warning("removing orphan log directory %s before creating it anew", directory)
             shutil.rmtree(directory)
         plog = PartitionLog.open(directory, topic.log_config(self.config), now_ms=self._now_ms)
-        return Partition(topic, index, plog)
+        partition = Partition(topic, index, plog)
+        # each roll snapshots the producer state as of the sealed segment's end (uploaded
+        # with the segment by tiered storage)
+        plog.producer_snapshot = lambda: partition.producers.to_json()
+        return partition
 
     # ------------------------------------------------------------------ lookups
 

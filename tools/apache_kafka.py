@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -139,8 +140,9 @@ def fetch(version: str = DEFAULT_VERSION, *, quiet: bool = True) -> Path:
     """Resolve Kafka ``version``'s jars into the cache (idempotent) and return its directory."""
     home = install_dir(version)
     libs = home / "libs"
-    if (home / ".complete").exists():
-        return home
+    marker = home / ".complete"
+    if marker.exists() and marker.read_text() == _marker_text(version):
+        return home  # resolved from this very pom (an older one lacks jars now needed)
     if shutil.which("mvn") is None or shutil.which("java") is None:
         raise ApacheKafkaUnavailable(f"cannot fetch Apache Kafka {version}: {missing_tools()}")
     home.mkdir(parents=True, exist_ok=True)
@@ -156,11 +158,26 @@ def fetch(version: str = DEFAULT_VERSION, *, quiet: bool = True) -> Path:
         detail = (result.stdout or "")[-2000:] + (result.stderr or "")[-2000:] if quiet else ""
         raise ApacheKafkaUnavailable(
             f"mvn could not resolve Apache Kafka {version} (exit {result.returncode}): {detail}")
+    # Kafka's test jar (LocalTieredStorage) carries its own log4j2.yaml, which would take
+    # over the tools' logging: it goes on the brokers' classpath only.
+    test_libs = home / "test-libs"
+    shutil.rmtree(test_libs, ignore_errors=True)
+    test_libs.mkdir()
+    for jar in staging.glob("*-test.jar"):
+        jar.rename(test_libs / jar.name)
     shutil.rmtree(libs, ignore_errors=True)
     staging.rename(libs)
     (home / "log4j2.yaml").write_text(LOG4J2_YAML)
-    (home / ".complete").write_text(version + "\n")
+    marker.write_text(_marker_text(version))
     return home
+
+
+CACHE_LAYOUT = 2  # 2: test jars in test-libs/, off the tools' classpath
+
+
+def _marker_text(version: str) -> str:
+    pom = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
+    return f"{version} {pom} layout{CACHE_LAYOUT}\n"
 
 
 def classpath(version: str = DEFAULT_VERSION) -> str:
@@ -169,6 +186,12 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
     if not jars:
         raise ApacheKafkaUnavailable(f"Apache Kafka {version} is not fetched (run fetch)")
     return os.pathsep.join(str(jar) for jar in jars)
+
+
+def broker_classpath(version: str = DEFAULT_VERSION) -> str:
+    """The tools' classpath plus Kafka's test jars (LocalTieredStorage for tiering)."""
+    tests = sorted((install_dir(version) / "test-libs").glob("*.jar"))
+    return os.pathsep.join([classpath(version), *map(str, tests)])
 
 
 def java_command(main_class: str, *args: str, version: str = DEFAULT_VERSION,
@@ -256,7 +279,7 @@ class ApacheKafkaCluster(NodeProcesses):
         controller_port = free_port() if role == "combined" else None
         node = Node(node_id, role, port, controller_port, self.data_dir / f"node-{node_id}")
         if role != "controller":
-            node.listeners = {name: (host, free_port())
+            node.listeners = {name: (host, free_port(host))
                               for name, (_protocol, host) in self.extra_listeners.items()}
         self.nodes[node_id] = node
 
@@ -353,7 +376,7 @@ class ApacheKafkaCluster(NodeProcesses):
              "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
              f"-Dkafka.logs.dir={node.directory}",
              f"-Dlog4j2.configurationFile={self._log4j}",
-             "-cp", classpath(self.version), "kafka.Kafka",
+             "-cp", broker_classpath(self.version), "kafka.Kafka",
              str(node.directory / "server.properties")],
             node.directory / "stdout.log")
         node.paused = False

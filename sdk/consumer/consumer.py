@@ -119,6 +119,9 @@ class AsyncConsumer(ObservedConsumer, Generic[K, V]):
         self._initial_topics = names
         self._initial_listener: ConsumerRebalanceListener | None = None
         self._pending = PendingRecords()  # fetched, not yet handed out
+        # Whether what _pending holds was reported to the metrics and hooks when it was
+        # fetched (iteration: per slice, not per record) or is reported as it is handed out.
+        self._pending_counted = True
         self._fetcher.pending_first = self._pending.first_offsets  # lag metrics (sdk.metrics)
         self._background: set[asyncio.Task[Any]] = set()
         self._subscription_epoch = 0  # bumped by subscribe/assign/unsubscribe
@@ -527,7 +530,7 @@ class AsyncConsumer(ObservedConsumer, Generic[K, V]):
         if not self._pending:
             return await self._poll(timeout_s, limit)
         if self._rejoin_first():  # the rebalance drops what revoked partitions left here
-            await self.fill_pending(timeout_s, limit)
+            await self.fill_pending(timeout_s, limit, count_now=False)
         return self.take_pending_batch(limit)
 
     async def getone(self) -> ConsumerRecord[K, V]:
@@ -545,8 +548,13 @@ class AsyncConsumer(ObservedConsumer, Generic[K, V]):
         if self._rejoin_first():
             return None
         record = self._pending.pop_one()
-        if record is not None and self._coordinator is not None:
-            self._coordinator.membership.polled()
+        if record is not None:
+            if self._coordinator is not None:
+                self._coordinator.membership.polled()
+            if not self._pending_counted:  # fetched for poll(), handed out by iteration
+                obs = self._fetcher._obs
+                if obs is not None:
+                    obs.consumed({None: [record]}, 1)
         return record
 
     def take_pending_batch(self, limit: int) -> Records[K, V]:
@@ -556,14 +564,22 @@ class AsyncConsumer(ObservedConsumer, Generic[K, V]):
         batch = self._pending.pop_batch(limit)
         if batch and self._coordinator is not None:
             self._coordinator.membership.polled()
+        if not self._pending_counted:  # counted as handed out (an empty poll too)
+            obs = self._fetcher._obs
+            if obs is not None:
+                obs.consumed(batch, sum(map(len, batch.values())))
         return batch
 
-    async def fill_pending(self, timeout_s: float, limit: int | None = None) -> None:
+    async def fill_pending(self, timeout_s: float, limit: int | None = None, *,
+                           count_now: bool = True) -> None:
         """Poll up to ``limit`` records into the pending buffer, for iteration and the
-        blocking face (which then hand them out without a trip through the event loop)."""
+        blocking face (which then hand them out without a trip through the event loop).
+        ``count_now`` False: they reach the metrics and ``on_consume`` as
+        :meth:`take_pending_batch` hands them out (a poll's records, not its slice)."""
         self._check_open()
         if not self._pending or self._rejoin_first():
-            self._pending.extend(await self._poll(timeout_s, self._limit(limit)))
+            self._pending.extend(await self._poll(timeout_s, self._limit(limit), count_now))
+            self._pending_counted = count_now
 
     def _rejoin_first(self) -> bool:
         """An eager member must rejoin before handing out more (even already fetched
@@ -598,7 +614,7 @@ class AsyncConsumer(ObservedConsumer, Generic[K, V]):
             self._wakeup.clear()
             raise WakeupError("the consumer was woken up")
 
-    async def _poll(self, timeout_s: float, limit: int) -> Records[K, V]:
+    async def _poll(self, timeout_s: float, limit: int, observe: bool = True) -> Records[K, V]:
         assert self._loop is not None and self._wakeup is not None
         if self._subs.mode is SubscriptionMode.NONE:  # would wait for ever (Java refuses too)
             raise IllegalStateError(
@@ -640,7 +656,7 @@ class AsyncConsumer(ObservedConsumer, Generic[K, V]):
                     await self._ensure_positions(max(remaining, 1.0))
                 except KafkaTimeoutError as exc:
                     log.info("looking up positions: %s", exc)
-            records = self._fetcher.fetched_records(limit)
+            records = self._fetcher.fetched_records(limit, observe)
             if records:
                 return records
             remaining = deadline - loop.time()

@@ -270,7 +270,7 @@ class Fetcher:
             response: FetchResponse = await conn.send(request, version, timeout_s=self._timeout_s)
             got_data = self._handle_response(node, response, parts, version)
             if self._obs is not None:
-                self._obs.fetch_done(time.monotonic() - sent_at)
+                self._obs.fetch_done(sent_at)
             self._node_failures.pop(node, None)
             if not got_data and self._idle_pause_s:
                 # fetch_min_bytes=0: the broker answers at once even with nothing to give;
@@ -407,9 +407,10 @@ class Fetcher:
 
     # ------------------------------------------------------------------ draining
 
-    def fetched_records(self, max_records: int
+    def fetched_records(self, max_records: int, observe: bool = True
                         ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
-        """Hand out up to ``max_records`` buffered records, advancing positions.
+        """Hand out up to ``max_records`` buffered records, advancing positions (``observe``
+        False: the caller reports them to the metrics when it hands them out itself).
 
         Raises the first pending fetch error when no records are ready (records come first,
         so what was fetched before an error is not lost).
@@ -455,8 +456,8 @@ class Fetcher:
                 buffer.extendleft(reversed(skipped))
         if not buffer:
             self._data.clear()
-        if self._obs is not None:  # also an empty poll (last-poll-seconds-ago)
-            self._obs.consumed(out)
+        if self._obs is not None and observe:  # also an empty poll (last-poll-seconds-ago)
+            self._obs.consumed(out, taken)
         return out
 
     def _chunk_is_live(self, chunk: PartitionRecords) -> bool:

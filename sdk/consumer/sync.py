@@ -158,7 +158,7 @@ class Consumer(Generic[K, V]):
             return batch
         # Take a bigger slice than asked for: the next polls are served from it directly.
         # It does not count as consumed (nor committed) until handed out.
-        self._wait(core.fill_pending(timeout_s, max(limit, _SYNC_SLICE)))
+        self._wait(core.fill_pending(timeout_s, max(limit, _SYNC_SLICE), count_now=False))
         return core.take_pending_batch(limit)
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:

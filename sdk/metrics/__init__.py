@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdk.metrics.hooks import ClientHooks, HookSet
 from sdk.metrics.logs import DEBUG_CONTEXTS
-from sdk.metrics.registry import MetricName, MetricsRegistry, Sensor
+from sdk.metrics.registry import MetricName, MetricsRegistry, Sensor, SensorGroup
 
 if TYPE_CHECKING:
     from sdk.metrics.otel import enable_opentelemetry
@@ -40,6 +40,7 @@ __all__ = [
     "MetricName",
     "MetricsRegistry",
     "Sensor",
+    "SensorGroup",
     "enable_opentelemetry",
     "enable_prometheus",
 ]

@@ -6,9 +6,10 @@ coordinator (per commit and rebalance).
 Lag: ``records-lag`` (per partition: tags ``topic``, ``partition``) is the partition's
 end offset (high watermark, or last stable offset under read_committed) minus the
 position of the next record to hand out, read when the metrics are; ``records-lag-max``
-is the largest of them now. Java samples the lag at each fetch and reports the largest
-sample of the window; reading it at the time of asking gives the value an admin client
-computes from the committed offsets once those are committed.
+is the largest of them now, and per partition (the same tags, as Java's per-partition
+``records-lag-max``) that partition's lag now. Java samples the lag at each fetch and
+reports the largest sample of the window; reading it at the time of asking gives the
+value an admin client computes from the committed offsets once those are committed.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class ConsumerObserver:
             value = math.nan if lag is None else float(lag)
             out[reg.name("records-lag", FETCH_GROUP, "records behind the end offset",
                          topic=tp.topic, partition=str(tp.partition))] = value
+            out[reg.name("records-lag-max", FETCH_GROUP, "the partition's records-lag now",
+                         topic=tp.topic, partition=str(tp.partition))] = value
             if lag is not None and not (lag <= worst):
                 worst = float(lag)
         out[reg.name("records-lag-max", FETCH_GROUP,
@@ -105,22 +108,23 @@ class ConsumerObserver:
     def fetched_bytes(self, size: int) -> None:
         self._fetch_bytes += size
 
-    def fetch_done(self, latency_s: float) -> None:
+    def fetch_done(self, sent_at: float) -> None:
+        """The answer to a Fetch written at ``sent_at`` (``time.monotonic()``) was read."""
         if self.registry is None:
             return
         now = time.monotonic()
-        self._fetch.record(latency_s * 1000, now)
+        self._fetch.record((now - sent_at) * 1000, now)
         self._fetch_size.record(self._fetch_bytes, now)
         self._fetch_bytes = 0
 
-    def consumed(self, records: Mapping[Any, list[Any]]) -> None:
-        """``records`` (by partition) are being handed out."""
+    def consumed(self, records: Mapping[Any, list[Any]], count: int) -> None:
+        """``records`` (by partition, ``count`` in all) are being handed out."""
         now = time.monotonic()
         self._last_poll = now
-        if not records:
+        if not count:
             return
         if self.registry is not None:
-            self._records.record(sum(len(v) for v in records.values()), now)
+            self._records.record(count, now)
         if self._consume_hook is not None:
             self._consume_hook([r for part in records.values() for r in part])
         if self._tracing is not None:

@@ -4,7 +4,9 @@
 A :class:`NetworkObserver` is attached to each connection a client opens; the connection
 calls :meth:`NetworkObserver.sent` per request written and :meth:`received` per chunk of
 responses read, so the cost is per request, and nothing at all when a client has no
-observer (metrics off, no network hook, protocol debugging off).
+observer (metrics off, no network hook, protocol debugging off). A request is recorded
+once, into its node's sensors; the client-wide figures are groups of those, summed when
+read.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class ObservedConnection(Protocol):
     host: str
     port: int
     sent_at: dict[int, tuple[float, int, int]]
+    last_used: float  # stamped by the connection right before it reports a request sent
 
     @property
     def in_flight(self) -> int: ...
@@ -73,19 +76,20 @@ class NetworkObserver:
             return
         g = self.group
         s = reg.stats
-        # As per node: one sensor per event, several metrics read from it.
-        self._requests = s(reg.sensor("requests"), g, "request",
+        # As per node: one sensor per event, several metrics read from it; the client-wide
+        # ones are the per-node sensors summed (each request is recorded once, per node).
+        self._requests = s(reg.sensor_group("requests"), g, "request",
                            {"-rate": "count-rate", "-total": "count-total"}, "requests sent")
         s(self._requests, g, "request-size", {"-avg": "avg", "-max": "max"},
           "bytes per request")
         s(self._requests, g, "outgoing-byte", {"-rate": "rate", "-total": "total"},
           "bytes written")
-        self._latency = s(reg.sensor("latency"), g, "request-latency",
+        self._latency = s(reg.sensor_group("latency"), g, "request-latency",
                           {"-avg": "avg", "-max": "max"},
                           "ms from writing a request to reading its response")
         s(self._latency, g, "response", {"-rate": "count-rate", "-total": "count-total"},
           "responses received")
-        self._incoming = s(reg.sensor("incoming"), g, "incoming-byte",
+        self._incoming = s(reg.sensor_group("incoming"), g, "incoming-byte",
                            {"-rate": "rate", "-total": "total"}, "bytes read")
         self._created = s(reg.sensor("connection-creation"), g, "connection-creation",
                           {"-rate": "count-rate", "-total": "count-total"},
@@ -102,6 +106,9 @@ class NetworkObserver:
             assert self.registry is not None
             sensors = self._nodes[node_id] = _NodeSensors(
                 self.registry, self.node_group, f"node-{node_id}")
+            self._requests.add(sensors.requests)
+            self._latency.add(sensors.latency)
+            self._incoming.add(sensors.incoming)
         return sensors
 
     # ------------------------------------------------------------------ connections
@@ -131,12 +138,14 @@ class NetworkObserver:
 
     def sent(self, conn: Any, api_key: int, version: int, cid: int, size: int,
              expect_response: bool) -> None:
-        now = time.monotonic()
+        now = conn.last_used  # the write's time, just taken by the connection
         if expect_response:
             conn.sent_at[cid] = (now, api_key, version)
         if self.registry is not None:
-            self._requests.record(size, now)
-            self._node(conn.node_id).requests.record(size, now)
+            node = self._nodes.get(conn.node_id)
+            if node is None:
+                node = self._node(conn.node_id)
+            node.requests.record(size, now)
         if protocol_log.isEnabledFor(logging.DEBUG):
             protocol_log.debug("-> node %s: api %s v%s correlation id %s, %d bytes",
                                conn.node_id, api_key, version, cid, size)
@@ -145,10 +154,11 @@ class NetworkObserver:
 
     def received(self, conn: Any, responses: list[tuple[int, Any]], size: int) -> None:
         now = time.monotonic()
-        reg = self.registry
-        node = self._node(conn.node_id) if reg is not None else None
-        if node is not None:
-            self._incoming.record(size, now)
+        node = None
+        if self.registry is not None:
+            node = self._nodes.get(conn.node_id)
+            if node is None:
+                node = self._node(conn.node_id)
             node.incoming.record(size, now)
         sent_at = conn.sent_at
         debug = protocol_log.isEnabledFor(logging.DEBUG)
@@ -159,7 +169,6 @@ class NetworkObserver:
             at, api_key, version = entry
             latency_s = now - at
             if node is not None:
-                self._latency.record(latency_s * 1000, now)
                 node.latency.record(latency_s * 1000, now)
             if debug:
                 protocol_log.debug("<- node %s: api %s v%s correlation id %s after %.3f ms",

@@ -3,17 +3,17 @@ its batch-level hooks, fed by the sender once per batch or request on the loop t
 
 ``record-send-total`` counts records when their batch is first written to a broker (a
 retry is counted in ``record-retry-total`` instead, so N records sent once read N);
-``record-error-total`` counts records whose batch failed for good.
+``record-error-total`` counts records whose batch failed for good. Each is recorded once,
+per topic; the client-wide figures are groups of the per-topic sensors, summed when read.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sdk.metrics.hooks import HookSet
-from sdk.metrics.registry import MetricsRegistry, Sensor, Stat
+from sdk.metrics.registry import MetricsRegistry, Sensor, SensorGroup, Stat
 
 __all__ = ["ProducerObserver"]
 
@@ -49,19 +49,23 @@ class ProducerObserver:
         self.registry = reg = registry
         self._ack_hook = hooks.on_acknowledgement
         self._topics: dict[str, _TopicSensors] = {}
-        self._built: list[tuple[str, float]] = []  # (topic, ratio) of batches built
+        # per topic: [sum, count, max] of the compression ratios of the batches built
+        # for the request being prepared
+        self._built: dict[str, list[float]] = {}
         if reg is None:
             return
         s = reg.stats
-        self._records = s(reg.sensor("records"), GROUP, "record-send", _RATE_TOTAL,
+        # The client-wide counts of records, batches, retries, errors and compression are
+        # the per-topic sensors summed (SensorGroup): each event is recorded once.
+        self._records = s(reg.sensor_group("records"), GROUP, "record-send", _RATE_TOTAL,
                           "records sent")
         self._per_request = s(reg.sensor("records-per-request"), GROUP, "records-per-request",
                               {"-avg": "avg"}, "records per Produce request")
         s(self._per_request, GROUP, "produce-request",
           {"-rate": "count-rate", "-total": "count-total"}, "Produce requests written")
-        self._batch_size = s(reg.sensor("batch-size"), GROUP, "batch-size",
+        self._batch_size = s(reg.sensor_group("batch-size"), GROUP, "batch-size",
                              {"-avg": "avg", "-max": "max"}, "bytes per batch as written")
-        self._compression = reg.sensor("compression")
+        self._compression = reg.sensor_group("compression")
         if compression:
             s(self._compression, GROUP, "compression-rate", {"-avg": "avg"},
               "compressed / uncompressed batch size")
@@ -71,9 +75,9 @@ class ProducerObserver:
         self._queue_time = s(reg.sensor("queue-time"), GROUP, "record-queue-time",
                              {"-avg": "avg", "-max": "max"},
                              "ms a batch waited in the accumulator before its first send")
-        self._retries = s(reg.sensor("retries"), GROUP, "record-retry", _RATE_TOTAL,
+        self._retries = s(reg.sensor_group("retries"), GROUP, "record-retry", _RATE_TOTAL,
                           "records retried")
-        self._errors = s(reg.sensor("errors"), GROUP, "record-error", _RATE_TOTAL,
+        self._errors = s(reg.sensor_group("errors"), GROUP, "record-error", _RATE_TOTAL,
                          "records whose send failed")
         self._splits = s(reg.sensor("splits"), GROUP, "batch-split", _RATE_TOTAL,
                          "batches split after MESSAGE_TOO_LARGE")
@@ -92,67 +96,76 @@ class ProducerObserver:
         if sensors is None:
             assert self.registry is not None
             sensors = self._topics[topic] = _TopicSensors(self.registry, topic)
+            groups: tuple[tuple[SensorGroup, Sensor], ...] = (
+                (self._records, sensors.records), (self._batch_size, sensors.bytes),
+                (self._retries, sensors.retries), (self._errors, sensors.errors),
+                (self._compression, sensors.compression))
+            for group, member in groups:
+                group.add(member)
         return sensors
 
-    def sent(self, batches: Sequence[Any]) -> None:
-        """A Produce request with ``batches`` was written (their attempts counted). One
-        update per sensor and request, not per batch."""
+    def sent(self, batches: Sequence[Any], now: float) -> None:
+        """A Produce request with ``batches`` was written (their attempts counted) in the
+        sender's pass of ``now``. One update per sensor and request, not per batch."""
         if self.registry is None:
             return
-        now = time.monotonic()
-        records = fresh = nbytes = biggest = 0
-        waited = longest = 0.0
-        per_topic: dict[str, list[int]] = {}
+        records = fresh = 0
+        waited = 0.0
+        oldest = now
+        per_topic: dict[str, list[int]] = {}  # topic -> [records, bytes, largest, batches]
         for batch in batches:
-            records += batch.count
+            count = batch.count
+            records += count
             if batch.attempts != 1:
                 continue
             payload = batch.payload
             size = len(payload) if payload is not None else 0
             fresh += 1
-            nbytes += size
-            if size > biggest:
-                biggest = size
-            queued = now - batch.created
-            waited += queued
-            if queued > longest:
-                longest = queued
+            created = batch.created
+            if created < now:  # (a batch opened after the pass began waited nothing)
+                waited += now - created
+                if created < oldest:
+                    oldest = created
             counts = per_topic.get(batch.topic)
             if counts is None:
-                per_topic[batch.topic] = [batch.count, size, size, 1]
+                per_topic[batch.topic] = [count, size, size, 1]
             else:
-                counts[0] += batch.count
+                counts[0] += count
                 counts[1] += size
-                counts[2] = max(counts[2], size)
+                if size > counts[2]:
+                    counts[2] = size
                 counts[3] += 1
         self._per_request.record(records, now)
+        topics = self._topics
         if fresh:
-            self._records.record(sum(c[0] for c in per_topic.values()), now)
-            self._batch_size.record_many(nbytes, fresh, biggest, now)
-            self._queue_time.record_many(waited * 1000, fresh, longest * 1000, now)
+            self._queue_time.record_many(waited * 1000, fresh, (now - oldest) * 1000, now)
             for topic, (count, size, largest, n) in per_topic.items():
-                sensors = self._topic(topic)
+                sensors = topics.get(topic) or self._topic(topic)
                 sensors.records.record(count, now)
                 sensors.bytes.record_many(size, n, largest, now)
-        built, self._built = self._built, []
-        if built:
-            total = 0.0
-            for topic, ratio in built:
-                total += ratio
-                self._topic(topic).compression.record(ratio, now)
-            self._compression.record_many(total, len(built), max(r for _, r in built), now)
+        if self._built:
+            built, self._built = self._built, {}
+            for topic, (ratios, built_count, highest) in built.items():
+                sensors = topics.get(topic) or self._topic(topic)
+                sensors.compression.record_many(ratios, int(built_count), highest, now)
 
     def compressed(self, topic: str, uncompressed: int, compressed: int) -> None:
         """A batch was compressed: its compressed / uncompressed ratio, kept until the
         request is written (:meth:`sent`)."""
         if self.registry is not None and uncompressed > 0:
-            self._built.append((topic, compressed / uncompressed))
+            ratio = compressed / uncompressed
+            ratios = self._built.get(topic)
+            if ratios is None:
+                self._built[topic] = [ratio, 1, ratio]
+            else:
+                ratios[0] += ratio
+                ratios[1] += 1
+                if ratio > ratios[2]:
+                    ratios[2] = ratio
 
     def retried(self, batch: Any) -> None:
         if self.registry is not None:
-            now = time.monotonic()
-            self._retries.record(batch.count, now)
-            self._topic(batch.topic).retries.record(batch.count, now)
+            self._topic(batch.topic).retries.record(batch.count)
 
     def split(self) -> None:
         if self.registry is not None:
@@ -165,9 +178,7 @@ class ProducerObserver:
 
     def failed(self, batch: Any, error: BaseException) -> None:
         if self.registry is not None:
-            now = time.monotonic()
-            self._errors.record(batch.count, now)
-            self._topic(batch.topic).errors.record(batch.count, now)
+            self._topic(batch.topic).errors.record(batch.count)
         hook = self._ack_hook
         if hook is not None:
             hook(batch.topic, batch.partition, -1, batch.count, error)

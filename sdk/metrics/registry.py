@@ -1,13 +1,15 @@
 """Windowed client metrics, named like the Java client's, cheap to feed.
 
 A :class:`Sensor` is fed on the client's event-loop thread (per request, per batch, per
-fetch, never per record) and keeps, besides running totals, a short ring of time-window
-samples (count, sum, max), as Java's ``SampledStat`` with ``metrics.sample.window.ms``
-and ``metrics.num.samples``. Averages, maxima and rates are computed only when someone
-reads them (:meth:`MetricsRegistry.snapshot`), so a client nobody watches pays one
-``time.monotonic()`` and a few additions per event.
+fetch, never per record) and keeps a short ring of time-window samples (count, sum, max),
+as Java's ``SampledStat`` with ``metrics.sample.window.ms`` and ``metrics.num.samples``.
+Totals, averages, maxima and rates are computed only when someone reads them
+(:meth:`MetricsRegistry.snapshot`), so an event costs a comparison and a few additions on
+the current window, with the timestamp the caller already took. An event is recorded
+once: a client-wide figure that sums per-node or per-topic ones is a :class:`SensorGroup`
+of those sensors, added up when read.
 
-Reading from another thread is safe without a lock: a sample is a small list updated in
+Reading from another thread is safe without a lock: a window is a small list updated in
 place, and a reader that races a writer sees a value one event old.
 """
 
@@ -15,10 +17,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Literal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Literal, TypeVar
 
-__all__ = ["MetricName", "MetricsRegistry", "Sensor", "Stat"]
+__all__ = ["MetricName", "MetricsRegistry", "Sensor", "SensorGroup", "Stat"]
 
 Stat = Literal["avg", "max", "rate", "total", "count-rate", "count-total", "value"]
 """What a metric reads from its sensor: the windowed average / maximum of the recorded
@@ -59,17 +61,23 @@ class MetricName:
 
 
 class Sensor:
-    """Running totals plus windowed samples of one kind of event (see the module text)."""
+    """Windowed samples of one kind of event (see the module text), fed by :meth:`record`.
 
-    __slots__ = ("_samples", "_samples_max", "_window_s", "count", "last", "started", "total")
+    The hot path touches only the current window (``[start, events, sum, max]``, updated
+    in place); running totals are not kept per event but derived when read, from the
+    samples in the ring plus what the ring already let go (``_state``). A window change
+    swaps ``_state`` in one assignment, so a reader on another thread never sees a total
+    go down (Prometheus would take that for a counter reset)."""
+
+    __slots__ = ("_cur", "_end", "_samples_max", "_state", "_window_s", "last", "started")
 
     def __init__(self, window_s: float, samples: int) -> None:
         self._window_s = window_s
         self._samples_max = samples
-        # [window start, events, sum, max] per window, oldest first
-        self._samples: list[list[float]] = []
-        self.count = 0
-        self.total = 0.0
+        # (samples in the ring, oldest first; events and sum of those dropped from it)
+        self._state: tuple[tuple[list[float], ...], int, float] = ((), 0, 0.0)
+        self._cur: list[float] = [-math.inf, 0, 0.0, -math.inf]  # not in the ring yet
+        self._end = -math.inf  # when the current window closes
         self.last = math.nan
         self.started = time.monotonic()
 
@@ -77,70 +85,118 @@ class Sensor:
         """One event of ``value`` (a batch's record count, a request's latency, ...)."""
         if now is None:
             now = time.monotonic()
-        self.count += 1
-        self.total += value
         self.last = value
-        samples = self._samples
-        if samples:
-            current = samples[-1]
-            if now - current[0] < self._window_s:
-                current[1] += 1
-                current[2] += value
-                if value > current[3]:
-                    current[3] = value
-                return
-        samples.append([now, 1, value, value])
-        if len(samples) > self._samples_max:
-            del samples[0]
+        if now < self._end:
+            cur = self._cur
+            cur[1] += 1
+            cur[2] += value
+            if value > cur[3]:
+                cur[3] = value
+            return
+        self._open(now, 1, value, value)
 
     def record_many(self, total: float, count: int, largest: float, now: float) -> None:
         """``count`` events summing to ``total``, the largest ``largest``, in one call (a
         request's batches: one update instead of one per batch)."""
         if count <= 0:
             return
-        self.count += count
-        self.total += total
         self.last = largest
-        samples = self._samples
-        if samples:
-            current = samples[-1]
-            if now - current[0] < self._window_s:
-                current[1] += count
-                current[2] += total
-                if largest > current[3]:
-                    current[3] = largest
-                return
-        samples.append([now, count, total, largest])
-        if len(samples) > self._samples_max:
-            del samples[0]
+        if now < self._end:
+            cur = self._cur
+            cur[1] += count
+            cur[2] += total
+            if largest > cur[3]:
+                cur[3] = largest
+            return
+        self._open(now, count, total, largest)
 
-    def _live(self, now: float) -> list[list[float]]:
-        """Samples younger than the whole window span (older ones no longer count)."""
-        horizon = now - self._window_s * self._samples_max
-        return [s for s in self._samples if s[0] > horizon]
+    def _open(self, now: float, count: int, total: float, largest: float) -> None:
+        # a new window: the oldest sample leaves the ring once it holds ``samples``
+        self._cur = cur = [now, count, total, largest]
+        self._end = now + self._window_s
+        ring, gone_count, gone_total = self._state
+        if len(ring) >= self._samples_max:
+            old, ring = ring[0], ring[1:]
+            gone_count += int(old[1])
+            gone_total += old[2]
+        self._state = (*ring, cur), gone_count, gone_total
+
+    @property
+    def count(self) -> int:
+        """Events recorded in all."""
+        ring, gone, _ = self._state
+        return gone + sum(int(s[1]) for s in ring)
+
+    @property
+    def total(self) -> float:
+        """The sum of the values recorded in all."""
+        ring, _, gone = self._state
+        return gone + sum(s[2] for s in ring)
 
     def read(self, stat: Stat, now: float) -> float:
-        if stat == "total":
-            return self.total
-        if stat == "count-total":
-            return float(self.count)
-        if stat == "value":
-            return self.last
-        live = self._live(now)
-        if stat == "avg":
-            n = sum(s[1] for s in live)
-            return sum(s[2] for s in live) / n if n else math.nan
-        if stat == "max":
-            return max(s[3] for s in live) if live else math.nan
-        # rates: per second over the span the samples cover, at least the full windows
-        # but the current one (Java's Rate), and never longer than the sensor has existed
-        if not live:
-            return 0.0
-        elapsed = now - live[0][0]
-        elapsed = max(elapsed, self._window_s * (self._samples_max - 1))
-        elapsed = min(max(elapsed, 1e-3), max(now - self.started, 1e-3))
-        amount = sum(s[1] for s in live) if stat == "count-rate" else sum(s[2] for s in live)
-        return amount / elapsed
+        return _read((self,), stat, now, self._window_s, self._samples_max, self.started)
+
+
+class SensorGroup:
+    """Several sensors read as one (the client-wide figure over the per-node sensors): each
+    event is recorded once, into its member, and the group adds the members' samples up
+    when read. Members join as they are made (a node first seen) and never leave, so the
+    group's totals keep what a node whose metrics were removed had counted."""
+
+    __slots__ = ("_samples_max", "_window_s", "members", "started")
+
+    def __init__(self, window_s: float, samples: int) -> None:
+        self._window_s = window_s
+        self._samples_max = samples
+        self.members: list[Sensor] = []
+        self.started = time.monotonic()
+
+    def add(self, sensor: Sensor) -> Sensor:
+        self.members.append(sensor)
+        return sensor
+
+    @property
+    def count(self) -> int:
+        return sum(s.count for s in list(self.members))
+
+    @property
+    def total(self) -> float:
+        return sum(s.total for s in list(self.members))
+
+    def read(self, stat: Stat, now: float) -> float:
+        return _read(list(self.members), stat, now, self._window_s, self._samples_max,
+                     self.started)
+
+
+def _read(sensors: Sequence[Sensor], stat: Stat, now: float, window_s: float,
+          samples_max: int, started: float) -> float:
+    """``stat`` over the samples of ``sensors`` (one sensor, or a group's members)."""
+    if stat == "total":
+        return sum(s.total for s in sensors) + 0.0
+    if stat == "count-total":
+        return float(sum(s.count for s in sensors))
+    if stat == "value":
+        return sensors[0].last if len(sensors) == 1 else math.nan
+    # samples younger than the whole window span (older ones no longer count)
+    horizon = now - window_s * samples_max
+    live = [sample for s in sensors for sample in s._state[0] if sample[0] > horizon]
+    if stat == "avg":
+        n = sum(s[1] for s in live)
+        return sum(s[2] for s in live) / n if n else math.nan
+    if stat == "max":
+        return max(s[3] for s in live) if live else math.nan
+    # rates: per second over the span the samples cover, at least the full windows but
+    # the current one (Java's Rate), and never longer than the sensor has existed
+    if not live:
+        return 0.0
+    elapsed = now - min(s[0] for s in live)
+    elapsed = max(elapsed, window_s * (samples_max - 1))
+    elapsed = min(max(elapsed, 1e-3), max(now - started, 1e-3))
+    amount = sum(s[1] for s in live) if stat == "count-rate" else sum(s[2] for s in live)
+    return amount / elapsed
+
+
+_S = TypeVar("_S", Sensor, SensorGroup)
 
 
 class MetricsRegistry:
@@ -157,7 +213,8 @@ class MetricsRegistry:
         self.window_s = window_ms / 1000
         self.samples = samples
         self._sensors: dict[str, Sensor] = {}
-        self._reads: dict[MetricName, tuple[Sensor, Stat]] = {}
+        self._groups: dict[str, SensorGroup] = {}
+        self._reads: dict[MetricName, tuple[Sensor | SensorGroup, Stat]] = {}
         self._gauges: dict[MetricName, Callable[[], float]] = {}
         self._providers: list[Callable[[], Mapping[MetricName, float]]] = []
 
@@ -179,11 +236,19 @@ class MetricsRegistry:
             sensor = self._sensors[key] = Sensor(self.window_s, self.samples)
         return sensor
 
-    def add(self, metric: MetricName, sensor: Sensor, stat: Stat) -> None:
+    def sensor_group(self, key: str) -> SensorGroup:
+        """The sensor group named ``key`` (created on first use; members join with
+        :meth:`SensorGroup.add`)."""
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = SensorGroup(self.window_s, self.samples)
+        return group
+
+    def add(self, metric: MetricName, sensor: Sensor | SensorGroup, stat: Stat) -> None:
         self._reads[metric] = (sensor, stat)
 
-    def stats(self, sensor: Sensor, group: str, prefix: str, stats: Mapping[str, Stat],
-              description: str = "", **tags: str) -> Sensor:
+    def stats(self, sensor: _S, group: str, prefix: str, stats: Mapping[str, Stat],
+              description: str = "", **tags: str) -> _S:
         """Register ``prefix + suffix`` for each ``suffix: stat`` (``-avg: avg``)."""
         for suffix, stat in stats.items():
             self.add(self.name(prefix + suffix, group, description, **tags), sensor, stat)

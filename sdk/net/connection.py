@@ -101,6 +101,10 @@ def describe_connect_error(host: str, port: int, exc: OSError) -> str:
 _EAI_NAMES = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
 _REAUTH_SHARE = (0.85, 0.95)  # re-authenticate within this share of the session (as Java)
 _MIN_REAUTH_INTERVAL_S = 1.0  # Kafka's brokers: at most one re-authentication a second
+# A request is read by Kafka's broker only once those ahead of it on the connection are
+# answered, so one sent just before the hold, behind a long-polling Fetch (500 ms by
+# default), could be read after the session ended, which closes the connection.
+_REAUTH_MARGIN_S = 0.6
 
 
 def _tls_error(host: str, port: int, node_id: int, exc: BaseException) -> SslAuthenticationError:
@@ -192,7 +196,6 @@ class BrokerConnection:
         self._security = security
         self._socket: asyncio.Transport | None = None  # the real one, also while held
         self._reauth_timer: asyncio.TimerHandle | None = None
-        self._auth_started = 0.0  # loop time the last SASL exchange began
         self._reauth_task: asyncio.Task[None] | None = None
         self.session_lifetime_ms = 0
         self.reauthentications = 0
@@ -284,24 +287,30 @@ class BrokerConnection:
 
     # ------------------------------------------------------------------ SASL
 
-    async def _authenticate(self) -> None:
-        """The SASL exchange (first time or again); schedules the next one if the session
+    async def _authenticate(self, *, again: bool = False) -> None:
+        """The SASL exchange (first time or ``again``); schedules the next one if the session
         has a lifetime."""
         from sdk.net.security import authenticate  # only SASL clients load it
 
         assert self._security is not None and self._security.sasl is not None
-        self._auth_started = self._loop.time()
-        lifetime = await authenticate(self._security.sasl, self._exchange,
-                                      self.version_for, f"{self.address} (node {self.node_id})")
+        lifetime = await authenticate(self._security.sasl, self._exchange, self.version_for,
+                                      f"{self.address} (node {self.node_id})", again=again)
         self.session_lifetime_ms = lifetime
         if lifetime > 0 and not self._closed:
-            delay = lifetime / 1000 * random.uniform(*_REAUTH_SHARE)
-            # Kafka's brokers refuse a re-authentication started less than 1 s after the
-            # previous one began (ILLEGAL_SASL_STATE): a short session (a token near its
-            # expiry) would otherwise make the next attempt fail and close the connection.
-            since_start = self._loop.time() - self._auth_started
-            delay = max(delay, _MIN_REAUTH_INTERVAL_S - since_start)
-            self._reauth_timer = self._loop.call_later(delay, self._begin_reauth)
+            session_s = lifetime / 1000
+            delay = min(session_s * random.uniform(*_REAUTH_SHARE),
+                        max(session_s - _REAUTH_MARGIN_S, session_s / 2))
+            hold_s = 0.0
+            if again and delay < _MIN_REAUTH_INTERVAL_S:
+                # Kafka's brokers refuse a re-authentication begun less than 1 s after the
+                # previous one (ILLEGAL_SASL_STATE; the first login does not count), timed
+                # from when they read its SaslHandshake, which is before this exchange ended.
+                # A session this short may end before then: requests are held from the due
+                # time, so none reaches the broker on an expired session (which would close
+                # the connection), and the handshake, which it takes even after the end,
+                # goes out 1 s after this exchange ended.
+                hold_s = _MIN_REAUTH_INTERVAL_S - delay
+            self._reauth_timer = self._loop.call_later(delay, self._begin_reauth, hold_s)
 
     async def _exchange(self, request: Message, version: int) -> Any:
         """One SASL round trip written straight to the socket (past held writes)."""
@@ -317,19 +326,21 @@ class BrokerConnection:
         self._waiters[cid] = (fut, timer)
         return await fut
 
-    def _begin_reauth(self) -> None:
+    def _begin_reauth(self, hold_s: float) -> None:
         self._reauth_timer = None
         if not self._closed:
-            self._reauth_task = self._loop.create_task(self._reauthenticate(),
+            self._reauth_task = self._loop.create_task(self._reauthenticate(hold_s),
                                                        name="kafka-sdk-reauth")
 
-    async def _reauthenticate(self) -> None:
+    async def _reauthenticate(self, hold_s: float) -> None:
         sock = self._socket
         assert sock is not None
         held = _HeldWrites(sock)
         self._transport = held  # type: ignore[assignment]  # duck-typed: write and close
         try:
-            await self._authenticate()
+            if hold_s > 0:
+                await asyncio.sleep(hold_s)
+            await self._authenticate(again=True)
         except KafkaError as exc:
             log.warning("re-authentication with %s (node %s) failed: %s; closing the "
                         "connection", self.address, self.node_id, exc)

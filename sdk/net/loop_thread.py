@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import signal
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -57,6 +58,13 @@ class LoopThread:
         self._started.wait()
 
     def _main(self) -> None:
+        # Ctrl-C must reach the main thread: the kernel may hand a process's SIGINT to any
+        # thread that does not block it, and when this one took it, a main thread blocked
+        # in a wait here was never woken to raise KeyboardInterrupt (a close hung instead
+        # of stopping at once; seen once in CI with the stacks). Blocked here, it goes to
+        # the main thread.
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(self._started.set)
         try:

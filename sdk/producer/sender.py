@@ -382,7 +382,7 @@ class Sender:
             batches = self._drain(pqs, now)
             if not batches:
                 return
-            self._send_request(conn, batches)
+            self._send_request(conn, batches, now)
             if self._acks == 0:
                 continue
             pqs = [pq for pq in pqs if pq.batches or pq.retries]
@@ -457,7 +457,8 @@ class Sender:
         batch.payload_state = state
         return batch.payload
 
-    def _send_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> None:
+    def _send_request(self, conn: BrokerConnection, batches: list[ProducerBatch],
+                      now: float) -> None:
         topics: dict[str, ProduceRequest.TopicProduceData] = {}
         for batch in batches:
             payload = self._prepare_payload(batch)
@@ -471,7 +472,7 @@ class Sender:
             batch.in_flight = True
             batch.queue.in_flight.append(batch)
         if self._obs is not None:
-            self._obs.sent(batches)
+            self._obs.sent(batches, now)  # the pass's time, as Java's drain time
         txn_id = self._txn.transactional_id if self._txn is not None else None
         request = ProduceRequest(transactional_id=txn_id, acks=self._acks,
                                  timeout_ms=self._broker_timeout_ms,

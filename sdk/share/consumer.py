@@ -168,9 +168,30 @@ class AsyncShareConsumer(Generic[K, V]):
         self._client.add_topics(names)
         membership.subscribe(names)
 
-    def unsubscribe(self) -> None:
+    def unsubscribe(self) -> asyncio.Task[None]:
+        """Drop the subscription and leave the group, as Java's share consumer does: in
+        implicit mode what was handed out is accepted, the acknowledgements go out as the
+        share sessions close (the brokers release what this member still holds: in
+        explicit mode, the records not acknowledged), then the leave. ``subscribe`` joins again. Runs in the background: await the returned task
+        to wait for it (the blocking face waits)."""
         membership = self._check_open()
         membership.subscribe([])
+        if not self._explicit:
+            self._acks.accept_all()
+        else:  # records left unsettled are released as the sessions close: not ours now
+            for tp in list(self._acks.delivered):
+                self._acks.forget_delivered(tp)
+        task = asyncio.get_running_loop().create_task(self._leave_on_unsubscribe(membership))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _leave_on_unsubscribe(self, membership: ShareMembership) -> None:
+        try:
+            await asyncio.wait_for(self._close_sessions(), self._timeout_s)
+        except (TimeoutError, KafkaError) as exc:  # the locks time out: redelivered
+            log.info("share consumer %s: closing sessions: %s", self.config.client_id, exc)
+        await membership.unsubscribed(self._timeout_s)
 
     def subscription(self) -> set[str]:
         return set(self._membership.subscription) if self._membership else set()

@@ -88,6 +88,9 @@ class ShareMembership:
                 await asyncio.wait_for(self._wake.wait(), self.interval_s)
 
     async def _beat(self) -> None:
+        if not self.subscription:  # unsubscribed: not a member until subscribe() again
+            self._set_assignment(set())
+            return
         send_topics = self._send_subscription or self.member_epoch == JOIN_EPOCH
         request = ShareGroupHeartbeatRequest(
             group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
@@ -150,6 +153,19 @@ class ShareMembership:
             with contextlib.suppress(BaseException):
                 await self._task
             self._task = None
+        await self._send_leave(timeout_s)
+
+    async def unsubscribed(self, timeout_s: float) -> None:
+        """After ``subscribe([])``: leave the group (epoch -1) as Java's share consumer
+        does on unsubscribe, so the group no longer counts this member; the heartbeat loop
+        idles until a new subscription joins again (epoch 0, the same member id). Nothing
+        is sent if a new subscription came meanwhile."""
+        if not self.subscription:
+            await self._send_leave(timeout_s)
+            if not self.subscription:
+                self._set_assignment(set())
+
+    async def _send_leave(self, timeout_s: float) -> None:
         if self.member_epoch <= JOIN_EPOCH:
             return
         request = ShareGroupHeartbeatRequest(

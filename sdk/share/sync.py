@@ -73,15 +73,23 @@ class ShareConsumer(Generic[K, V]):
     # ------------------------------------------------------------------ the API
 
     def subscribe(self, topics: list[str] | tuple[str, ...] | str) -> None:
+        """Join the share group for these topics (replacing the subscription)."""
         self._do(self._core.subscribe, topics)
 
     def unsubscribe(self) -> None:
-        self._do(self._core.unsubscribe)
+        """Drop the subscription and leave the group (implicit mode: what was handed out
+        is accepted first); ``subscribe`` joins again. Returns once the member left."""
+        self._run(self._unsubscribe(), self._core._timeout_s * 2 + _MARGIN_S)
+
+    async def _unsubscribe(self) -> None:
+        await self._core.unsubscribe()
 
     def subscription(self) -> set[str]:
+        """The topics subscribed to."""
         return self._core.subscription()
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions the group gave this member (others may share them)."""
         return self._core.assignment()
 
     def poll(self, timeout_ms: int = 1000) -> list[ShareConsumerRecord[K, V]]:
@@ -109,21 +117,32 @@ class ShareConsumer(Generic[K, V]):
 
     def acknowledge(self, record: ShareConsumerRecord[K, V],
                     type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        """Settle a record this consumer handed out (``share.acknowledgement.mode``
+        explicit): ACCEPT (done), RELEASE (deliver it again), REJECT (never again). Sent
+        with the next poll or commit."""
         self._do(self._core.acknowledge, record, type)
 
     def commit_sync(self, timeout_ms: int | None = None
                     ) -> dict[TopicPartition, KafkaError | None]:
+        """Send every settled acknowledgement now (implicit mode: accept what was handed
+        out) and wait for the brokers' answers, per partition."""
         limit = (self._core._timeout_s if timeout_ms is None else timeout_ms / 1000) + _MARGIN_S
         return self._run(self._core.commit_sync(timeout_ms), limit)
 
     def commit_async(self) -> None:
+        """Like :meth:`commit_sync` without waiting; the acknowledgement-commit callback
+        hears the outcome (at the next poll, commit or close)."""
         self._do(self._core.commit_async)
 
     def set_acknowledgement_commit_callback(
             self, callback: AcknowledgementCommitCallback | None) -> None:
+        """``callback(offsets by partition, error or None)`` for every acknowledgement the
+        brokers answered; it runs on the consumer's loop thread."""
         self._core.set_acknowledgement_commit_callback(callback)
 
     def close(self, timeout_ms: int | None = None) -> None:
+        """Send what is settled, close the share sessions (the brokers release what this
+        member still holds) and leave the group."""
         if self._closed:
             return
         limit = (self._core._timeout_s if timeout_ms is None else timeout_ms / 1000) + _MARGIN_S

@@ -12,8 +12,9 @@ each other (``peer_security.py``); the controllers are reached on PLAINTEXT.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Mapping
+
+from server_ref.cluster.processes import free_port
 
 __all__ = ["extra_listeners", "inter_broker_warning", "listener_settings", "port_on"]
 
@@ -23,9 +24,7 @@ _TEMPLATE_KEYS = ("listeners", "listener.security.protocol.map")
 
 def port_on(host: str) -> int:
     """A free port on ``host``."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    return free_port(host)
 
 
 def extra_listeners(config: dict[str, str], given: Mapping[str, str], default_host: str

@@ -101,9 +101,7 @@ async def replicated(broker: Broker, partition: Partition, codes: dict[Any, int]
     in its log; every success turns into the coordinator error if it does not get there."""
     last = partition.log.log_end_offset - 1
     timeout_ms = int(broker.config.get("offsets.commit.timeout.ms"))
-    topic = partition.topic
-    min_isr = int(topic.config_value("min.insync.replicas", broker.config))
-    error = await broker.cluster.replicas.wait_for_isr(partition, last, timeout_ms, min_isr)
+    error = await broker.cluster.replicas.wait_for_isr(partition, last, timeout_ms)
     if error is None:
         return codes
     code = _coordinator_error(error)
@@ -150,8 +148,9 @@ class CoordinatorPlacement:
              "segment.bytes": str(cfg.get("offsets.topic.segment.bytes"))}))
 
     def create_state_topic(self) -> None:
-        """``__transaction_state`` through the controller (Kafka's settings; the minimum
-        ISR is capped by the replication factor, itself capped by the live brokers)."""
+        """``__transaction_state`` through the controller (Kafka's settings; the replication
+        factor capped by the live brokers; min.insync.replicas as configured, as Kafka
+        writes it: acks=all never needs more than the replica count, replication/min_isr.py)."""
         if self._creating_state is not None and not self._creating_state.done():
             return
         agent = self.broker.cluster
@@ -159,11 +158,11 @@ class CoordinatorPlacement:
         live = len(agent.image.live_brokers())
         replication = max(1, min(int(cfg.get("transaction.state.log.replication.factor")),
                                  live))
-        min_isr = min(int(cfg.get("transaction.state.log.min.isr")), replication)
         self._creating_state = asyncio.get_running_loop().create_task(create_topic(
             agent, STATE_TOPIC, int(cfg.get("transaction.state.log.num.partitions")),
             replication,
-            {"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
+            {"cleanup.policy": "compact", "min.insync.replicas":
+             str(cfg.get("transaction.state.log.min.isr")),
              "segment.bytes": str(cfg.get("transaction.state.log.segment.bytes"))}))
 
     def leadership_changed(self, partition: Partition) -> None:

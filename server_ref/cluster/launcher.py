@@ -16,6 +16,10 @@ its own per node (``listeners={"SASL_SSL": "SASL_SSL"}`` as ``ApacheKafkaCluster
 them, or a ``listeners`` config with ports 0; ``cluster_listeners.py``); PLAINTEXT stays
 the inter-broker listener. ``listener_address(name)`` / ``listener_bootstrap(name)`` give
 their addresses.
+
+``metrics_port=0`` serves every node's Prometheus metrics on a free port of its own
+(``metrics_url(node_id)``; a port P: P, P+1, ... in the order of ``describe()``):
+brokers their broker metrics, controllers the controller metrics (``server_ref.metrics``).
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ class ClusterNode(NodeProcess):
     proc: subprocess.Popen[bytes] | None = None
     paused: bool = False
     listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
+    metrics_port: int | None = None
 
 
 class EmbeddedCluster(NodeProcesses):
@@ -88,8 +93,8 @@ class EmbeddedCluster(NodeProcesses):
     def __init__(self, brokers: int = 3, controllers: int = 1, *,
                  data_dir: str | os.PathLike[str] | None = None,
                  config: Mapping[str, Any] | None = None, fsync: bool = False,
-                 log_level: str = "WARNING", listeners: Mapping[str, str] | None = None
-                 ) -> None:
+                 log_level: str = "WARNING", listeners: Mapping[str, str] | None = None,
+                 metrics_port: int | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         if controllers not in (1, 3):
@@ -117,6 +122,12 @@ class EmbeddedCluster(NodeProcesses):
                                               self.data_dir / f"node-{node_id}")
             self.nodes[node_id].listeners = {name: (host, port_on(host)) for name, (_p, host)
                                              in self.extra_listeners.items()}
+        if metrics_port is not None:
+            if isinstance(metrics_port, bool) or not 0 <= metrics_port <= 65535:
+                raise ValueError(f"metrics_port must be 0 to 65535, got {metrics_port}")
+            ordered = sorted(self.nodes.values(), key=lambda n: (n.role == "broker", n.node_id))
+            for index, node in enumerate(ordered):
+                node.metrics_port = metrics_port + index if metrics_port else _free_port()
 
     # ------------------------------------------------------------------ addresses
 
@@ -125,7 +136,17 @@ class EmbeddedCluster(NodeProcesses):
         client listener of each broker."""
         return super().describe() + [
             f"listener {name} node={n.node_id} protocol={protocol} port={n.listeners[name][1]}"
-            for name, (protocol, _h) in self.extra_listeners.items() for n in self.brokers]
+            for name, (protocol, _h) in self.extra_listeners.items() for n in self.brokers] + [
+            f"metrics node={n.node_id} url={self.metrics_url(n.node_id)}"
+            for n in sorted(self.nodes.values(), key=lambda n: (n.role == "broker", n.node_id))
+            if n.metrics_port is not None]
+
+    def metrics_url(self, node_id: int) -> str:
+        """Where node ``node_id``'s Prometheus metrics are served (``metrics_port`` given)."""
+        port = self.nodes[node_id].metrics_port
+        if port is None:
+            raise ValueError("the cluster was started without metrics_port")
+        return f"http://{HOST}:{port}/metrics"
 
     @property
     def voters(self) -> str:
@@ -170,6 +191,8 @@ class EmbeddedCluster(NodeProcesses):
             for item in listener_settings(HOST, node.port, node.listeners,
                                           self.extra_listeners):
                 command += ["--config", item]
+        if node.metrics_port is not None:
+            command += ["--metrics-port", str(node.metrics_port)]
         if self.fsync:
             command.append("--fsync")
         for key, value in self.config.items():
@@ -199,7 +222,8 @@ class EmbeddedCluster(NodeProcesses):
 
 
 def run_cluster(brokers: int, controllers: int, data_dir: Path | None, config: list[str], *,
-                fsync: bool = False, log_level: str = "WARNING") -> int:
+                fsync: bool = False, log_level: str = "WARNING",
+                metrics_port: int | None = None) -> int:
     """``python -m server_ref --brokers N``: run until SIGTERM/SIGINT, then stop every node."""
     settings = {}
     for item in config:
@@ -211,7 +235,7 @@ def run_cluster(brokers: int, controllers: int, data_dir: Path | None, config: l
     stop = StopSignals()
     try:
         cluster = EmbeddedCluster(brokers, controllers, data_dir=data_dir, config=settings,
-                                  fsync=fsync, log_level=log_level)
+                                  fsync=fsync, log_level=log_level, metrics_port=metrics_port)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

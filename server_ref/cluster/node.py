@@ -4,6 +4,7 @@
         --voters 101@127.0.0.1:9093 --data-dir DIR --cluster-id ID [--config k=v ...]
     python -m server_ref.cluster.node --role broker --node-id 1 --port 9092 \\
         --voters 101@127.0.0.1:9093 --data-dir DIR --cluster-id ID [--config k=v ...]
+        [--metrics-port PORT]
 
 A controller is a Raft voter of ``__cluster_metadata`` with the quorum controller on top
 (its APIs on the voter's listener); a broker is a reference broker in cluster mode (a Raft
@@ -19,6 +20,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from server_ref.config import BrokerConfig
 from server_ref.raft.api import RaftConfig, parse_voters
@@ -38,6 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--fsync", action="store_true")
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="serve this node's Prometheus metrics on it (0: a free port)")
     return parser.parse_args(argv)
 
 
@@ -76,11 +80,18 @@ async def run_controller(args: argparse.Namespace, config: BrokerConfig,
 
     rebalancer = LeaderRebalancer.from_config(controller, config)
     await node.start()
-    print(f"node {args.node_id} ready role=controller port={voters[args.node_id][1]}",
-          flush=True)
+    endpoint = None
+    if args.metrics_port is not None:
+        from server_ref.metrics.cluster import start_controller_metrics
+
+        endpoint = await start_controller_metrics(controller, args.host, args.metrics_port)
+    print(f"node {args.node_id} ready role=controller port={voters[args.node_id][1]}"
+          + _metrics_part(endpoint), flush=True)
     try:
         await _until_signal()
     finally:
+        if endpoint is not None:
+            await endpoint.close()
         await rebalancer.close()
         await controller.close()
         await node.close()
@@ -99,12 +110,18 @@ async def run_broker(args: argparse.Namespace, config: BrokerConfig,
         cluster_id=args.cluster_id)
     broker = Broker(config, args.data_dir)
     broker.cluster = ClusterAgent(broker, voters, raft_config)
-    server = await start_broker(broker, args.host, args.port)
-    print(f"node {args.node_id} ready role=broker port={broker.port}", flush=True)
+    server = await start_broker(broker, args.host, args.port, metrics_port=args.metrics_port)
+    endpoint = broker.metrics.endpoint if broker.metrics is not None else None
+    print(f"node {args.node_id} ready role=broker port={broker.port}"
+          + _metrics_part(endpoint), flush=True)
     try:
         await _until_signal()
     finally:
         await stop_broker(broker, server)
+
+
+def _metrics_part(endpoint: Any) -> str:
+    return f" metrics={endpoint.url}" if endpoint is not None else ""
 
 
 async def _until_signal() -> None:

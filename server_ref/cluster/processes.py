@@ -39,10 +39,62 @@ FIRST_CONTROLLER_ID = 101
 _Cluster = TypeVar("_Cluster", bound="NodeProcesses")
 
 
-def free_port() -> int:
+# Ports for node processes come from below the kernel's ephemeral range: a port found by
+# binding to 0 and released can be taken by any outgoing connection, or handed to another
+# picker, before the child process binds it, and under parallel tests that happened
+# (EADDRINUSE, and once a paused broker's port answered for another). Each pytest-xdist
+# worker draws from its own slice, in turn from a random start, and a port is given out only
+# if it binds at that moment (without SO_REUSEADDR, so nothing lingering holds it either).
+_PORTS_FROM = 10000
+_PORT_SLICES = 8
+_port_cursor: dict[str, int] = {}
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default; other systems start theirs higher
+
+
+def _port_slice() -> range | None:
+    floor = _ephemeral_floor()
+    width = (floor - _PORTS_FROM) // _PORT_SLICES
+    if width < 200:
+        return None  # the ephemeral range starts too low to keep ports out of its way
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    # gw0..gw6 get slices 0..6; more workers share them; a run outside xdist gets the last
+    index = int(worker[2:]) % (_PORT_SLICES - 1) if worker[2:].isdigit() else _PORT_SLICES - 1
+    start = _PORTS_FROM + index * width
+    return range(start, start + width)
+
+
+def _binds(host: str, port: int) -> bool:
     with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(host: str = HOST) -> int:
+    """A port on ``host`` nothing is bound to, for a process about to listen on it."""
+    ports = _port_slice()
+    if ports is None:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return int(s.getsockname()[1])
+    key = f"{ports.start}"
+    cursor = _port_cursor.get(key)
+    if cursor is None:
+        cursor = int.from_bytes(os.urandom(2), "big") % len(ports)
+    for step in range(len(ports)):
+        port = ports[(cursor + step) % len(ports)]
+        if _binds(host, port):
+            _port_cursor[key] = (cursor + step + 1) % len(ports)
+            return port
+    raise OSError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 def new_cluster_id() -> str:

@@ -94,8 +94,7 @@ async def state_durable(broker: Broker, partition: Partition) -> int:
     if last < 0:
         return 0
     timeout_ms = STATE_WRITE_TIMEOUT_MS
-    min_isr = int(partition.topic.config_value("min.insync.replicas", broker.config))
-    error = await broker.cluster.replicas.wait_for_isr(partition, last, timeout_ms, min_isr)
+    error = await broker.cluster.replicas.wait_for_isr(partition, last, timeout_ms)
     if error is None:
         return 0
     code = _state_error(error)
@@ -156,8 +155,8 @@ async def write_markers_here(broker: Broker, partitions: Iterable[TopicPartition
         waits.append(((topic, index), partition, partition.log.log_end_offset - 1))
     manager = broker.cluster.replicas
     outcomes = await asyncio.gather(*(
-        manager.wait_for_isr(partition, last, STATE_WRITE_TIMEOUT_MS, int(partition.topic.config_value(
-            "min.insync.replicas", broker.config))) for _key, partition, last in waits))
+        manager.wait_for_isr(partition, last, STATE_WRITE_TIMEOUT_MS)
+        for _key, partition, last in waits))
     for (key, _partition, _last), outcome in zip(waits, outcomes, strict=True):
         codes[key] = 0 if outcome is None else int(getattr(outcome, "errno", -1))
     return codes

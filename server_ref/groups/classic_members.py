@@ -15,8 +15,12 @@ with JoinGroup / SyncGroup / Heartbeat / LeaveGroup, answered from the consumer 
   rejoins, which is how a classic member revokes;
 * LeaveGroup and the session timeout (the member's own) remove it.
 
-Not done here: the downgrade (a consumer group whose last consumer-protocol member leaves
-turning back into a classic group); a consumer group of classic members only stays one.
+The downgrade, as the same policy allows: when the last consumer-protocol member leaves
+(or is removed) and classic members remain, :meth:`ClassicMembers.downgrade` turns the
+group back into a classic group of them (generation = the group epoch, each member's
+partitions as its assignment) and the coordinator starts a rebalance, so they rejoin
+(their next heartbeat answers ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS) and the classic
+leader assigns again. A consumer group that only ever lost classic members stays one.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from server_ref.groups.consumer_group import (
     ConsumerMember,
     MemberState,
 )
-from server_ref.groups.group import CONSUMER_PROTOCOL_TYPE, GroupState
+from server_ref.groups.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from server_ref.groups.results import JoinResult, LeaveResult, LeavingMember, SyncResult
 from server_ref.groups.store import GroupStore
 
@@ -112,6 +116,58 @@ class ClassicMembers:
         for member in group.members.values():
             self._consumer._schedule_session(group, member)
         return group
+
+    # ------------------------------------------------------------------ the downgrade
+
+    def downgrade(self, group: ConsumerGroup, now_ms: int) -> Group | None:
+        """The consumer group ``group`` as a classic group, when every member left is a
+        classic one (None otherwise). The classic group record kept for the offsets takes
+        them, Stable at the group epoch; the caller drops the consumer group and starts
+        the rebalance."""
+        members = list(group.members.values())
+        if not members or any(m.classic is None for m in members):
+            return None
+        classic = self._store.get_or_create(group.group_id)
+        self._forget_classic(classic)
+        for member_id in list(classic.members):
+            classic.remove_member(member_id)
+        classic.pending_members.clear()
+        classic.pending_sync.clear()
+        classic.leader_id = None
+        for m in members:
+            assert m.classic is not None
+            classic.add_member(Member(
+                m.member_id, m.instance_id, m.client_id, m.client_host,
+                m.rebalance_timeout_ms, m.classic.session_timeout_ms, CONSUMER_PROTOCOL_TYPE,
+                list(m.classic.protocols), self._assignment_bytes(m)))
+        classic.protocol_type = CONSUMER_PROTOCOL_TYPE
+        try:
+            classic.protocol_name = classic.select_protocol()
+        except errors.IllegalStateError:  # no protocol common to them: stays a consumer group
+            for m in members:
+                classic.remove_member(m.member_id)
+            classic.protocol_name, classic.leader_id = None, None
+            return None
+        classic.generation_id = group.group_epoch
+        classic.state = GroupState.STABLE  # as Kafka's ClassicGroup.fromConsumerGroup
+        classic.state_timestamp_ms = now_ms
+        return classic
+
+    def _assignment_bytes(self, member: ConsumerMember) -> bytes:
+        """A classic member's partitions as the consumer protocol's assignment bytes, in
+        the version of its subscription."""
+        assert member.classic is not None
+        _, version = _subscription(member.classic.protocols[0][1])
+        names = self._names()
+        by_topic: dict[str, list[int]] = {}
+        for topic_id, partitions in member.assigned.items():
+            if topic_id in names:
+                by_topic[names[topic_id]] = sorted(partitions)
+        assignment = ConsumerProtocolAssignment(assigned_partitions=[
+            ConsumerProtocolAssignment.TopicPartition(topic=t, partitions=ps)
+            for t, ps in sorted(by_topic.items())])
+        version = min(version, ConsumerProtocolAssignment.MAX_VERSION)
+        return version.to_bytes(2, "big", signed=True) + assignment.encode(version)
 
     # ------------------------------------------------------------------ the classic APIs
 
@@ -203,18 +259,8 @@ class ClassicMembers:
         except errors.BrokerResponseError as exc:
             return SyncResult(exc.errno)
         assert member.classic is not None
-        name, metadata = member.classic.protocols[0]
-        _, version = _subscription(metadata)
-        names = self._names()
-        by_topic: dict[str, list[int]] = {}
-        for topic_id, partitions in member.assigned.items():
-            if topic_id in names:
-                by_topic[names[topic_id]] = sorted(partitions)
-        assignment = ConsumerProtocolAssignment(assigned_partitions=[
-            ConsumerProtocolAssignment.TopicPartition(topic=t, partitions=ps)
-            for t, ps in sorted(by_topic.items())])
-        version = min(version, ConsumerProtocolAssignment.MAX_VERSION)
-        data = version.to_bytes(2, "big", signed=True) + assignment.encode(version)
+        name = member.classic.protocols[0][0]
+        data = self._assignment_bytes(member)
         self._consumer._schedule_session(group, member)
         return SyncResult(0, CONSUMER_PROTOCOL_TYPE, protocol_name or name, data)
 

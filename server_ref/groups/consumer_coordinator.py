@@ -14,9 +14,11 @@ store's offset records, so they are journaled and reloaded exactly as before). A
 4. reconciles the member (:meth:`ConsumerGroup.reconcile`) and answers its epoch, the
    heartbeat interval and, when it changed or the request was full, its assignment.
 
-A member that sends nothing for ``group.consumer.session.timeout.ms`` is removed (its
-partitions go to others); a member that must revoke partitions and does not within its
-rebalance timeout is removed too. Regex subscriptions are RE2/J syntax; Python's ``re``
+A member that sends nothing for the session timeout is removed (its partitions go to
+others); a member that must revoke partitions and does not within its rebalance timeout is
+removed too. The session timeout and the heartbeat interval answered are the group's
+``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` (GROUP configs, read
+at each heartbeat as Kafka does) or the broker's ``group.consumer.*`` values. Regex subscriptions are RE2/J syntax; Python's ``re``
 reads the common subset (``fullmatch``, as Kafka matches whole names).
 """
 
@@ -26,6 +28,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from sdk import errors
 from server_ref.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignment
@@ -64,15 +67,20 @@ class ConsumerGroupCoordinator:
                  is_classic_group: Callable[[str], bool] = lambda _g: False) -> None:
         self._topics = topics
         self._timers = timers
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.session_timeout_ms_default = session_timeout_ms
+        self.heartbeat_interval_ms_default = heartbeat_interval_ms
         self.max_size = max_size
         self._is_classic_group = is_classic_group
+        # A group's value of a GROUP config (its override, else the broker's): bound by the
+        # handlers to the broker's group-config store; None (unbound): the broker values.
+        self._group_config: Callable[[str, str], Any] | None = None
         self.groups: dict[str, ConsumerGroup] = {}
         # Journal writes (key, value or None for a tombstone): __consumer_offsets.
         self.persist: Callable[[bytes, bytes | None], None] | None = None
         # A classic group with members -> the same members in a consumer group, or None.
         self.convert_classic: Callable[[str], ConsumerGroup | None] | None = None
+        # The downgrade: a group of classic members only -> a classic group again (True).
+        self.downgrade: Callable[[ConsumerGroup], bool] | None = None
         self._saved: dict[str, bytes] = {}
 
     def restore(self, groups: Iterable[ConsumerGroup]) -> None:
@@ -99,6 +107,21 @@ class ConsumerGroupCoordinator:
     def bind_topics(self, topics: TopicLookup) -> None:
         """Where the topics come from (the broker's registry; set by the handlers)."""
         self._topics = topics
+
+    def bind_group_configs(self, lookup: Callable[[str, str], Any]) -> None:
+        """Where a group's configs come from: ``lookup(group_id, name)`` (set by the
+        handlers; server_ref.share.group_configs keeps them)."""
+        self._group_config = lookup
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        if self._group_config is None:
+            return self.session_timeout_ms_default
+        return int(self._group_config(group_id, "consumer.session.timeout.ms"))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        if self._group_config is None:
+            return self.heartbeat_interval_ms_default
+        return int(self._group_config(group_id, "consumer.heartbeat.interval.ms"))
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
@@ -173,7 +196,7 @@ class ConsumerGroupCoordinator:
                                      and subscribed_topic_names is not None and owned is not None)
         changed = previous_assigned != member.assigned
         return HeartbeatResult(member.member_id, member.member_epoch,
-                               self.heartbeat_interval_ms,
+                               self.heartbeat_interval_ms(group_id),
                                member.assigned if full or changed else None)
 
     def _validate(self, group_id: str, member_id: str, member_epoch: int,
@@ -300,6 +323,18 @@ class ConsumerGroupCoordinator:
         log.info("consumer group %s: member %s %s; epoch %d", group.group_id, member_id, why,
                  group.group_epoch)
         self._assign(group)
+        if member.classic is None and self.downgrade is not None and group.members and all(
+                m.classic is not None for m in group.members.values()):
+            # The last consumer-protocol member is gone: Kafka's downgrade (bidirectional
+            # migration policy) makes the classic members a classic group again.
+            remaining = list(group.members)
+            if self.downgrade(group):
+                for mid in remaining:
+                    self._timers.cancel(_session_key(group.group_id, mid))
+                    self._timers.cancel(_revocation_key(group.group_id, mid))
+                group.deleted = True  # the caller's _save writes the tombstone
+                del self.groups[group.group_id]
+                log.info("consumer group %s: downgraded to a classic group", group.group_id)
         # Members waiting for the removed member's partitions get them at their next
         # heartbeat (reconcile there); nothing to push.
 
@@ -354,7 +389,7 @@ class ConsumerGroupCoordinator:
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         key = _session_key(group.group_id, member.member_id)
         timeout = (member.classic.session_timeout_ms if member.classic is not None
-                   else self.session_timeout_ms)
+                   else self.session_timeout_ms(group.group_id))
         self._timers.schedule(key, timeout,
                               lambda: self._expire(group, member.member_id, "session timed out"))
 

@@ -85,6 +85,16 @@ class GroupCoordinator:
         self.classic_members = ClassicMembers(self.consumer, self._store,
                                               self._forget_classic_group)
         self.consumer.convert_classic = self.classic_members.convert
+        self.consumer.downgrade = self._downgrade
+
+    def _downgrade(self, consumer_group: ConsumerGroup) -> bool:
+        """The consumer group's classic members as a classic group that rebalances now
+        (classic_members.py, the downgrade); False when it cannot be one."""
+        classic = self.classic_members.downgrade(consumer_group, self._now_ms())
+        if classic is None:
+            return False
+        self._membership.resume_downgraded(classic)
+        return True
 
     def _has_classic_members(self, group_id: str) -> bool:
         group = self._store.get(group_id)

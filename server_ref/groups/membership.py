@@ -582,6 +582,15 @@ class Membership:
         except JournalWriteError:
             log.warning("group %s: metadata not persisted", group.group_id)
 
+    def resume_downgraded(self, group: Group) -> None:
+        """A consumer group turned back into the classic ``group`` (Stable, its members
+        with their partitions): their sessions run from now and a rebalance starts, so
+        each rejoins at its next heartbeat and the leader assigns again."""
+        for member in group.members.values():
+            self._touch(group, member)
+        self._prepare_rebalance(group, "downgraded from the consumer protocol")
+        self._write_group_quietly(group)
+
     def forget(self, group: Group) -> None:
         """Cancel the timers of a group that is being deleted."""
         self._timers.cancel(("join", group.group_id))

@@ -44,8 +44,8 @@ from server_ref.config import (
     ConfigDef,
     ConfigSource,
     ConfigType,
+    group_config_problem,
     parse_config_value,
-    share_config_problem,
 )
 from server_ref.handlers import RequestContext, handles
 from server_ref.tiered.settings import validate_topic
@@ -304,7 +304,7 @@ def check_broker_update(config: BrokerConfig, values: dict[str, str | None],
                 raise InvalidRequestError(exc.message) from None
             if per_broker or key not in config.dynamic_broker:
                 after[key] = parsed
-    if (problem := share_config_problem(after)) is not None:
+    if (problem := group_config_problem(after)) is not None:
         raise InvalidRequestError(problem)
 
 

@@ -43,6 +43,11 @@ def _consumer(ctx: RequestContext) -> ConsumerGroupCoordinator:
     topics = ctx.broker.topics
     consumer.bind_topics(lambda: [(t.name, t.topic_id, len(t.partitions), t.is_internal)
                                   for t in topics])
+    # The GROUP config resource (consumer.session.timeout.ms, ...) lives in the share
+    # coordinator's store, the broker's one (replayed from the metadata log in cluster mode).
+    from server_ref.share import ShareCoordinator
+
+    consumer.bind_group_configs(ShareCoordinator.of(ctx.broker).configs.value)
     return consumer
 
 

@@ -186,11 +186,15 @@ def _cluster_fetch(ctx: RequestContext, req: FetchRequest, plan: _Plan) -> None:
 
     plan.replica_id = replica_id_of(req, ctx.api_version)
     if plan.replica_id >= 0:
+        by_id = ctx.api_version >= TOPIC_IDS_VERSION
+        starts = {(t.topic, t.topic_id if by_id else ZERO_UUID, p.partition): p.log_start_offset
+                  for t in req.topics for p in t.partitions}
         fetched = []
         for sp in plan.partitions:
             partition = _resolve(ctx, sp)[1]
             if partition is not None and not leader_error(partition, sp.current_leader_epoch):
-                fetched.append((partition, sp.fetch_offset))
+                fetched.append((partition, sp.fetch_offset,
+                                starts.get((sp.topic, sp.topic_id, sp.partition), -1)))
         follower_fetch(ctx.broker, fetched, plan.replica_id)
 
 

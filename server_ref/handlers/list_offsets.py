@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
+from typing import Any
 
 from sdk.errors import (
+    LeaderNotAvailableError,
     OffsetNotAvailableError,
     UnknownLeaderEpochError,
     UnknownServerError,
@@ -26,6 +28,7 @@ from sdk.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from server_ref.handlers import RequestContext, handles
+from server_ref.replication.reads import high_watermark_lags_epoch_start, leader_error
 from server_ref.tiered import RemoteStorageError
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,7 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 LEADER_EPOCH = 0
+CONSUMER_REPLICA_ID = -1  # -2 is a debugging tool's: neither gets the lagging-HW error
 
 PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
 
@@ -77,17 +81,18 @@ async def _with_remote_lookups(ctx: RequestContext, req: ListOffsetsRequest
 
 
 def _answer(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
+    client = req.replica_id == CONSUMER_REPLICA_ID
     topics = []
     for topic in req.topics:
-        results = [_one(ctx, topic.name, p, req.isolation_level == 1)
-                   for p in topic.partitions]
+        results = [_one(ctx, topic.name, p, req.isolation_level == 1, client,
+                        ctx.api_version) for p in topic.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name,
                                                                    partitions=results))
     return ListOffsetsResponse(topics=topics)
 
 
 def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsPartition,
-         read_committed: bool = False) -> PartitionResult:
+         read_committed: bool, client: bool, version: int) -> PartitionResult:
     result = PartitionResult(partition_index=p.partition_index)
     partition = ctx.broker.topics.partition(topic, p.partition_index)
     if partition is None:
@@ -100,13 +105,20 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
     ts = p.timestamp
     result.leader_epoch = LEADER_EPOCH
     if ctx.broker.cluster is not None:  # cluster mode: the leader answers, LATEST is the HW
-        from server_ref.replication.reads import leader_error
-
         result.error_code = leader_error(partition, p.current_leader_epoch)
         if result.error_code:
             return result
         replica = partition.replica
         result.leader_epoch = replica.leader_epoch
+        if client and (ts in (LATEST, MAX_TIMESTAMP) or ts >= 0) \
+                and high_watermark_lags_epoch_start(partition):
+            found = None if ts == LATEST else _by_time(plog, ts)
+            if found is None or found[0] >= replica.high_watermark:
+                # v0-v4 clients do not know OFFSET_NOT_AVAILABLE (Kafka sends them this)
+                result.error_code = OffsetNotAvailableError.errno if version >= 5 \
+                    else LeaderNotAvailableError.errno
+                result.leader_epoch = -1
+                return result
         if ts == LATEST:
             result.offset = min(plog.last_stable_offset if read_committed
                                 else plog.log_end_offset, replica.high_watermark)
@@ -117,8 +129,8 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
         result.offset = ctx.broker.remote.log_start_offset(partition)
     elif ts == EARLIEST_LOCAL:
         result.offset = plog.log_start_offset
-    elif ts == MAX_TIMESTAMP:
-        found = plog.max_timestamp()
+    elif ts == MAX_TIMESTAMP or ts >= 0:
+        found = _by_time(plog, ts)
         if found is not None:
             result.offset, result.timestamp = found
         else:
@@ -127,16 +139,17 @@ def _one(ctx: RequestContext, topic: str, p: ListOffsetsRequest.ListOffsetsParti
         result.offset = ctx.broker.remote.highest_tiered_offset(partition)
         if result.offset < 0:
             result.leader_epoch = -1
-    elif ts >= 0:
-        found = plog.offset_for_timestamp(ts)
-        if found is not None:
-            result.offset, result.timestamp = found
-        else:
-            result.leader_epoch = -1
     else:
         result.error_code = OffsetNotAvailableError.errno
         result.leader_epoch = -1
     return result
+
+
+def _by_time(plog: Any, ts: int) -> tuple[int, int] | None:
+    """(offset, timestamp) of the record with the largest timestamp (MAX_TIMESTAMP) or of
+    the first at or after ``ts``; None when there is none."""
+    found = plog.max_timestamp() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
+    return None if found is None else (int(found[0]), int(found[1]))
 
 
 @handles(23, 0, 4)
@@ -151,8 +164,6 @@ def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochReques
             if partition is None:
                 r.error_code = UnknownTopicOrPartitionError.errno
             elif ctx.broker.cluster is not None:  # real epochs: followers truncate by them
-                from server_ref.replication.reads import leader_error
-
                 r.error_code = leader_error(partition, p.current_leader_epoch)
                 if not r.error_code:
                     r.leader_epoch, r.end_offset = partition.log.end_offset_for_epoch(

@@ -58,6 +58,7 @@ from sdk.records.reader import RecordBatch
 from server_ref.config import LONG_MAX
 from server_ref.handlers import HandlerResult, RequestContext, handles
 from server_ref.producer_state import AppendedBatch, last_sequence_of
+from server_ref.replication.min_isr import effective_min_isr, min_isr_text
 from server_ref.topics import Partition, Topic, validate_topic_name
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -173,11 +174,10 @@ def _produce_partition(ctx: RequestContext, topic: Topic | None, name: str,
                 check_verified(ctx, txn_verdicts, name, data.index, header[9])
             else:
                 _check_transaction(ctx, transactional_id, name, data.index, header)
-        if acks == -1 and int(topic.config_value("min.insync.replicas", cfg)) > isr_size:
+        if acks == -1 and effective_min_isr(partition, cfg) > isr_size:
             raise NotEnoughReplicasError(
-                f"min.insync.replicas of {name} is "
-                f"{topic.config_value('min.insync.replicas', cfg)}; the in-sync replicas "
-                f"are {isr_size}")
+                f"min.insync.replicas of {name} is {min_isr_text(partition, cfg)}; the "
+                f"in-sync replicas are {isr_size}")
         target = topic.config_value("compression.type", cfg)
         if target != "producer" and (header[5] & COMPRESSION_MASK) != _CODECS[target]:
             buf = _recompress(buf, _CODECS[target])

@@ -2,23 +2,45 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import time
+from collections.abc import Awaitable
 from typing import Any
 
-from sdk.errors import KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from sdk.errors import (
+    KafkaError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
 from sdk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from sdk.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
 from server_ref.handlers import RequestContext, handles
+from server_ref.replication.reads import replica_log_starts_reached
 
 HIGH_WATERMARK = -1
+FOLLOWERS_POLL_S = 0.01  # how often an answer waiting for the followers' log starts looks again
 
 
 @handles(21, 0, 2)
-def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
+def delete_records(ctx: RequestContext, req: DeleteRecordsRequest
+                   ) -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
     topics = []
+    # Cluster mode, tiered partitions: a log start moved into the remote tier is answered
+    # once it is in __remote_log_metadata (a new leader reads it there: its local log
+    # starts later and cannot carry it); see also the wait for the followers below.
+    floors: list[tuple[DeleteRecordsResponse.DeleteRecordsPartitionResult,
+                       Awaitable[bool]]] = []
+    # Cluster mode: answered once the log start of every follower on a live broker (in the
+    # ISR or not) reached the new one (its next fetch after the answer that carried it), so
+    # a leader SIGKILLed right after the answer leaves it to any successor, as Kafka's
+    # DelayedDeleteRecords.
+    replicated: list[tuple[DeleteRecordsResponse.DeleteRecordsPartitionResult, Any]] = []
     for topic in req.topics:
         results = []
         for p in topic.partitions:
@@ -53,10 +75,42 @@ def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteReco
                     result.error_code = getattr(exc, "errno", OffsetOutOfRangeError.errno)
                 else:
                     partition.notify_appended()  # long polls re-check their offsets
+                    written = ctx.broker.remote.floor_written(partition)
+                    if written is not None:
+                        floors.append((result, written))
+                    if ctx.broker.cluster is not None:
+                        replicated.append((result, partition))
             results.append(result)
         topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name,
                                                                      partitions=results))
-    return DeleteRecordsResponse(topics=topics)
+    response = DeleteRecordsResponse(topics=topics)
+    if not floors and not replicated:
+        return response
+
+    async def recorded() -> DeleteRecordsResponse:
+        deadline = time.monotonic() + max(req.timeout_ms, 0) / 1000
+        for result, written in floors:
+            if not await written:  # in force here, not durable: the client retries
+                result.error_code = RequestTimedOutError.errno
+                result.low_watermark = -1
+        waiting = [(r, p) for r, p in replicated if not r.error_code]
+        while waiting:
+            for result, partition in waiting:
+                if partition.replica is None or not partition.replica.is_leader:
+                    result.error_code = NotLeaderOrFollowerError.errno  # moved meanwhile
+                    result.low_watermark = -1
+            live = {b.node_id for b in ctx.broker.cluster.image.live_brokers()}
+            waiting = [(r, p) for r, p in waiting if not r.error_code
+                       and not replica_log_starts_reached(p, r.low_watermark, live)]
+            if waiting and time.monotonic() >= deadline:
+                for result, _ in waiting:  # in force at the leader; the client retries
+                    result.error_code = RequestTimedOutError.errno
+                    result.low_watermark = -1
+                break
+            if waiting:
+                await asyncio.sleep(FOLLOWERS_POLL_S)
+        return response
+    return recorded()
 
 
 def _hosted(broker: Any, partition: Any) -> bool:

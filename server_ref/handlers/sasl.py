@@ -3,7 +3,8 @@
 The exchange itself is run by the connection's gate (``server_ref.security.sasl``) before
 requests reach handlers. What arrives here is a SaslHandshake or SaslAuthenticate on a
 listener without SASL, or after authentication on a connection with no session lifetime
-(no re-authentication possible): Kafka answers ILLEGAL_SASL_STATE.
+(no re-authentication possible) or less than a second after its last re-authentication
+began: Kafka answers ILLEGAL_SASL_STATE.
 """
 
 from __future__ import annotations

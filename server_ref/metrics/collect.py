@@ -118,8 +118,10 @@ def _counter(name: str, text: str, value: float) -> CounterMetricFamily:
 def _replica_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric]:
     topics = list(broker.topics)
     partitions = sum(len(topic.partitions) for topic in topics)
+    hosted = (metrics.partition_count_source() if metrics.partition_count_source is not None
+              else partitions)
     leaders = (metrics.leader_count_source() if metrics.leader_count_source is not None
-               else partitions)
+               else hosted)
     under = (metrics.under_replicated_source() if metrics.under_replicated_source is not None
              else 0)
     active = (metrics.active_controller_source()
@@ -127,7 +129,7 @@ def _replica_families(broker: Broker, metrics: BrokerMetrics) -> Iterator[Metric
     offline = (metrics.offline_partitions_source()
                if metrics.offline_partitions_source is not None else 0)
     yield _gauge("kafka_server_replicamanager_partitioncount",
-                 "Partitions this broker hosts", partitions)
+                 "Partitions this broker hosts", hosted)
     yield _gauge("kafka_server_replicamanager_leadercount",
                  "Partitions this broker leads", leaders)
     yield _gauge("kafka_server_replicamanager_underreplicatedpartitions",

@@ -12,18 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.exposition import choose_encoder
 
-from server_ref.metrics.collect import BrokerCollector
-
 if TYPE_CHECKING:
-    from server_ref.broker import Broker
-    from server_ref.metrics.registry import BrokerMetrics
-    from server_ref.server import KafkaServer
+    from prometheus_client.core import Metric
 
 __all__ = ["MetricsEndpoint"]
+
+
+class Collects(Protocol):
+    def collect(self) -> Iterable[Metric]: ...
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +34,11 @@ METRICS_PATHS = ("/metrics", "/")
 
 
 class MetricsEndpoint:
-    """Serves one broker's metrics over HTTP until :meth:`close`."""
+    """Serves one node's metrics (``collector``: a broker's or a controller's) over HTTP
+    until :meth:`close`."""
 
-    def __init__(self, broker: Broker, server: KafkaServer | None,
-                 metrics: BrokerMetrics) -> None:
-        self.collector = BrokerCollector(broker, server, metrics)
+    def __init__(self, collector: Collects) -> None:
+        self.collector = collector
         self.host = ""
         self.port = 0
         self._server: asyncio.Server | None = None

@@ -12,9 +12,9 @@ lower-cased and joined, a ``PerSec`` meter exposed as a counter (Prometheus comp
 rate), tags as labels. The families are built in ``collect.py``.
 
 Cluster mode plugs in through :meth:`BrokerMetrics.record_isr_shrink`,
-:meth:`record_isr_expand` and the ``*_source`` callables (see /tmp/s8/metrics_api.md and
-the class docstring); a single broker reports 0 under-replicated partitions and is the
-active controller.
+:meth:`record_isr_expand` (the replica manager) and the ``*_source`` callables
+(``cluster.py``); a single broker reports 0 under-replicated partitions and is the active
+controller.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ class BrokerMetrics:
     - ``active_controller_source``: a callable returning whether this node is the active
       controller (default: True, a single broker is its own controller);
     - ``leader_count_source`` / ``offline_partitions_source``: partitions this broker leads
-      (default: all of them) and partitions without a leader (default: 0).
+      (default: all of them) and partitions without a leader (default: 0);
+    - ``partition_count_source``: partitions this broker is a replica of (default: all).
     """
 
     def __init__(self) -> None:
@@ -123,6 +124,7 @@ class BrokerMetrics:
         self.active_controller_source: Callable[[], bool] | None = None
         self.leader_count_source: Callable[[], int] | None = None
         self.offline_partitions_source: Callable[[], int] | None = None
+        self.partition_count_source: Callable[[], int] | None = None
         self.endpoint: Any = None  # the HTTP endpoint (endpoint.MetricsEndpoint) once bound
 
     def topic_counters(self, topic: str) -> list[int]:

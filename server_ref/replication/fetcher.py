@@ -24,6 +24,8 @@ from sdk.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from server_ref.cluster.peer import PeerConnection
+from server_ref.producer_state import producers_at_end
+from server_ref.storage.results import headers_in
 
 if TYPE_CHECKING:
     from server_ref.replication.manager import ReplicaManager
@@ -150,6 +152,9 @@ class ReplicaFetcher:
                     log.info("%s: truncating %d -> %d after leader change", f.partition.name,
                              plog.log_end_offset, cut)
                     self.manager.truncate(f.partition, cut)
+                    # the producer state of the suffix cut goes with it
+                    f.partition.producers = producers_at_end(
+                        plog, time.time_ns() // 1_000_000)
                 f.truncated = True
 
     async def _fetch(self, peer: PeerConnection, ready: list[_Fetched]) -> None:
@@ -158,7 +163,9 @@ class ReplicaFetcher:
             plog = f.partition.log
             by_topic.setdefault(f.partition.topic.name, []).append(FetchRequest.FetchPartition(
                 partition=f.partition.index, current_leader_epoch=f.leader_epoch,
-                fetch_offset=plog.log_end_offset, log_start_offset=plog.log_start_offset,
+                fetch_offset=plog.log_end_offset,
+                # across both tiers: the leader answers DeleteRecords once it is past the cut
+                log_start_offset=self.manager.agent.broker.remote.log_start_offset(f.partition),
                 partition_max_bytes=MAX_PARTITION_BYTES))
         request = FetchRequest(
             replica_id=self.manager.node_id, max_wait_ms=self.manager.fetch_wait_ms,
@@ -194,7 +201,21 @@ class ReplicaFetcher:
             return  # not the leader any more, or a newer epoch: the metadata will tell
         records = data.records
         if records:
+            end = plog.log_end_offset
             self.manager.append_replicated(partition, records, now)
-        if data.log_start_offset > plog.log_start_offset:
-            plog.delete_records(min(data.log_start_offset, plog.log_end_offset))
+            # Producer state follows the appends, as on Kafka's followers: a roll here
+            # snapshots it as of the sealed segment's end (uploaded with the segment if this
+            # replica leads and copies it later). The headers come from the fetched bytes
+            # (what was just appended, unchanged): reading them back from the log cost
+            # 14 us per batch, nearly as much as the append.
+            partition.producers.replay(headers_in(records, end), now, plog)
+        # The leader's log start is this replica's too (Kafka's follower applies it from
+        # every answer), so a follower that becomes leader never serves below it: locally,
+        # and for a tiered partition across both tiers (a DeleteRecords into the remote
+        # tier is below this replica's local log start; the metadata log would tell this
+        # broker only at its remote log manager's next run).
+        leader_start = data.log_start_offset
+        if leader_start > plog.log_start_offset:
+            plog.delete_records(min(leader_start, plog.log_end_offset))
+        self.manager.agent.broker.remote.follow_log_start(partition, leader_start)
         self.manager.follower_high_watermark(partition, data.high_watermark)

@@ -25,7 +25,10 @@ from sdk.errors import (
     RequestTimedOutError,
 )
 from sdk.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from server_ref.producer_state import producers_at_end
 from server_ref.replication.fetcher import ReplicaFetcher
+from server_ref.replication.min_isr import effective_min_isr, min_isr_text
+from server_ref.replication.reads import epoch_start_offset
 from server_ref.replication.state import FOLLOWER, LEADER, OFFLINE, ReplicaState
 
 if TYPE_CHECKING:
@@ -139,14 +142,17 @@ class ReplicaManager:
         partition.replica = None
 
     def _rebuild_producers(self, partition: Partition) -> None:
-        """A new leader de-duplicates producers from what its log holds (the followers
-        recorded nothing while copying; the batches carry the producer state)."""
+        """A new leader de-duplicates producers from its latest producer snapshot (taken at
+        a segment roll) plus the batches after it, as Kafka's leader does: producers whose
+        batches are all below the local log start (retention, the remote tier) are kept,
+        where a replay of the local log alone forgot them."""
         state = partition.producers
         plog = partition.log
         if not plog.log_end_offset:
             return
+        rebuilt = producers_at_end(plog, _now_ms())
         state.entries.clear()
-        state.rebuild(plog, plog.log_start_offset, _now_ms())
+        state.entries.update(rebuilt.entries)
 
     # ------------------------------------------------------------------ follower side
 
@@ -187,15 +193,8 @@ class ReplicaManager:
         self._advance(partition, state)
         if broker not in state.isr and broker in state.replicas and not state.alter_in_flight \
                 and offset >= state.high_watermark and offset >= \
-                self._epoch_start(partition, state):
+                epoch_start_offset(partition):
             self._alter_isr(partition, state, [*state.isr, broker])
-
-    @staticmethod
-    def _epoch_start(partition: Partition, state: ReplicaState) -> int:
-        for epoch, start in reversed(partition.log.leader_epoch_cache.entries()):
-            if epoch == state.leader_epoch:
-                return start
-        return 0
 
     def appended(self, partition: Partition) -> None:
         state = partition.replica
@@ -209,10 +208,11 @@ class ReplicaManager:
             state.release()
             partition.notify_appended()  # consumers waiting at the old high watermark
 
-    async def wait_for_isr(self, partition: Partition, last_offset: int, timeout_ms: int,
-                           min_isr: int) -> KafkaError | None:
+    async def wait_for_isr(self, partition: Partition, last_offset: int, timeout_ms: int
+                           ) -> KafkaError | None:
         """An acks=all append's outcome: None once the ISR has ``last_offset``; else the
-        error for the producer."""
+        error for the producer. The minimum ISR is read once the offset is in, capped at
+        the replica count then (Kafka's checkEnoughReplicasReachOffset)."""
         state = partition.replica
         if state is None or not state.is_leader:
             return NotLeaderOrFollowerError(f"not the leader of {partition.name}")
@@ -226,10 +226,11 @@ class ReplicaManager:
                     f"the ISR of {partition.name} did not get offset {last_offset} in time")
             except KafkaError as exc:
                 return exc
-        if len(state.isr) < min_isr:
+        config = self.agent.broker.config
+        if len(state.isr) < effective_min_isr(partition, config):
             return NotEnoughReplicasAfterAppendError(
                 f"the ISR of {partition.name} shrank to {len(state.isr)} below "
-                f"min.insync.replicas {min_isr} after the append")
+                f"min.insync.replicas {min_isr_text(partition, config)} after the append")
         return None
 
     async def _check_isr(self) -> None:
@@ -256,12 +257,23 @@ class ReplicaManager:
                     self._alter_isr(partition, state,
                                     [b for b in state.isr if b not in lagging])
 
+    def _count_isr_change(self, before: set[int], after: list[int]) -> None:
+        """The controller committed an ISR change this leader asked for: Kafka's
+        IsrShrinksPerSec / IsrExpandsPerSec (the broker's /metrics, when served)."""
+        metrics = self.agent.broker.metrics
+        if metrics is not None:
+            if before - set(after):
+                metrics.record_isr_shrink()
+            if set(after) - before:
+                metrics.record_isr_expand()
+
     def _alter_isr(self, partition: Partition, state: ReplicaState, isr: list[int]) -> None:
         state.alter_in_flight = True
         asyncio.get_running_loop().create_task(self._send_alter(partition, state, isr))
 
     async def _send_alter(self, partition: Partition, state: ReplicaState, isr: list[int]
                           ) -> None:
+        before = set(state.isr)
         try:
             topic_id = partition.topic.topic_id
             request = AlterPartitionRequest(
@@ -274,6 +286,8 @@ class ReplicaManager:
             assert isinstance(response, AlterPartitionResponse)
             for topic in response.topics:
                 for pd in topic.partitions:
+                    if pd.error_code == 0 and partition.replica is state:
+                        self._count_isr_change(before, pd.isr)
                     if pd.error_code == 0 and partition.replica is state and \
                             pd.partition_epoch > state.partition_epoch:
                         state.isr, state.partition_epoch = list(pd.isr), pd.partition_epoch

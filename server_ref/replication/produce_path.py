@@ -2,8 +2,9 @@
 
 Each partition goes through the single-node checks and append (``handlers.produce``) with
 the leader epoch stamped into the batch; a broker that does not lead the partition answers
-NOT_LEADER_OR_FOLLOWER. With ``acks=all`` an ISR smaller than ``min.insync.replicas`` refuses
-before appending (NOT_ENOUGH_REPLICAS); after the append the answer waits until the high
+NOT_LEADER_OR_FOLLOWER. With ``acks=all`` an ISR smaller than ``min.insync.replicas`` (capped
+at the partition's replica count, ``min_isr.py``) refuses before appending
+(NOT_ENOUGH_REPLICAS); after the append the answer waits until the high
 watermark passes the batch (the whole ISR has it), and is NOT_ENOUGH_REPLICAS_AFTER_APPEND
 if the ISR shrank below the minimum meanwhile, or REQUEST_TIMED_OUT after the request's
 timeout. ``acks=1`` answers at once.
@@ -35,7 +36,7 @@ def cluster_produce(ctx: RequestContext, req: ProduceRequest, produce_partition:
     # leader: it answers as a non-leader until it has caught up (replication/lease.py).
     leading = broker.cluster.lease.may_lead()
     now = broker.now_ms()
-    waits: list[tuple[ProduceResponse.PartitionProduceResponse, Any, int, int]] = []
+    waits: list[tuple[ProduceResponse.PartitionProduceResponse, Any, int]] = []
     responses = []
     for topic_data in req.topic_data:
         topic = broker.topics.get(topic_data.name)
@@ -60,9 +61,7 @@ def cluster_produce(ctx: RequestContext, req: ProduceRequest, produce_partition:
                 if req.acks == -1 and data.records:
                     last = result.base_offset + _LAST_OFFSET_DELTA.unpack_from(
                         data.records, LAST_OFFSET_DELTA_AT)[0]
-                    min_isr = int(topic.config_value(  # type: ignore[union-attr]
-                        "min.insync.replicas", broker.config))
-                    waits.append((result, partition, last, min_isr))
+                    waits.append((result, partition, last))
         responses.append(ProduceResponse.TopicProduceResponse(name=topic_data.name,
                                                               partition_responses=parts))
     if req.acks == 0:
@@ -74,12 +73,11 @@ def cluster_produce(ctx: RequestContext, req: ProduceRequest, produce_partition:
 
 
 async def _after_isr(manager: Any, response: ProduceResponse,
-                     waits: list[tuple[Any, Any, int, int]], timeout_ms: int
+                     waits: list[tuple[Any, Any, int]], timeout_ms: int
                      ) -> ProduceResponse:
-    outcomes = await asyncio.gather(*(manager.wait_for_isr(partition, last, timeout_ms,
-                                                           min_isr)
-                                      for _result, partition, last, min_isr in waits))
-    for (result, _partition, _last, _min), outcome in zip(waits, outcomes, strict=True):
+    outcomes = await asyncio.gather(*(manager.wait_for_isr(partition, last, timeout_ms)
+                                      for _result, partition, last in waits))
+    for (result, _partition, _last), outcome in zip(waits, outcomes, strict=True):
         if isinstance(outcome, KafkaError):
             result.error_code = outcome.errno  # type: ignore[attr-defined]
             result.error_message = outcome.message

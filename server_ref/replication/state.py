@@ -27,6 +27,7 @@ class FollowerProgress:
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     leader_end_at_last_fetch: int = 0
+    log_start_offset: int = -1  # (across tiers) from its fetches: DeleteRecords waits on it
 
 
 @dataclass(eq=False)

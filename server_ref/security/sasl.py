@@ -15,8 +15,11 @@ The session lifetime (SaslAuthenticate v1+ ``session_lifetime_ms``) is the small
 credential's expiry (an OAUTHBEARER token's ``exp``); when neither is set there is none. A
 connection whose session has expired is closed at its next request, unless that request is a
 SaslHandshake, which starts a re-authentication: same mechanism, same principal (Kafka
-refuses a change), while requests already in flight carry on. Without a session lifetime, a
-SaslHandshake after authentication goes to the API handler (ILLEGAL_SASL_STATE), as in Kafka.
+refuses a change), while requests already in flight carry on. Without a session lifetime, or
+less than a second after the previous re-authentication began (Kafka's
+``KafkaChannel.maybeBeginServerReauthentication``: at most one a second; the first
+authentication does not count), a SaslHandshake after authentication goes to the API handler
+(ILLEGAL_SASL_STATE) and the connection stays open, as in Kafka.
 
 The authentication phase must end within ``connections.max.idle.ms`` of the connection's
 start (for SASL_SSL the TLS handshake has the same bound); Kafka closes such connections
@@ -55,6 +58,8 @@ if TYPE_CHECKING:
     from server_ref.server import Connection
 
 log = logging.getLogger(__name__)
+
+MIN_REAUTH_INTERVAL_S = 1.0  # Kafka: at most one re-authentication a second per connection
 
 __all__ = ["SUPPORTED_MECHANISMS", "SaslGate", "SaslSettings", "sasl_settings"]
 
@@ -143,6 +148,7 @@ class SaslGate:
         self.server: MechanismServer | None = None
         self.expires_at: float | None = None  # monotonic seconds; None: no session limit
         self.reauthenticating = False
+        self.reauth_began: float | None = None  # monotonic start of the last re-authentication
 
     # ------------------------------------------------------------------ frames
 
@@ -184,7 +190,9 @@ class SaslGate:
 
     def _authenticated(self, payload: bytes) -> bool:
         api_key = int.from_bytes(payload[:2], "big", signed=True) if len(payload) >= 2 else -1
-        if api_key == SASL_HANDSHAKE and self.expires_at is not None:
+        if api_key == SASL_HANDSHAKE and self.expires_at is not None and (
+                self.reauth_began is None
+                or time.monotonic() - self.reauth_began >= MIN_REAUTH_INTERVAL_S):
             try:
                 req = ServerFraming.parse(payload)
             except (MalformedDataError, UnsupportedVersionError) as exc:
@@ -194,6 +202,7 @@ class SaslGate:
                 self._close(f"SaslHandshake v{req.api_version} is not supported")
                 return True
             self.reauthenticating = True
+            self.reauth_began = time.monotonic()
             self._handshake(req.api_version, req.correlation_id,
                             cast(SaslHandshakeRequest, req.request))
             return True

@@ -84,14 +84,15 @@ class StateWriter:
         agent = self.broker.cluster
         cfg = self.broker.config
         # Kafka's share.coordinator.state.topic.* configs; the replication factor capped by
-        # the live brokers and min.isr by it, as for __consumer_offsets (Kafka refuses to
-        # create the topic until enough brokers are up)
+        # the live brokers, as for __consumer_offsets (Kafka refuses to create the topic
+        # until enough brokers are up); min.isr as configured, as Kafka writes it (acks=all
+        # never needs more than the replica count: replication/min_isr.py)
         replication = max(1, min(int(cfg.get("share.coordinator.state.topic.replication."
                                              "factor")), len(agent.image.live_brokers())))
-        min_isr = min(int(cfg.get("share.coordinator.state.topic.min.isr")), replication)
         self._creating = asyncio.get_running_loop().create_task(create_topic(
             agent, _topic_name(), int(cfg.get("share.coordinator.state.topic.num.partitions")),
-            replication, {"cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
+            replication, {"cleanup.policy": "compact", "min.insync.replicas":
+                          str(cfg.get("share.coordinator.state.topic.min.isr")),
                           "segment.bytes": str(
                               cfg.get("share.coordinator.state.topic.segment.bytes"))}))
 

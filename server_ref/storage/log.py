@@ -18,7 +18,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from sdk.errors import (
     CorruptMessageError,
@@ -53,6 +53,7 @@ from server_ref.storage.recovery import (
 )
 from server_ref.storage.results import AppendInfo, BatchHeader, ReadSlice
 from server_ref.storage.segment import BatchInfo, LogSegment
+from server_ref.storage.snapshots import delete_snapshots, write_snapshot
 from server_ref.storage.transactions import AbortedTxn, TransactionState, collect_aborted
 
 __all__ = ["PartitionLog"]
@@ -116,6 +117,9 @@ class PartitionLog:
         self.recovery_report = RecoveryReport()
         self._txns = TransactionState()
         self._epochs: LeaderEpochCache | None = None
+        # The producer state now (set by the partition's owner): written at each roll as
+        # the snapshot of the sealed segment's end (snapshots.py)
+        self.producer_snapshot: Callable[[], dict[str, Any]] | None = None
 
     # ================================================================== opening
 
@@ -152,6 +156,8 @@ class PartitionLog:
         self.recovery_report = report
         self._epochs = LeaderEpochCache(directory)
         self._epochs.truncate_from_end(self._next_offset)
+        # snapshots past the end recovery left (their batches were cut) or of segments gone
+        delete_snapshots(directory, below=self._bases[0], above=self._next_offset)
         if report.clean and clean_shutdown is not None:
             self._txns = TransactionState(checkpoint.ongoing_transactions)
         else:
@@ -382,6 +388,12 @@ class PartitionLog:
             return active
         base = self._next_offset if base_offset is None else base_offset
         active.seal()
+        if self.producer_snapshot is not None:
+            try:
+                write_snapshot(self.directory, self._next_offset, self.producer_snapshot())
+            except OSError as exc:  # only an optimisation: rebuilt from the log when read
+                log.warning("%s: producer snapshot at %d not written: %s", self.directory,
+                            self._next_offset, exc)
         self._unflushed = 0
         self._set_recovery_point()
         segment = self._add_segment(base)
@@ -558,6 +570,8 @@ class PartitionLog:
             self._checkpoint.delete_horizons.pop(segment.base_offset, None)
         del self._segments[:count]
         del self._bases[:count]
+        if count > 0:
+            delete_snapshots(self.directory, below=self._bases[0])
 
     def compact(self, now_ms: int) -> cleaner.CompactionStats:
         """Compact the sealed segments (cleanup.policy with "compact"): keep the latest
@@ -590,6 +604,7 @@ class PartitionLog:
         del self._segments[keep:]
         del self._bases[keep:]
         self._next_offset = self._segments[-1].truncate_to(offset)
+        delete_snapshots(self.directory, above=self._next_offset)  # of a diverged suffix
         self._unflushed = 0
         assert self._epochs is not None
         self._epochs.truncate_from_end(self._next_offset)
@@ -607,6 +622,7 @@ class PartitionLog:
         self._segments.clear()
         self._bases.clear()
         self._checkpoint.delete_horizons.clear()
+        delete_snapshots(self.directory)
         self._add_segment(offset)
         self._next_offset = offset
         self.log_start_offset = offset

@@ -27,10 +27,12 @@ import json
 import logging
 import struct
 import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sdk.errors import ConfigError, OffsetOutOfRangeError
+from server_ref.producer_state import state_as_of
 from server_ref.storage.transactions import AbortedTxn
 from server_ref.tiered import reader
 from server_ref.tiered.metadata import (
@@ -84,7 +86,10 @@ class RemoteLogManager:
         self._wake = asyncio.Event()
         self._closing = threading.Event()  # tells upload threads of a stopped broker to quit
         self.copied_bytes = 0  # since start, for the benchmark and logs
-        self._writes: set[asyncio.Task[None]] = set()  # floors written in the background
+        # Cluster mode: log-start floors (DeleteRecords) in force here but not yet in
+        # __remote_log_metadata, and the task writing each partition's floor
+        self._unrecorded: dict[_Key, int] = {}
+        self._floor_writers: dict[_Key, asyncio.Task[bool]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -127,7 +132,7 @@ class RemoteLogManager:
             except asyncio.CancelledError:
                 pass  # asked for just above; an interrupted copy is cleaned up next start
             self._task = None
-        for task in list(self._writes):
+        for task in list(self._floor_writers.values()):
             task.cancel()
         await self.metadata.close()
         if self.store is not None:
@@ -192,26 +197,49 @@ class RemoteLogManager:
         await self.metadata.write(topic_id, partition.index, doc)
 
     def _record_floor_now(self, partition: Partition, offset: int) -> None:
-        """DeleteRecords answers without waiting: written at once on a single node, by a
-        task in cluster mode (a failure is logged; the followers still take the new log
-        start from their fetches)."""
+        """DeleteRecords' floor, in force here at once. On a single node it is appended
+        before the answer; in cluster mode it is produced to the metadata partition's leader
+        by a writer task the answer waits for (``floor_written``), so a new leader after a
+        failover starts the log at the same offset."""
+        topic_id = str(partition.topic.topic_id)
+        doc = {"type": "log_start", "offset": offset}
+        self._apply(topic_id, partition.index, doc)
         if getattr(self.broker, "cluster", None) is None:
-            topic_id = str(partition.topic.topic_id)
-            doc = {"type": "log_start", "offset": offset}
             self.metadata.append(topic_id, partition.index, doc)
-            self._apply(topic_id, partition.index, doc)
             return
+        key = (topic_id, partition.index)
+        self._unrecorded[key] = max(offset, self._unrecorded.get(key, -1))
+        self._start_floor_writer(key)
 
-        async def write() -> None:
+    def floor_written(self, partition: Partition) -> Awaitable[bool] | None:
+        """Cluster mode: resolves to whether the partition's floor is in
+        ``__remote_log_metadata`` (a failed write is tried again by the next DeleteRecords
+        or task run); None when no floor waits to be written."""
+        key = (str(partition.topic.topic_id), partition.index)
+        if key not in self._unrecorded:
+            return None
+        return asyncio.shield(self._start_floor_writer(key))
+
+    def _start_floor_writer(self, key: _Key) -> asyncio.Task[bool]:
+        task = self._floor_writers.get(key)
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._write_floors(key))
+            self._floor_writers[key] = task
+        return task
+
+    async def _write_floors(self, key: _Key) -> bool:
+        while key in self._unrecorded:
+            offset = self._unrecorded[key]
             try:
-                await self._record_floor(partition, offset)
+                await self.metadata.write(key[0], key[1], {"type": "log_start",
+                                                           "offset": offset})
             except RemoteStorageError as exc:
-                log.warning("%s: log start %d not recorded in %s: %s", partition.name,
-                            offset, METADATA_TOPIC, exc)
-
-        task = asyncio.get_running_loop().create_task(write())
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+                log.warning("partition %d of topic id %s: log start %d not recorded in %s "
+                            "(%s); tried again", key[1], key[0], offset, METADATA_TOPIC, exc)
+                return False
+            if self._unrecorded.get(key) == offset:  # (a higher one may have come meanwhile)
+                del self._unrecorded[key]
+        return True
 
     def state_of(self, partition: Partition) -> PartitionRemoteState | None:
         return self.states.get((str(partition.topic.topic_id), partition.index))
@@ -321,6 +349,19 @@ class RemoteLogManager:
             self.wake()  # remote segments wholly below it go at the next run
         return self.log_start_offset(partition)
 
+    def follow_log_start(self, partition: Partition, offset: int) -> None:
+        """A follower takes the leader's log start (across tiers) from each fetch answer,
+        as Kafka's follower does: in force here at once, not written to the metadata log
+        (the leader wrote it before answering DeleteRecords)."""
+        state = self.state_of(partition)
+        if state is None:
+            if not self.tiering(partition.topic).enabled:
+                return
+            state = self.states.setdefault((str(partition.topic.topic_id), partition.index),
+                                           PartitionRemoteState())
+        if offset > state.log_start_floor:
+            state.log_start_floor = offset
+
     # ------------------------------------------------------------------ the task
 
     async def run_once(self) -> None:
@@ -355,6 +396,11 @@ class RemoteLogManager:
                 except RemoteStorageError as exc:
                     log.warning("%s: remote tier %s unavailable (%s); retrying in the next run",
                                 partition.name, self.store.describe(), exc)
+        for key in list(self._unrecorded):  # floors whose write failed: again
+            if key in live:
+                self._start_floor_writer(key)
+            else:
+                del self._unrecorded[key]  # the topic was deleted
         for key, state in list(self.states.items()):
             if key not in live and key[0] and state.segments and self._cleans_up(key):
                 # the topic was deleted
@@ -429,7 +475,9 @@ class RemoteLogManager:
             TIME_INDEX: b"".join(
                 _TIME_ENTRY.pack(t, o - segment.base_offset)
                 for t, o in segment.time_index.entries()),
-            PRODUCER_SNAPSHOT: json.dumps(partition.producers.to_json()).encode(),
+            # the state as of the segment's end (the snapshot taken when it rolled)
+            PRODUCER_SNAPSHOT: json.dumps(state_as_of(plog, segment.next_offset,
+                                                      self.broker.now_ms())).encode(),
             EPOCH_CHECKPOINT: _epoch_checkpoint(epochs),
         }
         if txns:

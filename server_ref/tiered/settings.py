@@ -116,8 +116,16 @@ def store_location(broker: Any, data_dir: Any) -> str:
     uri = str(broker.get("remote.log.storage.uri") or "")
     if not uri:
         return f"file://{data_dir}/remote-storage"
-    scheme = urlparse(uri).scheme
-    if scheme not in ("file", "s3"):
+    parsed = urlparse(uri)
+    problem = ""
+    if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
+        # file://data/tier would silently mean /tier on host "data"
+        problem = f": a file URI takes an absolute path (file:///abs/path), not host " \
+                  f"{parsed.netloc!r}"
+    elif parsed.scheme == "s3" and not parsed.netloc:
+        problem = ": no bucket named"
+    if parsed.scheme not in ("file", "s3") or problem:
         raise InvalidConfigError(
-            f"remote.log.storage.uri must be file:///path or s3://bucket/prefix, got {uri!r}")
+            f"remote.log.storage.uri must be file:///path or s3://bucket/prefix, got "
+            f"{uri!r}{problem}")
     return uri

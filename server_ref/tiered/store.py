@@ -13,6 +13,7 @@ chain (environment, profile); they are never logged nor shown in ``describe()``.
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -113,7 +114,12 @@ class DirectoryStore(RemoteStore):
     def delete(self, keys: list[str]) -> None:
         for key in keys:
             try:
-                self._path(key).unlink(missing_ok=True)
+                path = self._path(key)
+                path.unlink(missing_ok=True)
+                # what a writer killed mid-object left (a crashed broker's interrupted copy,
+                # whose keys are deleted at the next start): never listed, but disk
+                for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+                    leftover.unlink(missing_ok=True)
             except OSError as exc:
                 raise RemoteStorageError(f"deleting {key}: {exc}") from exc
 

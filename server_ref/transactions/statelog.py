@@ -35,11 +35,11 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sdk.errors import CoordinatorNotAvailableError, MalformedDataError, NotCoordinatorError
+from sdk.errors import CoordinatorNotAvailableError, MalformedDataError
 from sdk.protocol.primitives import write_uvarint
 from sdk.records.builder import RecordBatchBuilder
 from sdk.records.reader import RecordBatch
-from server_ref.offsets_journal import partition_for_group, replay_batches
+from server_ref.offsets_journal import append_as_leader, partition_for_group, replay_batches
 from server_ref.topics import Partition, Topic
 from server_ref.transactions.state import TxnMetadata, TxnState
 
@@ -245,29 +245,14 @@ class TransactionStateLog:
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), encode_key(meta.transactional_id),
                        encode_value(meta))
-        self._append(partition, builder)
+        append_as_leader(self.broker, partition, builder)
 
     def write_tombstone(self, transactional_id: str) -> None:
         """Forget the id (compaction drops its records)."""
         partition = self.partition_for(transactional_id)
         builder = RecordBatchBuilder()
         builder.append(None, self.broker.now_ms(), encode_key(transactional_id), None)
-        self._append(partition, builder)
-
-    def _append(self, partition: Partition, builder: RecordBatchBuilder) -> None:
-        cluster = self.broker.cluster
-        if cluster is None:
-            partition.log.append(bytearray(builder.build()), leader_epoch=0)
-            partition.notify_appended()
-            return
-        # Cluster mode: only the partition's leader writes, stamped with its epoch; the
-        # followers copy it, and the caller waits for the ISR before it answers.
-        replica = partition.replica
-        if replica is None or not replica.is_leader:
-            raise NotCoordinatorError(f"this broker does not lead {partition.name}")
-        partition.log.append(bytearray(builder.build()), leader_epoch=replica.leader_epoch)
-        partition.notify_appended()
-        cluster.replicas.appended(partition)
+        append_as_leader(self.broker, partition, builder)
 
     def replay(self, partition: Partition | None = None
                ) -> Iterator[tuple[str, TxnMetadata | None]]:

@@ -53,18 +53,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)
 
 
-_REPORT = pytest.StashKey[list[str]]()
+REPORT_PROPERTY = "failover_timing"
+
+
+class FailoverReport(list[str]):
+    """Lines appended also become the test's ``user_properties``: those travel with its
+    report, so ``make test``'s xdist workers hand them to the controller's summary (a
+    worker's own ``config.stash`` never reaches it)."""
+
+    def __init__(self, node: pytest.Item) -> None:
+        super().__init__()
+        self._node = node
+
+    def append(self, line: str) -> None:
+        super().append(line)
+        self._node.user_properties.append((REPORT_PROPERTY, line))
 
 
 @pytest.fixture
 def failover_report(request: pytest.FixtureRequest) -> list[str]:
     """Lines (measured failover times) printed in the terminal summary, not asserted."""
-    return request.config.stash.setdefault(_REPORT, [])
+    assert isinstance(request.node, pytest.Item)
+    return FailoverReport(request.node)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
                             ) -> None:
-    lines = config.stash.get(_REPORT, [])
+    lines = [value for reports in terminalreporter.stats.values() for report in reports
+             if getattr(report, "when", None) == "call"
+             for name, value in getattr(report, "user_properties", ())
+             if name == REPORT_PROPERTY]
     if lines:
         terminalreporter.section("failover timings (Apache Kafka, 3 brokers)")
         for line in lines:

@@ -12,7 +12,10 @@ leaders move and partitions change brokers (one dedicated controller, RF 3,
   topic Kafka does that by itself and the call finds ELECTION_NOT_NEEDED;
 * a reassignment from replicas [1, 2] to [2, 3], held in progress while broker 3 is down,
   is listed and cancelled, then completed once broker 3 is back;
-* the ``kafka-sdk partitions`` commands do the same from the command line.
+* the ``kafka-sdk partitions`` commands do the same from the command line;
+* ``AsyncAdminClient`` moves a partition, lists the move until it is done, describes the
+  new replicas and ISR and elects the preferred leader (the blocking face's calls above run
+  the same core on its loop thread).
 
 The cluster is this module's own (module scope; every test heals what it broke, so the
 order of the tests does not matter).
@@ -20,6 +23,7 @@ order of the tests does not matter).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -32,7 +36,7 @@ from typing import Any, TypeVar
 import pytest
 from apache_support import apache_cluster
 
-from sdk import AdminClient, ElectionType, NewTopic, Producer, TopicPartition
+from sdk import AdminClient, AsyncAdminClient, ElectionType, NewTopic, Producer, TopicPartition
 from sdk.admin import OffsetSpec, PartitionDescription, PartitionReassignment
 from sdk.errors import (
     ElectionNotNeededError,
@@ -295,3 +299,39 @@ def test_cli_reassign(admin_cluster: ApacheKafkaCluster, admin: AdminClient) -> 
     assert "NO_REASSIGNMENT_IN_PROGRESS" in run.stderr
     run = cli(admin_cluster, "partitions", "reassignments")
     assert run.returncode == 0 and run.stdout == "No partition reassignment in progress.\n"
+
+
+def test_async_face_reassigns_and_elects(admin_cluster: ApacheKafkaCluster,
+                                         admin: AdminClient) -> None:
+    """The same calls through AsyncAdminClient (no fault: a move from [1, 2] to [3, 1] keeps
+    broker 1 leading, as it stays in the ISR, until a preferred election hands it to 3)."""
+    name = create(admin, "move-async", {0: [1, 2]})
+    tp = TopicPartition(name, 0)
+
+    async def move_and_elect() -> tuple[dict[int, PartitionDescription], Any, Any]:
+        async with AsyncAdminClient(bootstrap_servers=admin_cluster.bootstrap_servers,
+                                    default_api_timeout_ms=20_000) as aadmin:
+            started = await aadmin.alter_partition_reassignments({tp: [3, 1]})
+            assert started[tp].error is None
+            for _ in range(int(DEADLINE_S / 0.25)):
+                if await aadmin.list_partition_reassignments([tp]) == {}:
+                    description = (await aadmin.describe_topics([name]))[name]
+                    moved = {p.partition: p for p in description.partitions}
+                    if moved[0].replicas == (3, 1) and set(moved[0].isr) == {1, 3}:
+                        break
+                await asyncio.sleep(0.25)
+            else:
+                raise AssertionError(f"{tp} did not move to [3, 1]")
+            elected = await aadmin.elect_leaders(ElectionType.PREFERRED, [tp])
+            for _ in range(int(DEADLINE_S / 0.25)):
+                if (await aadmin.describe_topics([name]))[name].partitions[0].leader == 3:
+                    break
+                await asyncio.sleep(0.25)
+            again = await aadmin.elect_leaders(ElectionType.PREFERRED, [tp])
+            return moved, elected[tp].error, again[tp].error
+
+    moved, first, second = asyncio.run(move_and_elect())
+    assert moved[0].leader == 1  # completing the move elected nobody
+    assert first is None
+    assert partition(admin, name).leader == 3
+    assert isinstance(second, ElectionNotNeededError)

@@ -22,6 +22,15 @@ from server_ref.cluster import EmbeddedCluster
 REF_CONFIG = dict(CLUSTER_CONFIG)
 
 
+def tiered_ref_config(remote: Path, task_interval_ms: int = 200) -> dict[str, str]:
+    """REF_CONFIG with tiered storage on: one remote directory every broker shares."""
+    return {**REF_CONFIG,
+            "remote.log.storage.system.enable": "true",
+            "remote.log.storage.uri": f"file://{remote}",
+            "remote.log.manager.task.interval.ms": str(task_interval_ms),
+            "log.retention.check.interval.ms": "200"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:

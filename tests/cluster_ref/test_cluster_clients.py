@@ -22,6 +22,8 @@ from apache_support import require_apache_kafka
 from cluster.conftest import heal, wait_for
 
 from sdk import AdminClient, NewTopic
+from sdk.admin import OffsetSpec
+from sdk.types import TopicPartition
 from server_ref.cluster import EmbeddedCluster
 from tools.apache_kafka import java_command
 
@@ -263,33 +265,76 @@ def test_describe_log_dirs_lists_only_hosted_replicas(cluster: EmbeddedCluster) 
     assert hosted == {1: [0], 2: [1], 3: [1]}
 
 
-def test_delete_records_reaches_every_replica(cluster: EmbeddedCluster) -> None:
-    """DeleteRecords at the leader (-1: up to the high watermark) moves the log start of the
-    followers too: after the leader is killed, the new leader reports the same start."""
-    from sdk import Producer, TopicPartition
-    from sdk.admin import OffsetSpec
+def _twenty_records(cluster: EmbeddedCluster, prefix: str) -> tuple[str, TopicPartition]:
+    """A new topic with 20 records in partition 0, written with acks=all."""
+    from sdk import Producer
 
-    topic = _topic(cluster, "delete-records")
-    tp = TopicPartition(topic, 0)
+    topic = _topic(cluster, prefix)
     with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
         for i in range(20):
             producer.send(topic, f"v{i}".encode(), partition=0)
         producer.flush(30)
+    return topic, TopicPartition(topic, 0)
+
+
+def _earliest(admin: AdminClient, tp: TopicPartition) -> int:
+    listed = admin.list_offsets({tp: OffsetSpec.EARLIEST})[tp]
+    if listed.error is not None:
+        raise listed.error
+    return int(listed.offset)
+
+
+def test_delete_records_reaches_every_replica(cluster: EmbeddedCluster) -> None:
+    """DeleteRecords at the leader (-1: up to the high watermark) moves the log start of the
+    followers too, and answers once they report it: the leader killed right after the
+    answer, the new leader reports the same start."""
+    topic, tp = _twenty_records(cluster, "delete-records")
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
         deleted = admin.delete_records({tp: -1})[tp]
         assert deleted.error is None and deleted.low_watermark == 20
         victim = cluster.leader_of(topic, 0)
-        time.sleep(1.0)  # the followers' next fetches carry the new log start
         cluster.kill(victim)
         try:
             wait_for(lambda: cluster.leader_of(topic, 0) not in (victim, -1), 60,
                      "a new leader")
 
-            def earliest() -> int:
-                listed = admin.list_offsets({tp: OffsetSpec.EARLIEST})[tp]
-                if listed.error is not None:
-                    raise listed.error
-                return listed.offset
-            assert wait_for(lambda: earliest() == 20, 30, "log start 20 at the new leader")
+            assert wait_for(lambda: _earliest(admin, tp) == 20, 30,
+                            "log start 20 at the new leader")
         finally:
             cluster.start(victim)
+
+
+def test_delete_records_does_not_wait_for_a_fenced_follower(cluster: EmbeddedCluster) -> None:
+    """A follower SIGKILLed and fenced by the controller: DeleteRecords answers without it
+    (Kafka's low watermark counts the replicas on live brokers only, in the ISR or not),
+    and the restarted follower takes the new log start from its first fetch."""
+    topic, tp = _twenty_records(cluster, "delete-fenced")
+    leader = cluster.leader_of(topic, 0)
+    follower = next(n.node_id for n in cluster.brokers if n.node_id != leader)
+    with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        cluster.kill(follower)
+        try:
+            wait_for(lambda: follower not in {b.node_id for b in
+                                              admin.describe_cluster().brokers},
+                     60, "the killed follower fenced")
+            deleted = admin.delete_records({tp: 10}, timeout_ms=20_000)[tp]
+            assert deleted.error is None and deleted.low_watermark == 10
+        finally:
+            cluster.start(follower)
+    heal(cluster)
+    assert wait_for(lambda: follower in cluster.partition_states(follower, topic)[0][2], 60,
+                    "the restarted follower back in the ISR")
+    # The two others killed: the restarted follower leads, and starts the log at 10.
+    others = [n.node_id for n in cluster.brokers if n.node_id != follower]
+    for node in others:
+        cluster.kill(node)
+    try:
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            wait_for(lambda: cluster.leader_of(topic, 0) == follower, 60,
+                     "the restarted follower leading")
+            assert wait_for(lambda: _earliest(admin, tp) == 10, 30,
+                            "log start 10 at the new leader")
+    finally:
+        for node in others:
+            cluster.start(node)
+    heal(cluster)

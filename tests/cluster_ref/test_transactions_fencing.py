@@ -29,6 +29,7 @@ from sdk.net.client import NetClient
 from sdk.net.config import CommonConfig
 from sdk.net.targets import Coordinator, CoordinatorType, LeaderOf
 from sdk.protocol.messages.describe_producers import DescribeProducersRequest
+from sdk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from sdk.protocol.messages.end_txn import EndTxnRequest
 from sdk.protocol.messages.init_producer_id import InitProducerIdRequest
 from sdk.protocol.messages.list_offsets import ListOffsetsRequest
@@ -98,6 +99,14 @@ class _Raw:
         assert len(states) == 1, response
         return states[0].producer_epoch - self.epoch, states[0].coordinator_epoch
 
+    async def transaction_state(self) -> str:
+        """The coordinator's state of the transaction; "" while it cannot say."""
+        response = await self.client.call(
+            DescribeTransactionsRequest(transactional_ids=[self.txn_id]),
+            Coordinator(self.txn_id, CoordinatorType.TRANSACTION), timeout_s=30)
+        state = response.transaction_states[0]
+        return "" if state.error_code in _NOT_READY else str(state.transaction_state)
+
     async def log_end(self) -> int:
         response = await self.leader(ListOffsetsRequest(replica_id=-1, topics=[
             ListOffsetsRequest.ListOffsetsTopic(name=self.topic, partitions=[
@@ -126,6 +135,12 @@ async def _commit(raw: _Raw) -> tuple[int, int]:
     deadline = time.monotonic() + 60  # Kafka writes the markers after its answer
     while (state := await raw.producer_state())[0] != 1:
         assert time.monotonic() < deadline, f"no COMMIT marker under epoch + 1: {state}"
+        await asyncio.sleep(0.1)
+    # The marker is in the partition before the coordinator logs CompleteCommit. Killed in
+    # between (it may lead both), a new coordinator, one coordinator epoch up, would send
+    # the markers again and the partition would hold that epoch: wait for the end.
+    while (txn_state := await raw.transaction_state()) != "CompleteCommit":
+        assert time.monotonic() < deadline, f"the transaction stays {txn_state}"
         await asyncio.sleep(0.1)
     return state
 

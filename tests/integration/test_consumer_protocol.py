@@ -24,14 +24,19 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sdk import AdminClient, Consumer, Producer
-from sdk.errors import UnsupportedVersionError
+from sdk import AdminClient, AsyncConsumer, ConfigResource, Consumer, Producer
+from sdk.consumer.consumer_member import new_member_id
+from sdk.errors import InvalidConfigError, UnsupportedVersionError
+from sdk.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from sdk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from sdk.types import TopicPartition
+from server_ref.cluster.processes import ask
 
-from .conftest import Target, new_topic, start_target
+from .conftest import Target, create_topic, new_topic, start_target
 
 ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_MS = 500
@@ -44,7 +49,9 @@ APACHE_CONFIG = {
 }
 REF_CONFIG = {
     "group.consumer.heartbeat.interval.ms": HEARTBEAT_MS,
+    "group.consumer.min.heartbeat.interval.ms": HEARTBEAT_MS,
     "group.consumer.session.timeout.ms": SESSION_MS,
+    "group.consumer.min.session.timeout.ms": 6_000,
 }
 WAIT_S = 60.0
 
@@ -257,6 +264,10 @@ def test_regex_subscription_picks_up_a_topic_created_later(target: Target) -> No
                 produce(target, later, 0, 5)
                 created = True
         assert {tp.topic for tp in consumer.assignment()} == {first, later}
+        with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+            (m,) = admin.consumer_group_describe([f"g-{prefix}"])[f"g-{prefix}"].members
+        # the broker holds the regex itself (SubscribedTopicRegex), not a list of names
+        assert m.subscribed_topic_regex == f"{prefix}-.*" and not m.subscribed_topic_names
 
 
 def test_static_member_restart_keeps_its_partitions(target: Target) -> None:
@@ -430,6 +441,50 @@ def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> Non
         classic.close()
 
 
+def test_a_mixed_group_turns_classic_when_its_last_consumer_member_leaves(
+        target: Target) -> None:
+    """The online downgrade (the same bidirectional policy): the consumer-protocol member
+    of a mixed group leaves, only a classic member remains, so the group becomes a classic
+    group again (ListGroups says classic, DescribeGroups describes it) after a classic
+    rebalance, and the classic member owns every partition and reads on. Both brokers."""
+    topic, group = new_topic("down"), f"g-{uuid.uuid4().hex[:8]}"
+    target.create_topic(topic, 4)
+    classic = Consumer(topic, bootstrap_servers=target.bootstrap_servers, group_id=group,
+                       auto_offset_reset="earliest", session_timeout_ms=10_000,
+                       heartbeat_interval_ms=500)
+    newcomer = member(target, group)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len(classic.assignment()) < 4:
+            assert time.monotonic() < deadline
+            classic.poll(timeout_ms=100)
+        newcomer.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while not (newcomer.assignment() and classic.assignment()
+                   and len(newcomer.assignment() | classic.assignment()) == 4):
+            assert time.monotonic() < deadline, (classic.assignment(), newcomer.assignment())
+            newcomer.poll(timeout_ms=100)
+            classic.poll(timeout_ms=100)
+        with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+            assert admin.list_consumer_groups()[group].group_type == "consumer"
+            newcomer.close()
+            produce(target, topic, 0, 40)
+            values: set[bytes] = set()
+            deadline = time.monotonic() + WAIT_S
+            while len(classic.assignment()) < 4 or len(values) < 40:
+                assert time.monotonic() < deadline, (classic.assignment(), len(values))
+                for records in classic.poll(timeout_ms=100).values():
+                    values.update(r.value for r in records)
+            assert values == {f"r{i}".encode() for i in range(40)}
+            assert admin.list_consumer_groups()[group].group_type == "classic"
+            described = admin.describe_consumer_groups([group])[group]
+            assert described.state == "Stable" and len(described.members) == 1
+            assert described.members[0].member_id == classic.group_metadata().member_id
+    finally:
+        newcomer.close()
+        classic.close()
+
+
 PAUSED = textwrap.dedent("""
     import sys
     sys.path.insert(0, {root!r})
@@ -535,3 +590,157 @@ def test_an_empty_classic_group_switches_protocol_and_keeps_its_offsets(
             for records in upgraded.poll(timeout_ms=100).values():
                 values.extend(r.value for r in records)
         assert sorted(values) == sorted(f"r{i}".encode() for i in range(20, 30))
+
+
+def _join_once(target: Target, group: str, topic: str) -> int:
+    """One raw ConsumerGroupHeartbeat v1 joining ``group`` (epoch 0), never followed by
+    another: the member falls silent at once. Returns the heartbeat interval answered."""
+    port = int(target.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
+    deadline = time.monotonic() + WAIT_S
+    # FindCoordinator first: Apache Kafka creates __consumer_offsets for it.
+    while ask(port, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4,
+              10.0).coordinators[0].error_code != 0:
+        assert time.monotonic() < deadline, "no coordinator"
+        time.sleep(0.2)
+    request = ConsumerGroupHeartbeatRequest(
+        group_id=group, member_id=new_member_id(), member_epoch=0,
+        rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], topic_partitions=[])
+    while True:
+        response = ask(port, request, 1, 10.0)
+        if response.error_code == 0:
+            assert response.member_epoch >= 1
+            return int(response.heartbeat_interval_ms)
+        # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE while the group loads
+        assert response.error_code in (14, 15) and time.monotonic() < deadline, response
+
+
+def test_group_configs_set_the_session_timeout_and_heartbeat_interval(target: Target) -> None:
+    """The GROUP config resource under the consumer protocol (IncrementalAlterConfigs, then
+    DescribeConfigs): consumer.heartbeat.interval.ms is the interval the group's heartbeats
+    are answered with, consumer.session.timeout.ms how long the coordinator keeps a silent
+    member; values outside the broker's group.consumer.min/max.* are refused (Kafka's
+    GroupConfig rules). The broker runs with a 500 ms interval and a 10 s session: a group
+    set to 6 s loses its silent member while one set to 60 s (joined first) keeps its own
+    (without the group configs both would go after 10 s, the 60 s group's first)."""
+    topic = new_topic("gcfg")
+    target.create_topic(topic, 1)
+    short, long = f"g-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    settings = {ConfigResource.group(short): {"consumer.session.timeout.ms": "6000",
+                                              "consumer.heartbeat.interval.ms": "1500"},
+                ConfigResource.group(long): {"consumer.session.timeout.ms": "60000"}}
+    with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+        admin.alter_configs(settings).raise_if_failed()
+        for bad in ({"consumer.session.timeout.ms": "5999"},       # below the min (6 s)
+                    {"consumer.session.timeout.ms": "60001"},      # above the max (60 s)
+                    {"consumer.heartbeat.interval.ms": "15001"}):  # above the max (15 s)
+            error = admin.alter_configs({ConfigResource.group(short): bad}).errors.get(
+                ConfigResource.group(short))
+            assert isinstance(error, InvalidConfigError), (bad, error)
+        deadline = time.monotonic() + WAIT_S
+        for resource, wanted in settings.items():  # Apache Kafka: through its metadata log
+            while True:
+                described = admin.describe_configs([resource])[resource]
+                if all(described.value(k) == v for k, v in wanted.items()):
+                    break
+                assert time.monotonic() < deadline, (resource, described)
+                time.sleep(0.2)
+        assert described.value("consumer.heartbeat.interval.ms") == str(HEARTBEAT_MS)
+        assert _join_once(target, long, topic) == HEARTBEAT_MS  # the broker's interval
+        assert _join_once(target, short, topic) == 1500  # the group's
+        deadline = time.monotonic() + WAIT_S
+        while admin.consumer_group_describe([short])[short].members:
+            assert time.monotonic() < deadline, "the silent member was never removed"
+            time.sleep(0.2)
+        (kept,) = admin.consumer_group_describe([long])[long].members
+        assert kept.member_epoch >= 1
+
+
+class AsyncMember:
+    """An AsyncConsumer member: what it read, and what its (async) listener was told; it
+    commits in its revocation listener, the only place it commits."""
+
+    def __init__(self, target: Target, group: str, topic: str) -> None:
+        self.read: list[tuple[int, int]] = []
+        self.events: list[tuple[str, set[int]]] = []
+        self.consumer: AsyncConsumer[bytes, bytes] = AsyncConsumer(
+            bootstrap_servers=target.bootstrap_servers, group_id=group,
+            group_protocol="consumer", group_remote_assignor="uniform",
+            auto_offset_reset="earliest", enable_auto_commit=False)
+        self.topic = topic
+
+    async def start(self) -> None:
+        await self.consumer.start()
+        self.consumer.subscribe([self.topic], listener=self)
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.events.append(("revoked", {tp.partition for tp in revoked}))
+        await self.consumer.commit()  # hands the positions over to the next owner
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.events.append(("assigned", {tp.partition for tp in assigned}))
+
+    async def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        self.events.append(("lost", {tp.partition for tp in lost}))
+
+    def owned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    async def poll(self) -> None:
+        for records in (await self.consumer.getmany(timeout_ms=100)).values():
+            self.read.extend((r.partition, r.offset) for r in records)
+
+
+async def _pump(members: list[AsyncMember], done: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        for m in members:
+            await m.poll()
+
+
+async def test_async_members_reconcile_incrementally_and_leave_on_close(
+        target: Target) -> None:
+    """The async face under the consumer protocol (uniform assignor): a second member
+    joining takes only the partitions the first gives up, and the first member's listener
+    is told of those alone (revoked, committed there, then the member acknowledges); the
+    second member's close leaves the group at once (epoch -1: the describe right after
+    shows one member, where a session timeout would take 10 s) and the first takes the
+    partitions back. The positions committed in the revocation listeners hand each
+    partition over, so every record is read exactly once."""
+    topic, group = new_topic("async848"), f"g-{uuid.uuid4().hex[:8]}"
+    await create_topic(target.bootstrap_servers, topic, 4)
+    produce(target, topic, 0, 40)
+    a, b = AsyncMember(target, group, topic), AsyncMember(target, group, topic)
+    with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+        try:
+            await a.start()
+            await _pump([a], lambda: len(a.read) == 40 and a.owned() == {0, 1, 2, 3},
+                        "the first member to read everything")
+            assert a.events == [("assigned", {0, 1, 2, 3})]
+            await b.start()
+            await _pump([a, b], lambda: len(a.owned()) == 2 and len(b.owned()) == 2,
+                        "the partitions to be split")
+            moved = b.owned()
+            assert not moved & a.owned()
+            assert a.events[1:] == [("revoked", moved)]  # only what moved, no re-assign
+            # The newcomer's first epoch may come with nothing (the partitions are still
+            # being revoked): Java's listener is called with an empty set there too.
+            assert [e for e in b.events if e[1]] == [("assigned", moved)]
+            produce(target, topic, 40, 40)
+            await _pump([a, b], lambda: len(a.read) + len(b.read) == 80, "80 records")
+            described = admin.consumer_group_describe([group])[group]
+            assert described.assignor == "uniform" and len(described.members) == 2
+            await b.consumer.close()
+            assert b.events[-1] == ("revoked", moved)
+            (left,) = admin.consumer_group_describe([group])[group].members
+            assert left.member_id == a.consumer.group_metadata().member_id
+            produce(target, topic, 80, 40)
+            await _pump([a], lambda: a.owned() == {0, 1, 2, 3} and len(a.read) + len(
+                b.read) >= 120, "the first member to take everything back")
+            assert a.events[-1] == ("assigned", moved)  # told only of what it gained
+            assert not any(kind == "lost" for kind, _ in a.events + b.events)
+        finally:
+            await a.consumer.close()
+            await b.consumer.close()
+    everything = a.read + b.read
+    assert len(everything) == len(set(everything)) == 120  # each record once

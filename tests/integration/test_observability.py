@@ -108,7 +108,95 @@ def test_admin_client_metrics_count_its_requests(broker: Target) -> None:
     assert {m.tags["client-id"] for m in metrics} == {"obs-admin"}
 
 
+def test_retried_and_failed_records_are_counted(broker: Target) -> None:
+    """Every acks=all write answered NOT_ENOUGH_REPLICAS (retriable) until
+    delivery_timeout_ms passes: each record is retried, then fails. record-send-total
+    counts each record once (its first write), record-retry-total each retry of each
+    record, record-error-total each record once, and on_acknowledgement gets the error
+    with offset -1. Our broker's control surface gives the refusals; the topic's
+    min.insync.replicas=2 above its one replica no longer does, as no broker refuses for
+    it: Apache Kafka caps the setting at the replica count (Partition.effectiveMinIsr) and
+    so does ours (server_ref/replication/min_isr.py); tansu does not enforce it. On Apache
+    Kafka and tansu, which cannot be told to refuse, the records are written at once."""
+    from sdk.errors import KafkaError, NotEnoughReplicasError
+    from sdk.protocol.api import ApiKey
+
+    topic = new_topic("obs")
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, configs={"min.insync.replicas": "2"})]
+                            ).raise_if_failed()
+    control = broker.embedded.control if broker.embedded is not None else None
+    if control is not None:  # every produce to this topic, far more than can be retried
+        control.fail_next(ApiKey.PRODUCE, NotEnoughReplicasError.errno, times=100_000,
+                          match=lambda req: any(t.name == topic for t in req.topic_data))
+    seen = Recorder()
+    try:
+        with Producer(bootstrap_servers=broker.bootstrap_servers, acks="all", linger_ms=0,
+                      retry_backoff_ms=100, request_timeout_ms=1000,
+                      delivery_timeout_ms=3000, hooks=[seen]) as producer:
+            futures = [producer.send(topic, b"v") for _ in range(5)]
+            producer.flush(30)
+            outcomes: list[BaseException | None] = []
+            for future in futures:
+                try:
+                    future.result(30)
+                    outcomes.append(None)
+                except KafkaError as exc:
+                    outcomes.append(exc)
+            metrics = producer.metrics()
+    finally:
+        if control is not None:
+            control.clear()
+    acks = [c for c in seen.calls if c[0] == "ack"]
+    assert value(metrics, "record-send-total", "producer-metrics") == 5
+    if control is None:
+        assert outcomes == [None] * 5
+        assert value(metrics, "record-retry-total", "producer-metrics") == 0
+        assert value(metrics, "record-error-total", "producer-metrics") == 0
+        assert sum(c[4] for c in acks) == 5
+        assert all(c[1:3] == (topic, 0) and c[3] >= 0 and c[5] is None for c in acks)
+        return
+    assert all(isinstance(e, NotEnoughReplicasError) for e in outcomes), outcomes
+    retries = value(metrics, "record-retry-total", "producer-metrics")
+    assert retries >= 5
+    assert value(metrics, "record-retry-total", "producer-topic-metrics", topic=topic) == retries
+    assert value(metrics, "record-retry-rate", "producer-metrics") > 0
+    assert value(metrics, "record-error-total", "producer-metrics") == 5
+    assert value(metrics, "record-error-total", "producer-topic-metrics", topic=topic) == 5
+    assert value(metrics, "record-error-rate", "producer-metrics") > 0
+    assert sum(c[4] for c in acks) == 5
+    assert all(c[1:4] == (topic, 0, -1) and isinstance(c[5], KafkaError) for c in acks)
+
+
 # ----------------------------------------------------------------------------- consumer
+
+
+def test_blocking_poll_counts_the_records_it_hands_out(broker: Target) -> None:
+    """The blocking poll fetches a larger slice than asked for and serves the next polls
+    from it: records-consumed-total, records-per-poll-avg and on_consume follow what each
+    poll() handed out, not the slice."""
+    topic = new_topic("obs")
+    broker.create_topic(topic, 1)
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        for i in range(1000):
+            producer.send(topic, b"r%d" % i)
+        producer.flush(30)
+    seen = Recorder()
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, hooks=[seen]) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        got: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 300 and time.monotonic() < deadline:
+            batch = consumer.poll(timeout_ms=1000, max_records=100)
+            got += [r.offset for part in batch.values() for r in part]
+        metrics = consumer.metrics()
+    assert got == list(range(300))
+    group = "consumer-fetch-manager-metrics"
+    assert value(metrics, "records-consumed-total", group) == 300
+    assert value(metrics, "records-per-poll-avg", group) <= 100
+    handed = [offset for call in seen.calls if call[0] == "consume" for _, offset, _ in call[1]]
+    assert handed == got
 
 
 def test_records_lag_max_is_the_lag_the_admin_client_computes(broker: Target) -> None:
@@ -140,7 +228,11 @@ def test_records_lag_max_is_the_lag_the_admin_client_computes(broker: Target) ->
             if not any(math.isnan(v) for v in lags.values()):
                 break
             consumer.poll(timeout_ms=100) if got < 30 else time.sleep(0.1)
-        lag_max = value(metrics, "records-lag-max", "consumer-fetch-manager-metrics")
+        [lag_max] = [v for m, v in metrics.items() if m.name == "records-lag-max"
+                     and m.group == "consumer-fetch-manager-metrics" and "topic" not in m.tags]
+        lag_max_by_partition = {tp: value(metrics, "records-lag-max",
+                                          "consumer-fetch-manager-metrics", topic=tp.topic,
+                                          partition=str(tp.partition)) for tp in tps}
         with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
             admin_lag = admin.consumer_group_lag(group)
         produced = {tps[0]: 60, tps[1]: 40}
@@ -152,6 +244,7 @@ def test_records_lag_max_is_the_lag_the_admin_client_computes(broker: Target) ->
         expected = {tp: float(produced[tp] - (committed[tp] or 0)) for tp in tps}
         assert lags == expected
         assert lag_max == max(expected.values())
+        assert lag_max_by_partition == expected  # Java's per-partition records-lag-max
         if broker.name == "tansu":
             # tansu answers ListOffsets(LATEST) wrongly after multi-record batches (its known
             # high-watermark bug, ../shared/PEERS.md), so the admin client's end offsets and
@@ -207,6 +300,57 @@ def test_consumer_protocol_reconciliations_feed_the_rebalance_metrics_and_hook(
         assert value(metrics, "assigned-partitions", "consumer-coordinator-metrics") == 2
     assigned = {tp for _, added in seen.calls for tp in added}
     assert assigned == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+
+
+def test_async_consumer_and_admin_faces_keep_the_same_metrics(broker: Target) -> None:
+    """The async faces: AsyncConsumer's fetch, byte and per-node request metrics and its
+    on_statistics snapshots, AsyncAdminClient's request counts."""
+    from sdk import AsyncAdminClient, AsyncConsumer
+
+    topic = new_topic("obs")
+    broker.create_topic(topic, 1)
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        for _ in range(50):
+            producer.send(topic, b"x" * 100)
+        producer.flush(30)
+    snapshots: list[dict[MetricName, float]] = []
+
+    async def run() -> tuple[int, dict[MetricName, float], dict[MetricName, float]]:
+        async with AsyncConsumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                                 group_id=new_topic("g"), auto_offset_reset="earliest",
+                                 client_id="obs-async-c", statistics_interval_ms=50,
+                                 on_statistics=snapshots.append) as consumer:
+            got = 0
+            deadline = time.monotonic() + 60
+            while got < 50 and time.monotonic() < deadline:
+                batch = await consumer.getmany(timeout_ms=1000)
+                got += sum(len(v) for v in batch.values())
+            while not snapshots and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            consumed = consumer.metrics()
+        async with AsyncAdminClient(bootstrap_servers=broker.bootstrap_servers,
+                                    client_id="obs-async-a") as admin:
+            await admin.list_topics()
+            administered = admin.metrics()
+        return got, consumed, administered
+
+    got, metrics, admin = asyncio.run(run())
+    assert got == 50
+    group = "consumer-fetch-manager-metrics"
+    assert value(metrics, "records-consumed-total", group) == 50
+    assert value(metrics, "bytes-consumed-total", group) >= 50 * 100
+    assert value(metrics, "bytes-consumed-rate", group) > 0
+    assert value(metrics, "fetch-latency-avg", group) > 0
+    assert value(metrics, "fetch-latency-max", group) >= value(metrics, "fetch-latency-avg",
+                                                               group)
+    nodes = [m for m in metrics if m.group == "consumer-node-metrics"
+             and m.name == "request-rate"]
+    assert nodes and all(metrics[m] > 0 for m in nodes)  # per-broker request rates
+    assert {m.tags["client-id"] for m in metrics} == {"obs-async-c"}
+    assert snapshots and all(m.tags["client-id"] == "obs-async-c" for m in snapshots[-1])
+    assert value(admin, "request-total", "admin-client-metrics") >= 1
+    assert value(admin, "request-rate", "admin-client-metrics") > 0
+    assert {m.tags["client-id"] for m in admin} == {"obs-async-a"}
 
 
 # ----------------------------------------------------------------------------- exporters
@@ -408,11 +552,15 @@ def test_trace_context_goes_from_producer_to_sdk_and_confluent_consumers(
         assert parents[offset] == (f"00-{trace_id:032x}-{sent_ctx.span_id:016x}-"
                                    f"{int(sent_ctx.trace_flags):02x}")
 
-    # confluent-kafka (librdkafka) reads the same header.
+    # confluent-kafka (librdkafka) reads the same header (assigned: no group join, which
+    # tansu answers only after half the session timeout).
+    from confluent_kafka import OFFSET_BEGINNING
+    from confluent_kafka import TopicPartition as ConfluentTopicPartition
+
     other = ConfluentConsumer({"bootstrap.servers": broker.bootstrap_servers,
-                               "group.id": new_topic("g"), "auto.offset.reset": "earliest"})
+                               "group.id": new_topic("g"), "enable.auto.commit": False})
     try:
-        other.subscribe([topic])
+        other.assign([ConfluentTopicPartition(topic, 0, OFFSET_BEGINNING)])
         seen: dict[int, str] = {}
         deadline = time.monotonic() + 60
         while len(seen) < 2 and time.monotonic() < deadline:
@@ -423,6 +571,26 @@ def test_trace_context_goes_from_producer_to_sdk_and_confluent_consumers(
     finally:
         other.close()
     assert seen == parents
+
+
+def test_no_trace_header_unless_tracing_is_on(broker: Target) -> None:
+    """Tracing is off by default: a producer inside an active span adds no header."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    topic = new_topic("obs")
+    broker.create_topic(topic, 1)
+    tracer = TracerProvider().get_tracer("test")
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        with tracer.start_as_current_span("checkout"):
+            producer.send(topic, b"v", headers=[("h", b"x")])
+        producer.flush(30)
+    with Consumer(topic, bootstrap_servers=broker.bootstrap_servers, group_id=new_topic("g"),
+                  auto_offset_reset="earliest") as consumer:
+        records: list[Any] = []
+        deadline = time.monotonic() + 60
+        while not records and time.monotonic() < deadline:
+            records += [r for part in consumer.poll(timeout_ms=1000).values() for r in part]
+    assert [list(r.headers) for r in records] == [[("h", b"x")]]
 
 
 # ----------------------------------------------------------------------------- statistics

@@ -6,13 +6,17 @@ record's index and message in ``record_errors`` (Produce v8+). The raw tests com
 broker's answer with Apache Kafka's, field by field; the producer tests check that only the
 named records fail (with the broker's message) and that the others are written, in order.
 
+A third-party client reads the same answer the same way on our broker and Apache Kafka:
+librdkafka (confluent-kafka) fails the named records with INVALID_RECORD and the innocent
+ones of their batch with its local "different record" error (it does not resend them, as
+our producer does), and nothing of the batch is stored.
+
 tansu validates neither keys on compacted topics nor timestamps: it writes every record,
 which is asserted where it happens.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -20,12 +24,10 @@ import pytest
 
 from sdk import AdminClient, NewTopic, Producer
 from sdk.errors import InvalidRecordError, InvalidTimestampError
-from sdk.net.client import LeaderOf, NetClient
-from sdk.net.config import CommonConfig
-from sdk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from sdk.protocol.messages.produce import ProduceResponse
 from sdk.records.builder import RecordBatchBuilder
 
-from .conftest import Target, consume_all, new_topic
+from .conftest import Target, consume_all, new_topic, produce_raw
 
 HOUR_MS = 3_600_000
 pytestmark = pytest.mark.timeout(180)
@@ -44,22 +46,7 @@ def _produce_raw(target: Target, topic: str, records: list[tuple[int, bytes | No
     builder = RecordBatchBuilder()
     for timestamp, key in records:
         builder.append(None, timestamp, key, b"v")
-    request = ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[
-        ProduceRequest.TopicProduceData(name=topic, partition_data=[
-            ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
-
-    async def send() -> Any:
-        client = NetClient(CommonConfig.build(bootstrap_servers=target.bootstrap_servers))
-        try:
-            await client.start()
-            await client.wait_for_topic(topic, 20)
-            return await client.call(request, LeaderOf(topic, 0), max_version=11,
-                                     timeout_s=30)
-        finally:
-            await client.close()
-
-    response = asyncio.run(send())
-    return response.responses[0].partition_responses[0]
+    return produce_raw(target.bootstrap_servers, topic, builder, -1)
 
 
 def _listed(part: ProduceResponse.PartitionProduceResponse) -> list[tuple[int, str | None]]:
@@ -166,3 +153,37 @@ def test_producer_single_record_error_keeps_the_partition_error_class(broker: Ta
     assert isinstance(error, InvalidTimestampError)
     assert (error.message or "").startswith(f"Timestamp {now - 10 * HOUR_MS} of message with offset 1")
     assert [r.value() for r in consume_all(broker.bootstrap_servers, topic, 2)] == [b"a", b"b"]
+
+
+@pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "acks1"])
+def test_librdkafka_tells_the_named_records_from_the_innocent_ones(
+        broker: Target, idempotent: bool) -> None:
+    from confluent_kafka import KafkaError
+    from confluent_kafka import Producer as ConfluentProducer
+
+    topic = _create(broker, "kip467-librdkafka", {"cleanup.policy": "compact"})
+    producer = ConfluentProducer({
+        "bootstrap.servers": broker.bootstrap_servers, "linger.ms": 500,
+        "enable.idempotence": idempotent, "acks": "all" if idempotent else 1})
+    outcomes: dict[int, Any] = {}
+
+    def report(index: int) -> Any:
+        def delivered(error: Any, message: Any) -> None:
+            outcomes[index] = (error.code(), error.fatal()) if error else message.offset()
+        return delivered
+
+    keys = [b"k0", None, b"k2", None, None, b"k5"]
+    for i, key in enumerate(keys):  # one batch: linger.ms holds them together
+        producer.produce(topic, b"v%d" % i, key=key, on_delivery=report(i))
+    assert producer.flush(60) == 0
+    producer.produce(topic, b"after", key=b"ka", on_delivery=report(len(keys)))
+    assert producer.flush(60) == 0
+    if broker.name == "tansu":  # nothing refused: every record is written
+        assert outcomes == {i: i for i in range(len(keys) + 1)}
+        return
+    named, innocent = (KafkaError.INVALID_RECORD, False), (
+        KafkaError._INVALID_DIFFERENT_RECORD, False)  # not fatal, even when idempotent
+    assert outcomes == {0: innocent, 1: named, 2: innocent, 3: named, 4: named, 5: innocent,
+                        6: 0}  # the refused batch took no offset
+    assert [(r.offset(), r.value()) for r in consume_all(broker.bootstrap_servers, topic, 1)] \
+        == [(0, b"after")]

@@ -387,6 +387,15 @@ async def test_share_state_survives_a_restart_of_our_broker(tmp_path: Path) -> N
 # ---------------------------------------------------------------------------- admin
 
 
+async def _state(broker: ShareBroker, group: str, wanted: str) -> tuple[bool, str]:
+    """(the share group is in state ``wanted``, its state) for :func:`_eventually`."""
+    from sdk import AsyncAdminClient
+
+    async with AsyncAdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        described = (await admin.describe_share_groups([group]))[group]
+    return described.state == wanted and not described.members, described.state
+
+
 async def _eventually(check: Any, timeout_s: float = 15) -> Any:
     """Apache Kafka's share coordinator persists state asynchronously: ask again briefly."""
     deadline = time.monotonic() + timeout_s
@@ -495,12 +504,101 @@ def test_blocking_share_consumer_and_wakeup(share_broker: ShareBroker) -> None:
         assert c.poll(100) == []  # usable after a wakeup
 
 
+async def test_subscribe_iterate_commit_async_and_unsubscribe(share_broker: ShareBroker
+                                                               ) -> None:
+    """The rest of the async face: made without topics, ``subscribe`` joins;
+    ``share_acknowledgement_mode`` as a keyword; ``async for`` hands records out one at a
+    time; ``commit_async`` sends the acknowledgements (its task answers per partition and
+    the callback hears of them at the next poll); ``unsubscribe`` leaves the group, as
+    Java's share consumer does (the group is Empty), the member is handed nothing more,
+    the record it left unsettled is released (its share session closed), and a new
+    ``subscribe`` joins and reads again, that record included (delivery count 2)."""
+    topic, group = share_broker.topic(1), share_broker.group()
+    values = share_broker.produce(topic, 6)
+    told: list[tuple[dict[Any, set[int]], Any]] = []
+    async with AsyncShareConsumer(bootstrap_servers=share_broker.bootstrap_servers,
+                                  group_id=group, share_acknowledgement_mode="explicit",
+                                  acknowledgement_commit_callback=lambda o, e: told.append(
+                                      (o, e))) as c:
+        assert c.subscription() == set() and c.assignment() == set()
+        c.subscribe(topic)
+        assert c.subscription() == {topic}
+        got: list[Any] = []
+        async for record in c:
+            c.acknowledge(record, AcknowledgeType.ACCEPT)
+            got.append(record)
+            if len(got) == len(values):
+                break
+        assert sorted(r.value for r in got) == sorted(values)
+        results = await c.commit_async()
+        assert set(results) == {got[0].topic_partition}
+        assert all(error is None for error in results.values())
+        await c.poll(100)  # callbacks run in poll (and commits, close)
+        assert {o for offsets, error in told if error is None for s in offsets.values()
+                for o in s} == {r.offset for r in got}
+        share_broker.produce(topic, 1, prefix="held")
+        (held,) = await drain(c, 1, accept=False)  # left unsettled (explicit mode)
+        await c.unsubscribe()
+        assert c.subscription() == set() and c.assignment() == set()
+        assert (await _eventually(lambda: _state(share_broker, group, "Empty"))) == "Empty"
+        share_broker.produce(topic, 3, prefix="later")
+        # no partitions: nothing acquired for us, and the unsettled record is not ours now
+        assert await c.poll(1000) == []
+        c.subscribe([topic])
+        later = await drain(c, 4)
+        assert sorted((r.value, r.delivery_count) for r in later) == [
+            (held.value, 2), (b"later0", 1), (b"later1", 1), (b"later2", 1)]
+        await c.commit_sync()
+
+
+def test_blocking_face_iterates_and_commits_async(share_broker: ShareBroker) -> None:
+    """``for record in consumer`` and ``commit_async`` on the blocking ShareConsumer
+    (implicit mode: what was handed out is accepted by the commit); the commit callback
+    runs at the next poll, on the consumer's loop thread. ``unsubscribe`` accepts what the
+    last poll handed out and leaves the group: another member gets none of it again."""
+    from sdk import ShareConsumer
+
+    topic, group = share_broker.topic(1), share_broker.group()
+    values = share_broker.produce(topic, 5)
+    told: list[tuple[dict[Any, set[int]], Any]] = []
+    with ShareConsumer(topic, bootstrap_servers=share_broker.bootstrap_servers,
+                       group_id=group) as c:
+        c.set_acknowledgement_commit_callback(lambda o, e: told.append((o, e)))
+        got = []
+        for record in c:
+            got.append(record)
+            if len(got) == len(values):
+                break
+        assert sorted(r.value for r in got) == sorted(values)
+        assert all(r.delivery_count == 1 for r in got)
+        c.commit_async()
+        deadline = time.monotonic() + 30
+        while len({o for offsets, _ in told for s in offsets.values() for o in s}) < 5:
+            assert time.monotonic() < deadline, told
+            assert c.poll(100) == []  # accepted: nothing comes back
+        assert all(error is None for _, error in told)
+        share_broker.produce(topic, 2, prefix="last")
+        last: list[Any] = []
+        while len(last) < 2:
+            assert time.monotonic() < deadline, last
+            last.extend(c.poll(500))
+        c.unsubscribe()  # implicit mode: accepts the two, then leaves
+        assert c.subscription() == set() and c.assignment() == set()
+        assert asyncio.run(_eventually(lambda: _state(share_broker, group, "Empty"))
+                           ) == "Empty"
+    with ShareConsumer(topic, bootstrap_servers=share_broker.bootstrap_servers,
+                       group_id=group) as other:
+        deadline = time.monotonic() + LOCK_MS / 1000 + 2  # past any lock
+        while time.monotonic() < deadline:
+            assert other.poll(200) == []
+
+
 # ---------------------------------------------------------------------------- a leader killed
 
 
 async def test_share_consumers_carry_on_when_a_partition_leader_is_killed() -> None:
-    """Apache Kafka, 3 brokers (our broker's share groups are single-node for now): two
-    share consumers on three partitions; the leader of partition 0 is SIGKILLed mid-way.
+    """Apache Kafka, 3 brokers (our broker's cluster mode has the same scenario in
+    tests/cluster_ref/test_share_cluster.py): two share consumers on three partitions; the leader of partition 0 is SIGKILLed mid-way.
     Every record is still delivered, at least once: records in flight when the broker
     died (their acknowledgements lost, or not yet persisted by the share coordinator)
     come again."""

@@ -4,6 +4,7 @@ while the broker copies and serves."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,8 +15,17 @@ import pytest
 from sdk import AdminClient, ConfigResource
 from sdk.errors import UnknownServerError
 from sdk.types import NewTopic
+from server_ref.tiered.metadata import (
+    METADATA_PARTITIONS,
+    METADATA_TOPIC,
+    PartitionRemoteState,
+    RemoteSegment,
+    SegmentState,
+    index_of,
+)
 from tests.integration.tiered_kit import (
     EARLIEST,
+    LATEST_TIERED,
     MotoServer,
     fetch_once,
     list_offset,
@@ -185,3 +195,90 @@ def test_s3_store_killed_then_restarted_copies_catch_up(moto: MotoServer,
         assert read_sdk(broker.bootstrap_servers, topic, COUNT) == records
     finally:
         broker.close()
+
+
+def _metadata_state(bootstrap: str, topic_id: str) -> PartitionRemoteState:
+    """A partition's remote segments as ``__remote_log_metadata`` holds them, read by a
+    client (the broker under test is another process) and replayed as a broker would."""
+    from sdk import Consumer
+    from sdk.types import TopicPartition
+
+    tp = TopicPartition(METADATA_TOPIC, index_of(topic_id, 0, METADATA_PARTITIONS))
+    state = PartitionRemoteState()
+    with Consumer(bootstrap_servers=bootstrap, enable_auto_commit=False) as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        end = consumer.end_offsets([tp])[tp]
+        while consumer.position(tp) < end:
+            for records in consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    doc = json.loads(record.value)
+                    if record.key == f"{topic_id}:0".encode() and doc["type"] == "segment":
+                        state.apply(RemoteSegment.from_json(doc))
+    return state
+
+
+def test_broker_killed_mid_copy_leaves_no_half_segment_and_loses_nothing(
+        moto: MotoServer, tmp_path: Path) -> None:
+    """The broker process SIGKILLed while an upload hangs in the (SIGSTOPped) store: the
+    segment stays COPY_SEGMENT_STARTED in the metadata log, is never read from the remote
+    tier and its local copy is kept; after the restart its objects are deleted, it is
+    copied again and every record reads back byte for byte."""
+    from tests.interop.interop_kit import BrokerProcess
+
+    data = tmp_path / "data"
+    config = {**_config(moto), "remote.log.storage.system.enable": "true",
+              "remote.log.manager.task.interval.ms": "100",
+              "log.retention.check.interval.ms": "100",
+              # an upload to the paused store hangs (until the kill) instead of failing
+              "remote.log.storage.s3.request.timeout.ms": "300000"}
+    process = BrokerProcess(data, config=config).start()
+    broker = None
+    try:
+        topic = "s3-crash"
+        with AdminClient(bootstrap_servers=process.bootstrap) as admin:
+            admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs())]
+                                ).raise_if_failed()
+            topic_id = str(admin.describe_topics([topic])[topic].topic_id)
+        first, second = make_records(COUNT, "a"), make_records(COUNT, "b")
+        produce(process.bootstrap, topic, first)
+        wait_until(lambda: list_offset(process.bootstrap, topic, LATEST_TIERED)[1] > 0,
+                   "a first segment copied")
+        moto.pause()
+        produce(process.bootstrap, topic, second)
+        wait_until(lambda: bool(_metadata_state(process.bootstrap, topic_id).in_state(
+            SegmentState.COPY_SEGMENT_STARTED)), "a copy started against the paused store")
+        process.kill()  # a crash: the upload thread dies inside its request
+        moto.resume()
+
+        # Started again in place (in-process, to look inside), its copy task held back
+        broker = tiered_broker(data, **{**_config(moto),
+                                        "remote.log.manager.task.interval.ms": "3600000"})
+        part = _partition(broker, topic)
+        remote = broker.broker.remote
+        state = remote.state_of(part)
+        started = state.in_state(SegmentState.COPY_SEGMENT_STARTED)
+        assert started, "the interrupted copy is in the replayed metadata log"
+        for segment in started:  # not readable remotely, still in the local log
+            assert state.segment_for(segment.start_offset) is None
+            assert part.log.log_start_offset <= segment.start_offset
+        assert read_sdk(broker.bootstrap_servers, topic, 2 * COUNT) == first + second
+
+        stale = {s.segment_id for s in started}
+
+        def recovered() -> bool:
+            broker.call(remote.wake)
+            return (_all_closed_copied(broker, topic)()
+                    and not stale & set(remote.state_of(part).segments)
+                    and moto.keys(BUCKET) == _expected_keys(broker, topic))
+        wait_until(recovered, "the interrupted copy's objects deleted and the segment "
+                   "copied again")
+        assert remote.highest_tiered_offset(part) >= max(s.end_offset for s in started)
+        for read in (read_sdk, read_confluent, read_kafka_python):
+            assert read(broker.bootstrap_servers, topic, 2 * COUNT) == first + second, \
+                read.__name__
+    finally:
+        moto.resume()
+        process.kill()
+        if broker is not None:
+            broker.close()

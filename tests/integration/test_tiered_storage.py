@@ -9,6 +9,7 @@ messages in Kafka's LogConfig instead.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -191,6 +192,51 @@ def test_retention_removes_remote_segments_and_their_objects(broker) -> None:  #
     # below the new start: out of range; from it: everything to the end, as produced
     assert fetch_once(broker.bootstrap_servers, topic, 0)[0] == OffsetOutOfRangeError.errno
     assert read_sdk(broker.bootstrap_servers, topic, COUNT - start, start) == records[start:]
+
+
+def test_time_retention_removes_old_remote_segments_and_local_ms_empties_the_local_tier(
+        broker, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    """retention.ms (both tiers) deletes remote segments whose newest record is older,
+    metadata then objects, and logs it; local.retention.ms alone (local.retention.bytes
+    follows the unbounded retention.bytes) drops every copied local segment once older."""
+    from sdk import Producer
+
+    caplog.set_level(logging.INFO, logger="server_ref.tiered")
+    topic, hour_ms, half = "tiered-time-retention", 3_600_000, COUNT // 2
+    records = make_records(COUNT)
+    now = int(time.time() * 1000)
+    stamps = [now - 2 * hour_ms + i if i < half else now + i for i in range(COUNT)]
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, tiered_topic_configs(**{
+            "retention.ms": str(hour_ms), "local.retention.ms": "1000",
+            "local.retention.bytes": "-2"}))]).raise_if_failed()
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=2,
+                  batch_size=4096) as producer:
+        for (key, value, headers), stamp in zip(records, stamps, strict=True):
+            producer.send(topic, value, key=key, headers=headers or None, partition=0,
+                          timestamp_ms=stamp)
+    part = _partition(broker, topic)
+    remote = broker.broker.remote
+
+    def settled() -> bool:
+        active = part.log.active_segment.base_offset
+        return (remote.highest_tiered_offset(part) == active - 1
+                and part.log.log_start_offset == active  # every closed segment: time is up
+                and remote.log_start_offset(part) > 0)
+    wait_until(settled, "old remote segments deleted and the local tier down to the active "
+               "segment")
+    start = remote.log_start_offset(part)
+    finished = remote.state_of(part).finished()
+    # only segments holding a record younger than retention.ms remain, from the log start
+    assert 0 < start <= half and finished[0].start_offset == start
+    assert all(s.max_timestamp >= now for s in finished)
+    assert list_offset(broker.bootstrap_servers, topic, EARLIEST) == (0, start)
+    assert fetch_once(broker.bootstrap_servers, topic, 0)[0] == OffsetOutOfRangeError.errno
+    assert not [p for p in _remote_files(broker, topic)
+                if p.suffix == ".log" and int(p.name.split("-", 1)[0]) < start]
+    assert read_sdk(broker.bootstrap_servers, topic, COUNT - start, start) == records[start:]
+    assert "deleted remote segment 0-" in caplog.text and "(retention)" in caplog.text
+    assert "copied segment" in caplog.text
 
 
 def test_delete_records_moves_the_log_start_across_tiers(broker) -> None:  # type: ignore[no-untyped-def]

@@ -23,6 +23,7 @@ from sdk.net.config import CommonConfig
 from sdk.protocol.messages.fetch import FetchRequest
 from sdk.protocol.messages.list_offsets import ListOffsetsRequest
 from server_ref import EmbeddedBroker
+from server_ref.cluster.processes import free_port
 
 EARLIEST, EARLIEST_LOCAL, LATEST_TIERED = -2, -4, -5
 
@@ -159,6 +160,25 @@ def list_offset(bootstrap: str, topic: str, timestamp: int) -> tuple[int, int]:
     return result.error_code, result.offset
 
 
+def produce_idempotent_raw(bootstrap: str, topic: str, producer_id: int, count: int,
+                           timestamp_ms: int) -> tuple[int, int]:
+    """One idempotent batch (epoch 0, sequences 0..count-1, every record stamped
+    ``timestamp_ms``) to partition 0, sent as is: (error code, base offset) of the answer.
+    Sending it again with the same arguments is a producer's retry (the same bytes)."""
+    from sdk.protocol.messages.produce import ProduceRequest
+    from sdk.records.builder import RecordBatchBuilder
+
+    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=0)
+    for i in range(count):
+        builder.append(None, timestamp_ms, None, b"retried-%d" % i)
+    request = ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+    answer = asyncio.run(_call(bootstrap, topic, request, 11))
+    part = answer.responses[0].partition_responses[0]
+    return part.error_code, part.base_offset
+
+
 def fetch_once(bootstrap: str, topic: str, offset: int) -> tuple[int, bytes, int]:
     """(error code, records, log start offset) of one Fetch v12 at ``offset``."""
     request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[
@@ -170,12 +190,6 @@ def fetch_once(bootstrap: str, topic: str, offset: int) -> tuple[int, bytes, int
 
 
 # ----------------------------------------------------------------------------- S3 server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class MotoServer:

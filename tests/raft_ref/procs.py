@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,20 +16,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from server_ref.cluster.processes import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 30.0
 
 
 def free_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    return [free_port() for _ in range(n)]
 
 
 class NodeProc:

@@ -252,15 +252,15 @@ def test_unauthenticated_connection_closed_after_connections_max_idle_ms(tls: An
 @pytest.fixture
 def short_sessions(tls: Any) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(config=secured_config(tls, **{
-            "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": 400})) as b:
+            "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": 1500})) as b:
         yield b
 
 
 def test_expired_session_closed_at_next_request(short_sessions: EmbeddedBroker) -> None:
     with Wire(short_sessions.listener_address("SASL_PLAINTEXT")) as wire:
-        assert wire.plain("alice", "alice-secret").session_lifetime_ms == 400
+        assert wire.plain("alice", "alice-secret").session_lifetime_ms == 1500
         wire.metadata()
-        time.sleep(0.6)
+        time.sleep(1.7)
         wire.send(MetadataRequest(topics=[]), 9)
         assert wire.closed_by_broker()
     assert short_sessions.security_stats["expired"] == 1
@@ -276,10 +276,27 @@ def test_reauthentication_keeps_the_connection_and_in_flight_requests(
             auth = wire.send(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"), 1)
             answers = [wire.receive() for _ in range(3)]
             assert [cid for cid, _ in answers] == [pending, handshake, auth]
-            assert answers[2][1].error_code == 0 and answers[2][1].session_lifetime_ms == 400
-            time.sleep(0.3)
+            assert answers[2][1].error_code == 0 and answers[2][1].session_lifetime_ms == 1500
+            time.sleep(1.05)  # Kafka's brokers: at most one re-authentication a second
             assert wire.metadata().brokers
         assert short_sessions.security_stats["reauthenticated"] == 3
+
+
+def test_a_second_reauthentication_within_a_second_is_refused_and_the_connection_kept(
+        short_sessions: EmbeddedBroker) -> None:
+    with Wire(short_sessions.listener_address("SASL_PLAINTEXT")) as wire:
+        wire.plain("alice", "alice-secret")
+        assert wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+        assert wire.call(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"),
+                         1).error_code == 0  # the first re-authentication: always allowed
+        early = wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert early.error_code == IllegalSaslStateError.errno and early.mechanisms == []
+        assert wire.metadata().brokers  # answered, not closed
+        time.sleep(1.0)
+        assert wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+        assert wire.call(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"),
+                         1).error_code == 0
+    assert short_sessions.security_stats["reauthenticated"] == 2
 
 
 def test_reauthentication_cannot_change_principal(short_sessions: EmbeddedBroker) -> None:

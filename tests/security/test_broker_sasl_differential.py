@@ -65,6 +65,14 @@ def answers(connect: Callable[[], Wire]) -> list[Any]:
         changed = wire.call(SaslAuthenticateRequest(auth_bytes=b"\0admin\0admin-secret"), 1)
         out.append(("principal-change", handshake.error_code, changed.error_code,
                     changed.error_message, wire.closed_by_broker()))
+    with connect() as wire:  # at most one re-authentication a second
+        wire.plain("alice", "alice-secret")
+        again = [wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code,
+                 wire.call(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"),
+                           1).error_code]
+        early = wire.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        out.append(("reauth-within-a-second", again, early.error_code, early.mechanisms,
+                    len(wire.metadata().brokers)))
     with connect() as wire:
         wire.plain("alice", "alice-secret")
         handshake = wire.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
@@ -120,6 +128,7 @@ def test_sasl_exchange_matches_apache_kafka() -> None:
     assert facts["principal-change"] == (0, 58, "Cannot change principals during "
                                          "re-authentication from User.alice: User.admin", True)
     assert facts["v0"] == (b"", 1)
+    assert facts["reauth-within-a-second"] == ([0, 0], 34, [], 1)
     assert facts["oauth-expired"] == (b'{"status":"invalid_token"}', 58,
                                       '{"status":"invalid_token"}', True)
     assert facts["oauth-short"] == (0, True, 1)

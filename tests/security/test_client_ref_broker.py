@@ -51,7 +51,7 @@ def broker(tls: Any) -> Iterator[EmbeddedBroker]:
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms": str(REAUTH_MS),
         # SCRAM-SHA-512 sessions end too: re-authentication is not OAUTHBEARER's alone.
-        "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": "1000",
+        "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": "1500",
         "listener.name.mtls.ssl.client.auth": "required",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(tls.broker_keystore),
@@ -208,6 +208,45 @@ def test_oauthbearer_session_outlives_reauthentications_under_load(
     # The broker saw them too, and closed no session for expiry.
     assert broker.security_stats["reauthenticated"] - reauth_before >= 6
     assert broker.security_stats["expired"] == 0
+
+
+def test_sessions_under_a_second_are_reauthenticated_without_a_close(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """600 ms PLAIN sessions: the broker takes one re-authentication a second and closes a
+    connection whose session ended at its next request, so from the second one on the
+    producer holds its requests from the due time until 1 s after the last exchange.
+    Nothing is refused, no session expires, no connection is made again, every record is
+    acknowledged (test_client_sasl.py has the same case against Apache Kafka)."""
+    caplog.set_level(logging.INFO, logger="sdk.net.client")  # reconnections
+    caplog.set_level(logging.DEBUG, logger="sdk.net.connection")  # (last: the handler's level)
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+              "listener.security.protocol.map":
+                  "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+              "sasl.enabled.mechanisms": "PLAIN",
+              "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+              "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "600"}
+    topic = f"ref-short-{uuid.uuid4().hex[:8]}"
+    with EmbeddedBroker(config=config) as b:
+        with AdminClient(bootstrap_servers=b.bootstrap_servers) as admin:
+            assert admin.create_topics([NewTopic(topic, 1, 1)]).ok
+        settings = {"bootstrap.servers": b.listener_address("SASL_PLAINTEXT"),
+                    "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                    "sasl.username": "alice", "sasl.password": "alice-secret"}
+        with Producer(dict(settings), client_id="short-sessions") as producer:
+            futures = []
+            deadline = time.monotonic() + 60  # bounds a hung run only
+            while time.monotonic() < deadline and sum(
+                    1 for r in list(caplog.records)
+                    if "short-sessions re-authenticated" in r.getMessage()) < 5:
+                futures.append(producer.send(topic, f"s{len(futures)}".encode()))
+                time.sleep(0.05)
+            producer.flush(timeout=30)
+            for future in futures:
+                future.result(timeout=0)
+        assert b.security_stats["reauthenticated"] >= 5
+        assert b.security_stats["expired"] == 0
+    assert [r.getMessage() for r in caplog.records
+            if "re-authentication with" in r.getMessage() or "again" in r.getMessage()] == []
 
 
 def test_refused_reauthentication_fails_sends_with_the_sasl_error(broker: EmbeddedBroker,

@@ -197,11 +197,7 @@ def test_oauthbearer_session_outlives_reauthentications_under_load(
         assert token.expires_at_ms is not None
         return token.value, token.expires_at_ms
 
-    settings = sasl_ssl(kafka, tls, **{"sasl.mechanism": "OAUTHBEARER",
-                                       "sasl_oauth_token_provider": provider})
-    topic = f"reauth-{uuid.uuid4().hex[:8]}"
-    with AdminClient(dict(settings)) as admin:
-        assert admin.create_topics([NewTopic(topic, 2, 1)]).ok
+    settings, topic = _oauth_settings_and_topic(kafka, tls, provider, "reauth", 2)
     seen: list[bytes] = []
     stop = threading.Event()
     consumer_error: list[BaseException] = []
@@ -247,10 +243,55 @@ def test_oauthbearer_session_outlives_reauthentications_under_load(
     assert len(tokens) >= 2  # the 3 s tokens were renewed for re-authentications
 
 
+def test_sessions_under_a_second_are_reauthenticated_without_a_close(
+        kafka: ApacheKafkaCluster, tls: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's broker takes one re-authentication a second per connection and closes a
+    connection whose session ended at its next request. Tokens that end 1.1 s after they
+    are issued, reused until 80% of their life, make sessions of 0.9-1.1 s, too short for
+    both rules: requests are held from the due time and the SaslHandshake goes out 1 s
+    after the last exchange ended, so no re-authentication is refused, no connection is
+    closed and none is made again, on any of an idle consumer's three connections."""
+    caplog.set_level(logging.INFO, logger="sdk.net.client")  # reconnections
+    caplog.set_level(logging.DEBUG, logger="sdk.net.connection")  # (last: the handler's level)
+
+    def provider() -> tuple[str, int]:
+        now_ms = int(time.time() * 1000)
+        token = unsecured_token({"unsecuredLoginStringClaim_sub": "alice",
+                                 "unsecuredLoginLifetimeSeconds": "2"}, now_ms=now_ms - 900)
+        assert token.expires_at_ms == now_ms + 1100
+        return token.value, token.expires_at_ms
+
+    settings, topic = _oauth_settings_and_topic(kafka, tls, provider, "idle", 1)
+    with Consumer(topic, dict(settings), group_id=f"g-{topic}", fetch_max_wait_ms=500,
+                  client_id="idle-consumer") as consumer:
+        deadline = time.monotonic() + 60  # bounds a hung run only
+        while _reauths(caplog, "idle-consumer") < 15 and time.monotonic() < deadline:
+            assert consumer.poll(timeout_ms=200) == {}
+    assert _refused_reauths(caplog) == []
+    assert [r.getMessage() for r in caplog.records if "again" in r.getMessage()] == []
+    assert _reauths(caplog, "idle-consumer") >= 15
+
+
+def _oauth_settings_and_topic(kafka: ApacheKafkaCluster, tls: Any, provider: Any,
+                              prefix: str, partitions: int) -> tuple[dict[str, Any], str]:
+    """OAUTHBEARER settings with ``provider`` and a new topic made with them."""
+    settings = sasl_ssl(kafka, tls, **{"sasl.mechanism": "OAUTHBEARER",
+                                       "sasl_oauth_token_provider": provider})
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with AdminClient(dict(settings)) as admin:
+        assert admin.create_topics([NewTopic(topic, partitions, 1)]).ok
+    return settings, topic
+
+
 def _reauths(caplog: pytest.LogCaptureFixture, client_id: str) -> int:
     return sum(1 for r in list(caplog.records)
                if r.name == "sdk.net.connection" and "re-authenticated" in r.getMessage()
                and client_id in r.getMessage())
+
+
+def _refused_reauths(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in list(caplog.records)
+            if r.name == "sdk.net.connection" and "re-authentication with" in r.getMessage()]
 
 
 def test_credentials_not_in_reprs(kafka: ApacheKafkaCluster, tls: Any, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FACES = ["Producer", "AsyncProducer", "Consumer", "AsyncConsumer", "AdminClient",
-         "AsyncAdminClient"]
+         "AsyncAdminClient", "ShareConsumer", "AsyncShareConsumer"]
 
 
 def test_docs_build_without_warnings(tmp_path: Path) -> None:
@@ -26,7 +26,8 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
         assert f'id="sdk.{face}"' in api, f"{face} is missing from the API reference"
     # Methods are documented from their docstrings (a sample of each blocking face).
     for anchor in ("sdk.Consumer.seek_to_end", "sdk.AdminClient.delete_records",
-                   "sdk.Producer.partitions_for", "sdk.ConsumerRecord"):
+                   "sdk.Producer.partitions_for", "sdk.ConsumerRecord",
+                   "sdk.ShareConsumer.acknowledge", "sdk.AcknowledgeType"):
         assert f'id="{anchor}"' in api, anchor
     threads = (out / "threads.html").read_text()
     assert "fork()" in threads and "Timeouts" in threads

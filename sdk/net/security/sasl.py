@@ -121,8 +121,9 @@ _FACTORIES: dict[str, Callable[[SaslSettings], _Mechanism]] = {
 
 
 async def authenticate(settings: SaslSettings, exchange: Exchange, version_for: VersionFor,
-                       where: str) -> int:
-    """Run the handshake and the exchange; return the session lifetime in ms (0: none).
+                       where: str, *, again: bool = False) -> int:
+    """Run the handshake and the exchange (``again``: a KIP-368 re-authentication); return
+    the session lifetime in ms (0: none).
 
     ``where`` names the broker in errors (``127.0.0.1:9093 (node 1)``)."""
     name = settings.mechanism
@@ -143,8 +144,11 @@ async def authenticate(settings: SaslSettings, exchange: Exchange, version_for: 
         raise UnsupportedSaslMechanismError(
             f"{name} is not enabled on broker {where}; it offers: {offered}")
     if handshake.error_code:
-        hint = (" (the listener takes no SASL: is security_protocol right for this port?)"
-                if handshake.error_code == IllegalSaslStateError.errno else "")
+        hint = ""
+        if handshake.error_code == IllegalSaslStateError.errno:
+            hint = (" (re-authentication refused: the broker takes one a second per "
+                    "connection)" if again else
+                    " (the listener takes no SASL: is security_protocol right for this port?)")
         raise for_code(handshake.error_code)(f"{name} handshake with broker {where}{hint}")
     mechanism = _FACTORIES[name](settings)
     message: bytes | None = await mechanism.initial()

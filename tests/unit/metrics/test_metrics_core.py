@@ -146,3 +146,38 @@ def test_valid_traceparent() -> None:
                 "00-4bf92f3577b34da6a3ce929d0e0e4736-" + "0" * 16 + "-01",
                 good.replace("4bf9", "xyz9")):
         assert not valid_traceparent(bad), bad
+
+
+def test_every_sdk_logger_is_under_the_sdk_hierarchy() -> None:
+    """Every logger the SDK's modules make is ``sdk`` or below it (``__name__`` of a module
+    of the ``sdk`` package, or an ``sdk.*`` name), and none logs through the root logger
+    (``logging.info(...)``), so the client id tagging and the ``debug=`` contexts reach
+    every line."""
+    import ast
+    from pathlib import Path
+
+    import sdk
+
+    root_calls = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+    found: list[str] = []
+    for path in sorted(Path(sdk.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        # logging.getLogger().handlers: looking whether logging is configured at all.
+        reads = {id(n.value) for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and n.attr == "handlers"}
+        for node in ast.walk(tree):
+            if id(node) in reads or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "logging"):
+                continue
+            where = f"{path.name}:{node.lineno}"
+            if node.func.attr in root_calls:
+                found.append(f"{where} logs through the root logger")
+            elif node.func.attr == "getLogger":
+                arg = node.args[0] if node.args else None
+                ok = (isinstance(arg, ast.Name) and arg.id in ("__name__", "name")) or (
+                    isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                    and (arg.value == "sdk" or arg.value.startswith("sdk.")))
+                if not ok:
+                    found.append(f"{where} getLogger({ast.unparse(arg) if arg else ''})")
+    assert found == []

