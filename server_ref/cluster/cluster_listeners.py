@@ -14,17 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from server_ref.cluster.processes import free_port
-
-__all__ = ["extra_listeners", "inter_broker_warning", "listener_settings", "port_on"]
+__all__ = ["extra_listeners", "inter_broker_warning", "listener_settings"]
 
 INTER_BROKER = "PLAINTEXT"
 _TEMPLATE_KEYS = ("listeners", "listener.security.protocol.map")
-
-
-def port_on(host: str) -> int:
-    """A free port on ``host``."""
-    return free_port(host)
 
 
 def extra_listeners(config: dict[str, str], given: Mapping[str, str], default_host: str

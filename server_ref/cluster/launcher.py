@@ -38,7 +38,6 @@ from server_ref.cluster.cluster_listeners import (
     extra_listeners,
     inter_broker_warning,
     listener_settings,
-    port_on,
 )
 from server_ref.cluster.processes import (
     FIRST_CONTROLLER_ID,
@@ -62,8 +61,6 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 REPO_ROOT = Path(__file__).resolve().parents[2]
-_free_port = free_port  # names this module had before processes.py
-_cluster_id = new_cluster_id
 
 
 def cluster_defaults(brokers: int) -> dict[str, str]:
@@ -99,7 +96,7 @@ class EmbeddedCluster(NodeProcesses):
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         if controllers not in (1, 3):
             raise ValueError(f"controllers must be 1 or 3, got {controllers}")
-        self.cluster_id = _cluster_id()
+        self.cluster_id = new_cluster_id()
         self.config = {**cluster_defaults(brokers),
                        **{k: str(v) for k, v in (config or {}).items()}}
         # name -> (protocol, bind host) of the client listeners beside PLAINTEXT
@@ -115,19 +112,19 @@ class EmbeddedCluster(NodeProcesses):
         self.nodes: dict[int, ClusterNode] = {}
         for index in range(controllers):
             node_id = FIRST_CONTROLLER_ID + index
-            self.nodes[node_id] = ClusterNode(node_id, "controller", _free_port(),
+            self.nodes[node_id] = ClusterNode(node_id, "controller", free_port(),
                                               self.data_dir / f"node-{node_id}")
         for node_id in range(1, brokers + 1):
-            self.nodes[node_id] = ClusterNode(node_id, "broker", _free_port(),
+            self.nodes[node_id] = ClusterNode(node_id, "broker", free_port(),
                                               self.data_dir / f"node-{node_id}")
-            self.nodes[node_id].listeners = {name: (host, port_on(host)) for name, (_p, host)
+            self.nodes[node_id].listeners = {name: (host, free_port(host)) for name, (_p, host)
                                              in self.extra_listeners.items()}
         if metrics_port is not None:
             if isinstance(metrics_port, bool) or not 0 <= metrics_port <= 65535:
                 raise ValueError(f"metrics_port must be 0 to 65535, got {metrics_port}")
             ordered = sorted(self.nodes.values(), key=lambda n: (n.role == "broker", n.node_id))
             for index, node in enumerate(ordered):
-                node.metrics_port = metrics_port + index if metrics_port else _free_port()
+                node.metrics_port = metrics_port + index if metrics_port else free_port()
 
     # ------------------------------------------------------------------ addresses
 

@@ -47,7 +47,7 @@ _Cluster = TypeVar("_Cluster", bound="NodeProcesses")
 # if it binds at that moment (without SO_REUSEADDR, so nothing lingering holds it either).
 _PORTS_FROM = 10000
 _PORT_SLICES = 8
-_port_cursor: dict[str, int] = {}
+_port_cursor: int | None = None  # this process's next place in its slice
 
 
 def _ephemeral_floor() -> int:
@@ -85,14 +85,14 @@ def free_port(host: str = HOST) -> int:
         with socket.socket() as s:
             s.bind((host, 0))
             return int(s.getsockname()[1])
-    key = f"{ports.start}"
-    cursor = _port_cursor.get(key)
+    global _port_cursor
+    cursor = _port_cursor
     if cursor is None:
         cursor = int.from_bytes(os.urandom(2), "big") % len(ports)
     for step in range(len(ports)):
         port = ports[(cursor + step) % len(ports)]
         if _binds(host, port):
-            _port_cursor[key] = (cursor + step + 1) % len(ports)
+            _port_cursor = (cursor + step + 1) % len(ports)
             return port
     raise OSError(f"no free port in {ports.start}-{ports.stop - 1}")
 
