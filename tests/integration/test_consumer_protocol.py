@@ -409,12 +409,11 @@ def test_ref_broker_restart_keeps_the_group_and_its_offsets(tmp_path: Path) -> N
         broker.close()
 
 
-def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> None:
-    """The online upgrade (group.consumer.migration.policy=bidirectional, Kafka's default):
-    a consumer-protocol member joins a stable classic group, the group becomes a consumer
-    group, and the classic member carries on with JoinGroup/SyncGroup/Heartbeat, giving up
-    the partitions the broker moves to the newcomer. Both brokers."""
-    topic, group = new_topic("mixed"), f"g-{uuid.uuid4().hex[:8]}"
+@contextlib.contextmanager
+def mixed_group(target: Target, prefix: str) -> Iterator[tuple[str, str, Consumer, Consumer]]:
+    """(topic, group, classic, newcomer): a classic member owned the topic's 4 partitions,
+    then a consumer-protocol member joined; yields once the two share them."""
+    topic, group = new_topic(prefix), f"g-{uuid.uuid4().hex[:8]}"
     target.create_topic(topic, 4)
     classic = Consumer(topic, bootstrap_servers=target.bootstrap_servers, group_id=group,
                        auto_offset_reset="earliest", session_timeout_ms=10_000,
@@ -432,13 +431,22 @@ def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> Non
             assert time.monotonic() < deadline, (classic.assignment(), newcomer.assignment())
             newcomer.poll(timeout_ms=100)
             classic.poll(timeout_ms=100)
+        yield topic, group, classic, newcomer
+    finally:
+        newcomer.close()
+        classic.close()
+
+
+def test_a_classic_group_meets_a_consumer_protocol_member(target: Target) -> None:
+    """The online upgrade (group.consumer.migration.policy=bidirectional, Kafka's default):
+    a consumer-protocol member joins a stable classic group, the group becomes a consumer
+    group, and the classic member carries on with JoinGroup/SyncGroup/Heartbeat, giving up
+    the partitions the broker moves to the newcomer. Both brokers."""
+    with mixed_group(target, "mixed") as (_topic, group, classic, newcomer):
         assert not newcomer.assignment() & classic.assignment()
         with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
             described = admin.consumer_group_describe([group])[group]
         assert sorted(m.member_type for m in described.members) == [0, 1]  # classic, consumer
-    finally:
-        newcomer.close()
-        classic.close()
 
 
 def test_a_mixed_group_turns_classic_when_its_last_consumer_member_leaves(
@@ -447,42 +455,22 @@ def test_a_mixed_group_turns_classic_when_its_last_consumer_member_leaves(
     of a mixed group leaves, only a classic member remains, so the group becomes a classic
     group again (ListGroups says classic, DescribeGroups describes it) after a classic
     rebalance, and the classic member owns every partition and reads on. Both brokers."""
-    topic, group = new_topic("down"), f"g-{uuid.uuid4().hex[:8]}"
-    target.create_topic(topic, 4)
-    classic = Consumer(topic, bootstrap_servers=target.bootstrap_servers, group_id=group,
-                       auto_offset_reset="earliest", session_timeout_ms=10_000,
-                       heartbeat_interval_ms=500)
-    newcomer = member(target, group)
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while len(classic.assignment()) < 4:
-            assert time.monotonic() < deadline
-            classic.poll(timeout_ms=100)
-        newcomer.subscribe([topic])
-        deadline = time.monotonic() + WAIT_S
-        while not (newcomer.assignment() and classic.assignment()
-                   and len(newcomer.assignment() | classic.assignment()) == 4):
-            assert time.monotonic() < deadline, (classic.assignment(), newcomer.assignment())
-            newcomer.poll(timeout_ms=100)
-            classic.poll(timeout_ms=100)
-        with AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
-            assert admin.list_consumer_groups()[group].group_type == "consumer"
-            newcomer.close()
-            produce(target, topic, 0, 40)
-            values: set[bytes] = set()
-            deadline = time.monotonic() + WAIT_S
-            while len(classic.assignment()) < 4 or len(values) < 40:
-                assert time.monotonic() < deadline, (classic.assignment(), len(values))
-                for records in classic.poll(timeout_ms=100).values():
-                    values.update(r.value for r in records)
-            assert values == {f"r{i}".encode() for i in range(40)}
-            assert admin.list_consumer_groups()[group].group_type == "classic"
-            described = admin.describe_consumer_groups([group])[group]
-            assert described.state == "Stable" and len(described.members) == 1
-            assert described.members[0].member_id == classic.group_metadata().member_id
-    finally:
+    with mixed_group(target, "down") as (topic, group, classic, newcomer), \
+            AdminClient(bootstrap_servers=target.bootstrap_servers) as admin:
+        assert admin.list_consumer_groups()[group].group_type == "consumer"
         newcomer.close()
-        classic.close()
+        produce(target, topic, 0, 40)
+        values: set[bytes] = set()
+        deadline = time.monotonic() + WAIT_S
+        while len(classic.assignment()) < 4 or len(values) < 40:
+            assert time.monotonic() < deadline, (classic.assignment(), len(values))
+            for records in classic.poll(timeout_ms=100).values():
+                values.update(r.value for r in records)
+        assert values == {f"r{i}".encode() for i in range(40)}
+        assert admin.list_consumer_groups()[group].group_type == "classic"
+        described = admin.describe_consumer_groups([group])[group]
+        assert described.state == "Stable" and len(described.members) == 1
+        assert described.members[0].member_id == classic.group_metadata().member_id
 
 
 PAUSED = textwrap.dedent("""
