@@ -247,21 +247,11 @@ def test_delete_records_into_the_remote_tier_holds_after_a_leader_change(
         admin.create_topics([NewTopic(topic, 1, 3, tiered_topic_configs())]).raise_if_failed()
         records = make_records(COUNT, seed="cut")
         produce(bootstrap, topic, records)
-        wait_until(lambda: min(_local_starts(cluster, topic).values() or [0]) > COUNT // 2
-                   and len(_local_starts(cluster, topic)) == 3,
+        wait_until(lambda: _only_remote_below_half(cluster, topic),
                    "most of the topic only remote on every replica", timeout_s=90)
         cut = list_offset(bootstrap, topic, EARLIEST_LOCAL)[1] // 2  # inside the remote tier
         assert admin.delete_records({tp: cut})[tp].low_watermark == cut
-        old = cluster.leader_of(topic, 0)
-        cluster.kill(old)
-    try:
-        wait_until(lambda: cluster.leader_of(topic, 0) not in (-1, old), "a new leader",
-                   timeout_s=60)
-        assert list_offset(bootstrap, topic, EARLIEST) == (0, cut)
-        assert fetch_once(bootstrap, topic, cut - 1)[0] == OffsetOutOfRangeError.errno
-        assert read_sdk(bootstrap, topic, COUNT - cut, cut) == records[cut:]
-    finally:
-        cluster.start(old)
+    _kill_leader_and_check_start(cluster, topic, cut, records[cut:])
 
 
 # ----------------------------------------------------------------- the leader's log start
@@ -297,6 +287,12 @@ def _first_offset_after_reset(bootstrap: str, topic: str) -> int:
                 if records:
                     return int(records[0].offset)
     raise AssertionError(f"no record of {topic} read after a reset")
+
+
+def _only_remote_below_half(cluster: EmbeddedCluster, topic: str) -> bool:
+    """Every replica's local log starts past the topic's first half (it is only remote)."""
+    starts = _local_starts(cluster, topic)
+    return len(starts) == 3 and min(starts.values()) > COUNT // 2
 
 
 def _kill_leader_and_check_start(cluster: EmbeddedCluster, topic: str, cut: int,
@@ -353,13 +349,9 @@ def test_a_new_leader_never_serves_below_a_delete_records_into_the_remote_tier(
         admin.create_topics([NewTopic(topic, 1, 3, tiered_topic_configs())]).raise_if_failed()
         records = make_records(COUNT, seed="slow")
         produce(bootstrap, topic, records)
-
-        def only_remote_below_half() -> bool:
-            starts = _local_starts(cluster, topic)
-            return len(starts) == 3 and min(starts.values()) > COUNT // 2
-
         # copies and local deletions happen at the task's runs: one or two of them
-        wait_until(only_remote_below_half, "most of the topic only remote on every replica",
+        wait_until(lambda: _only_remote_below_half(cluster, topic),
+                   "most of the topic only remote on every replica",
                    timeout_s=3 * SLOW_TASK_MS / 1000 + 30)
         cut = min(_local_starts(cluster, topic).values()) // 2
         assert cut > 0 and list_offset(bootstrap, topic, LATEST_TIERED)[1] >= cut
